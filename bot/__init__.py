@@ -1,0 +1,1 @@
+"""coachbot: a coaching companion on Telegram, between sessions with a human coach."""
