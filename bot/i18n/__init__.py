@@ -1,0 +1,106 @@
+"""Every text a user sees goes through a Translator for the user's locale.
+
+Catalogs are the `.po` files under `locales/`; they are compiled in memory when first needed,
+so a `.mo` can never be out of date with its `.po`.
+"""
+
+from __future__ import annotations
+
+import gettext
+import io
+import os
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from functools import cache
+from pathlib import Path
+
+from babel import Locale
+from babel.dates import format_date, format_datetime, format_time
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from babel.numbers import format_decimal
+from babel.support import Translations
+
+DOMAIN = "coachbot"
+SOURCE_LOCALE = "en"
+SUPPORTED_LOCALES = ("en", "ca", "bg", "hr", "it", "he")
+_ALIASES = {"iw": "he"}  # the old ISO code some clients still send for Hebrew
+
+# Unicode "first strong isolate" and "pop directional isolate": a value wrapped in them
+# cannot flip the direction of the sentence around it.
+FSI = "\u2068"
+PDI = "\u2069"
+
+
+def locales_dir() -> Path:
+    configured = os.environ.get("COACHBOT_LOCALES")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[2] / "locales"
+
+
+def normalize_locale(code: str | None, default: str = SOURCE_LOCALE) -> str:
+    """Map a Telegram language_code such as 'it-CH' or 'he' to a supported locale."""
+    if not code:
+        return default
+    language = code.replace("_", "-").split("-")[0].lower()
+    language = _ALIASES.get(language, language)
+    return language if language in SUPPORTED_LOCALES else default
+
+
+def _load_catalog(locale: str, directory: Path) -> gettext.NullTranslations:
+    po_path = directory / locale / "LC_MESSAGES" / f"{DOMAIN}.po"
+    if locale == SOURCE_LOCALE or not po_path.exists():
+        return gettext.NullTranslations()
+    with po_path.open("rb") as po_file:
+        catalog = read_po(po_file, locale=locale)
+    buffer = io.BytesIO()
+    write_mo(buffer, catalog, use_fuzzy=False)
+    buffer.seek(0)
+    return Translations(buffer, domain=DOMAIN)
+
+
+@dataclass(frozen=True)
+class Translator:
+    locale: str
+    catalog: gettext.NullTranslations = field(repr=False, compare=False)
+
+    @property
+    def rtl(self) -> bool:
+        return Locale.parse(self.locale).character_order == "right-to-left"
+
+    def gettext(self, message: str) -> str:
+        return self.catalog.gettext(message)
+
+    def ngettext(self, singular: str, plural: str, count: int) -> str:
+        return self.catalog.ngettext(singular, plural, count)
+
+    def isolate(self, value: str) -> str:
+        """Keep a user's own words (or a number) from turning a right-to-left line around."""
+        return f"{FSI}{value}{PDI}" if self.rtl and value else value
+
+    def number(self, value: float) -> str:
+        return format_decimal(value, locale=self.locale)
+
+    def date(self, value: date, format: str = "medium") -> str:
+        return format_date(value, format=format, locale=self.locale)
+
+    def time(self, value: time | datetime, format: str = "short") -> str:
+        return format_time(value, format=format, locale=self.locale)
+
+    def datetime(self, value: datetime, format: str = "medium") -> str:
+        return format_datetime(value, format=format, locale=self.locale)
+
+
+@cache
+def _translator(locale: str, directory: Path) -> Translator:
+    return Translator(locale, _load_catalog(locale, directory))
+
+
+def translator_for(locale: str | None) -> Translator:
+    return _translator(normalize_locale(locale), locales_dir())
+
+
+def N_(message: str) -> str:
+    """Mark a text for extraction where it is defined; it is translated where it is shown."""
+    return message

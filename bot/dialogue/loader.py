@@ -1,0 +1,683 @@
+"""Load dialogue YAML files into the typed model, refusing anything doubtful.
+
+Every problem is reported as `file:line:column: message`, all problems of all files at once.
+A set with any error is never returned: callers get either a whole valid set or the errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from bot.dialogue.expr import ExprError, is_valid_variable, parse_condition, variables_read
+from bot.dialogue.model import (
+    ANSWER_TYPES,
+    BUILTIN_VARIABLES,
+    END,
+    Ask,
+    Branch,
+    Dialogue,
+    DialogueSet,
+    Option,
+    PluralText,
+    Position,
+    Step,
+)
+from bot.dialogue.template import TemplateError, placeholders
+
+_ID = re.compile(r"[a-z][a-z0-9_]*\Z")
+_OPTION_KEY = re.compile(r"[a-z0-9][a-z0-9_]{0,31}\Z")
+_MAX_OPTIONS = 12
+
+_DIALOGUE_KEYS = {"id", "title", "description", "start", "steps", "on_missing", "requires"}
+_STEP_KEYS = {"say", "say_plural", "ask", "next"}
+_PLURAL_KEYS = {"one", "other", "count"}
+_BRANCH_KEYS = {"if", "goto", "call", "then"}
+_ASK_KEYS_BY_TYPE: dict[str, set[str]] = {
+    "text": {"min_length", "max_length"},
+    "number": {"min", "max"},
+    "scale": {"min", "max"},
+    "choice": {"options"},
+    "yes_no": set(),
+    "time": set(),
+    "date": set(),
+    "none": set(),
+}
+DEFAULT_TEXT_MAX_LENGTH = 2000
+MAX_SCALE_POINTS = 11
+
+
+@dataclass(frozen=True, order=True)
+class DialogueError:
+    position: Position
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.position}: {self.message}"
+
+
+class DialogueLoadError(Exception):
+    def __init__(self, errors: list[DialogueError]) -> None:
+        self.errors = sorted(errors)
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
+@dataclass
+class _Reads:
+    """Variables a step reads before its answer (texts) and after it (conditions)."""
+
+    before: list[tuple[str, Position]] = field(default_factory=list)
+    after: list[tuple[str, Position]] = field(default_factory=list)
+
+
+@dataclass
+class _ParsedDialogue:
+    dialogue: Dialogue
+    reads: dict[str, _Reads]
+    id_position: Position
+    requires_position: Position
+
+
+class _FileParser:
+    def __init__(self, path: Path, display: str) -> None:
+        self.path = path
+        self.display = display
+        self.errors: list[DialogueError] = []
+
+    def pos(self, node: Node) -> Position:
+        return Position(self.display, node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def error(self, node: Node | Position, message: str) -> None:
+        where = node if isinstance(node, Position) else self.pos(node)
+        self.errors.append(DialogueError(where, message))
+
+    # -- generic node helpers -------------------------------------------------------------
+
+    def mapping(
+        self, node: Node, allowed: set[str], what: str
+    ) -> dict[str, tuple[ScalarNode, Node]] | None:
+        if not isinstance(node, MappingNode):
+            self.error(node, f"{what} must be a mapping of 'key: value' lines")
+            return None
+        result: dict[str, tuple[ScalarNode, Node]] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode):
+                self.error(key_node, f"a key in {what} must be a plain word")
+                continue
+            key = key_node.value
+            if key in result:
+                self.error(key_node, f"'{key}' appears twice in {what}")
+                continue
+            if key not in allowed:
+                self.error(key_node, f"unknown key '{key}' in {what}; expected one of: "
+                           + ", ".join(sorted(allowed)))
+                continue
+            result[key] = (key_node, value_node)
+        return result
+
+    def text(self, node: Node, what: str) -> str | None:
+        if not isinstance(node, ScalarNode) or node.tag != "tag:yaml.org,2002:str":
+            self.error(node, f"{what} must be text (put it in quotes)")
+            return None
+        if not node.value.strip():
+            self.error(node, f"{what} is empty")
+            return None
+        return str(node.value)
+
+    def identifier(self, node: Node, what: str) -> str | None:
+        if not isinstance(node, ScalarNode):
+            self.error(node, f"{what} must be a name")
+            return None
+        value = str(node.value)
+        if not _ID.match(value):
+            self.error(node, f"{what} '{value}' must be lower case letters, digits and _, "
+                       "starting with a letter")
+            return None
+        return value
+
+    def variable(self, node: Node, what: str) -> str | None:
+        if not isinstance(node, ScalarNode) or not is_valid_variable(str(node.value)):
+            value = node.value if isinstance(node, ScalarNode) else "…"
+            self.error(node, f"{what} '{value}' must be a variable name like checkin.mood")
+            return None
+        return str(node.value)
+
+    def number(self, node: Node, what: str, *, integer: bool = False) -> float | None:
+        tags = {"tag:yaml.org,2002:int"} | (set() if integer else {"tag:yaml.org,2002:float"})
+        if not isinstance(node, ScalarNode) or node.tag not in tags:
+            self.error(node, f"{what} must be {'a whole number' if integer else 'a number'}")
+            return None
+        return int(node.value) if node.tag.endswith(":int") else float(node.value)
+
+    def boolean(self, node: Node, what: str) -> bool | None:
+        if not isinstance(node, ScalarNode) or node.tag != "tag:yaml.org,2002:bool":
+            self.error(node, f"{what} must be true or false")
+            return None
+        return node.value.lower() in ("true", "yes", "on")
+
+    def template(self, node: Node, what: str, reads: list[tuple[str, Position]]) -> str | None:
+        value = self.text(node, what)
+        if value is None:
+            return None
+        try:
+            for name in placeholders(value):
+                reads.append((name, self.pos(node)))
+        except TemplateError as exc:
+            self.error(node, f"{what}: {exc}")
+            return None
+        return value
+
+    # -- the dialogue language -------------------------------------------------------------
+
+    def parse(self) -> _ParsedDialogue | None:
+        try:
+            raw = self.path.read_bytes()
+            root = yaml.compose(raw.decode("utf-8"), Loader=yaml.SafeLoader)
+        except UnicodeDecodeError as exc:
+            self.error(Position(self.display, 1, 1), f"the file is not UTF-8 text ({exc.reason})")
+            return None
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+            problem = exc.problem or exc.context or "not valid YAML"
+            self.error(Position(self.display, line, column), f"YAML syntax: {problem}")
+            return None
+        if root is None:
+            self.error(Position(self.display, 1, 1), "the file is empty")
+            return None
+        fields = self.mapping(root, _DIALOGUE_KEYS, "a dialogue")
+        if fields is None:
+            return None
+        for required in ("id", "title", "start", "steps"):
+            if required not in fields:
+                self.error(root, f"a dialogue needs '{required}'")
+        dialogue_id = (
+            self.identifier(fields["id"][1], "the dialogue id") if "id" in fields else None
+        )
+        title = self.text(fields["title"][1], "'title'") if "title" in fields else None
+        if "description" in fields:
+            self.text(fields["description"][1], "'description'")
+        requires: set[str] = set()
+        requires_pos = self.pos(root)
+        if "requires" in fields:
+            requires_node = fields["requires"][1]
+            requires_pos = self.pos(requires_node)
+            if isinstance(requires_node, SequenceNode):
+                for item in requires_node.value:
+                    name = self.variable(item, "a required variable")
+                    if name:
+                        requires.add(name)
+            else:
+                self.error(requires_node, "'requires' must be a list of variable names")
+
+        steps: dict[str, Step] = {}
+        reads: dict[str, _Reads] = {}
+        if "steps" in fields:
+            step_nodes = self.mapping(fields["steps"][1], _all_names(fields["steps"][1]), "'steps'")
+            for step_id, (key_node, step_node) in (step_nodes or {}).items():
+                if self.identifier(key_node, "the step id") is None:
+                    continue
+                if step_id == END:
+                    self.error(key_node, "'end' is reserved to finish a dialogue; "
+                               "name the step differently")
+                    continue
+                step_reads = _Reads()
+                step = self.step(step_id, key_node, step_node, step_reads)
+                if step is not None:
+                    steps[step_id] = step
+                    reads[step_id] = step_reads
+            if step_nodes is not None and not step_nodes:
+                self.error(fields["steps"][1], "a dialogue needs at least one step")
+
+        start = self.step_ref(fields.get("start"), steps, "'start'")
+        on_missing = self.step_ref(fields.get("on_missing"), steps, "'on_missing'")
+        if self.errors or dialogue_id is None or title is None or start is None:
+            return None
+        dialogue = Dialogue(
+            id=dialogue_id,
+            title=title,
+            start=start,
+            steps=steps,
+            content_hash=hashlib.sha256(raw).hexdigest()[:16],
+            path=self.display,
+            on_missing=on_missing,
+            requires=frozenset(requires),
+        )
+        return _ParsedDialogue(dialogue, reads, self.pos(fields["id"][1]), requires_pos)
+
+    def step_ref(
+        self, field_: tuple[ScalarNode, Node] | None, steps: dict[str, Step], what: str
+    ) -> str | None:
+        if field_ is None:
+            return None
+        name = self.identifier(field_[1], what)
+        if name is not None and name not in steps:
+            self.error(field_[1], f"{what} names step '{name}', which does not exist")
+            return None
+        return name
+
+    def step(self, step_id: str, key_node: Node, node: Node, reads: _Reads) -> Step | None:
+        fields = self.mapping(node, _STEP_KEYS, f"step '{step_id}'")
+        if fields is None:
+            return None
+        before = len(self.errors)
+        say = self.template(fields["say"][1], "'say'", reads.before) if "say" in fields else None
+        plural = self.plural(fields["say_plural"][1], reads) if "say_plural" in fields else None
+        if "say" in fields and "say_plural" in fields:
+            self.error(fields["say_plural"][0], "use either 'say' or 'say_plural', not both")
+        ask = self.ask(fields["ask"][1], reads) if "ask" in fields else Ask(type="none")
+        if "say" not in fields and "say_plural" not in fields:
+            self.error(key_node, f"step '{step_id}' needs 'say': what the bot writes")
+        if "next" not in fields:
+            self.error(key_node, f"step '{step_id}' has no 'next'; "
+                       "write 'next: end' to finish the dialogue here")
+            branches: tuple[Branch, ...] | None = None
+        else:
+            branches = self.branches(fields["next"][1], reads)
+        if len(self.errors) > before or ask is None or branches is None:
+            return None
+        return Step(step_id, say, plural, ask, branches, self.pos(key_node))
+
+    def plural(self, node: Node, reads: _Reads) -> PluralText | None:
+        fields = self.mapping(node, _PLURAL_KEYS, "'say_plural'")
+        if fields is None:
+            return None
+        missing = _PLURAL_KEYS - fields.keys()
+        if missing:
+            self.error(node, "'say_plural' needs " + ", ".join(f"'{k}'" for k in sorted(missing)))
+            return None
+        one = self.template(fields["one"][1], "'one'", reads.before)
+        other = self.template(fields["other"][1], "'other'", reads.before)
+        count = self.variable(fields["count"][1], "'count'")
+        if count:
+            reads.before.append((count, self.pos(fields["count"][1])))
+        if one is None or other is None or count is None:
+            return None
+        return PluralText(one, other, count)
+
+    def ask(self, node: Node, reads: _Reads) -> Ask | None:
+        if not isinstance(node, MappingNode):
+            self.error(node, "'ask' must be a mapping such as {type: text, save: my.answer}")
+            return None
+        type_node = next((v for k, v in node.value if getattr(k, "value", None) == "type"), None)
+        answer_type = type_node.value if isinstance(type_node, ScalarNode) else None
+        if type_node is None:
+            self.error(node, "'ask' needs 'type': one of " + ", ".join(ANSWER_TYPES))
+            return None
+        if answer_type not in _ASK_KEYS_BY_TYPE:
+            self.error(type_node, f"unknown answer type '{answer_type}'; expected one of "
+                       + ", ".join(ANSWER_TYPES))
+            return None
+        common = {"type"} if answer_type == "none" else {"type", "save", "optional"}
+        fields = self.mapping(node, common | _ASK_KEYS_BY_TYPE[answer_type],
+                              f"'ask' of type {answer_type}")
+        if fields is None:
+            return None
+        save = None
+        if answer_type != "none":
+            if "save" not in fields:
+                self.error(node, "'ask' needs 'save': the variable that keeps the answer")
+            else:
+                save = self.variable(fields["save"][1], "'save'")
+        optional = self.boolean(fields["optional"][1], "'optional'") if "optional" in fields \
+            else False
+
+        def num(key: str, *, integer: bool = False) -> float | None:
+            return self.number(fields[key][1], f"'{key}'", integer=integer) if key in fields \
+                else None
+
+        ask = Ask(type=answer_type, save=save, optional=bool(optional))
+        if answer_type in ("number", "scale"):
+            integer = answer_type == "scale"
+            low, high = num("min", integer=integer), num("max", integer=integer)
+            if answer_type == "scale":
+                low = 1 if low is None else low
+                high = 10 if high is None else high
+                if high - low + 1 > MAX_SCALE_POINTS:
+                    self.error(node, f"a scale can have at most {MAX_SCALE_POINTS} points")
+            if low is not None and high is not None and low >= high:
+                self.error(node, f"'min' ({low:g}) must be below 'max' ({high:g})")
+            ask = Ask(type=answer_type, save=save, optional=bool(optional), min=low, max=high)
+        elif answer_type == "text":
+            low, high = num("min_length", integer=True), num("max_length", integer=True)
+            high = DEFAULT_TEXT_MAX_LENGTH if high is None else high
+            if high < 1 or (low is not None and (low < 0 or low > high)):
+                self.error(node, "lengths must satisfy 0 <= min_length <= max_length, "
+                           "max_length >= 1")
+            ask = Ask(type="text", save=save, optional=bool(optional),
+                      min_length=None if low is None else int(low), max_length=int(high))
+        elif answer_type == "choice":
+            options = self.options(fields.get("options"), node, reads)
+            ask = Ask(type="choice", save=save, optional=bool(optional), options=options)
+        return ask
+
+    def options(
+        self, field_: tuple[ScalarNode, Node] | None, ask_node: Node, reads: _Reads
+    ) -> tuple[Option, ...]:
+        if field_ is None:
+            self.error(ask_node, "a choice needs 'options', e.g. {done: \"I did it\", "
+                       "not_yet: \"Not yet\"}")
+            return ()
+        node = field_[1]
+        entries = self.mapping(node, _all_names(node), "'options'")
+        if entries is None:
+            return ()
+        options = []
+        for key, (key_node, label_node) in entries.items():
+            if not _OPTION_KEY.match(key):
+                self.error(key_node, f"option key '{key}' must be 1 to 32 lower case letters, "
+                           "digits and _")
+                continue
+            label = self.template(label_node, f"the label of option '{key}'", reads.before)
+            if label is not None:
+                options.append(Option(key, label))
+        if len(entries) < 2:
+            self.error(node, "a choice needs at least two options")
+        if len(entries) > _MAX_OPTIONS:
+            self.error(node, f"a choice can have at most {_MAX_OPTIONS} options")
+        return tuple(options)
+
+    def branches(self, node: Node, reads: _Reads) -> tuple[Branch, ...] | None:
+        if isinstance(node, ScalarNode):
+            target = self.identifier(node, "'next'")
+            return (Branch(goto=target, position=self.pos(node)),) if target else None
+        items = node.value if isinstance(node, SequenceNode) else [node]
+        branches: list[Branch] = []
+        for index, item in enumerate(items):
+            branch = self.branch(item, reads)
+            if branch is None:
+                continue
+            is_last = index == len(items) - 1
+            if branch.condition is None and not is_last:
+                self.error(item, "this branch has no 'if', so the branches after it can "
+                           "never be taken")
+            if branch.condition is not None and is_last:
+                self.error(item, "the last branch of 'next' needs no 'if': it is taken when "
+                           "no condition holds")
+            branches.append(branch)
+        if not items:
+            self.error(node, "'next' is empty")
+        return tuple(branches) if len(branches) == len(items) and items else None
+
+    def branch(self, node: Node, reads: _Reads) -> Branch | None:
+        fields = self.mapping(node, _BRANCH_KEYS, "a branch of 'next'")
+        if fields is None:
+            return None
+        condition = source = None
+        if "if" in fields:
+            cond_node = fields["if"][1]
+            if not isinstance(cond_node, ScalarNode):
+                self.error(cond_node, "'if' must be a condition such as \"checkin.mood <= 3\"")
+                return None
+            source = str(cond_node.value)
+            try:
+                condition = parse_condition(source)
+            except ExprError as exc:
+                line, column = self.pos(cond_node).line, self.pos(cond_node).column
+                quoted = cond_node.style in ("'", '"')
+                self.error(Position(self.display, line, column + exc.offset + int(quoted)),
+                           f"condition {source!r}: {exc}")
+                return None
+            for name in variables_read(condition):
+                reads.after.append((name, self.pos(cond_node)))
+        call = self.identifier(fields["call"][1], "'call'") if "call" in fields else None
+        if "call" in fields and call is None:
+            return None
+        if call is not None:
+            if "goto" in fields:
+                self.error(fields["goto"][0], "with 'call', say where to continue with 'then'")
+                return None
+            target: str | None = END
+            if "then" in fields:
+                target = self.identifier(fields["then"][1], "'then'")
+        else:
+            if "then" in fields:
+                self.error(fields["then"][0], "'then' goes with 'call'")
+                return None
+            if "goto" not in fields:
+                self.error(node, "a branch needs 'goto' (a step or end) or 'call' (a dialogue)")
+                return None
+            target = self.identifier(fields["goto"][1], "'goto'")
+        if target is None:
+            return None
+        return Branch(goto=target, condition=condition, condition_source=source, call=call,
+                      position=self.pos(node))
+
+
+def _all_names(node: Node) -> set[str]:
+    """Any key is allowed: used for mappings whose keys are ids chosen by the coach."""
+    if not isinstance(node, MappingNode):
+        return set()
+    return {k.value for k, _ in node.value if isinstance(k, ScalarNode)}
+
+
+# -- checks across steps and files ---------------------------------------------------------
+
+
+def _check_targets(parsed: _ParsedDialogue, known: set[str], errors: list[DialogueError]) -> None:
+    dialogue = parsed.dialogue
+    for step in dialogue.steps.values():
+        for branch in step.next:
+            where = branch.position or step.position
+            if branch.goto != END and branch.goto not in dialogue.steps:
+                errors.append(DialogueError(where, f"goes to step '{branch.goto}', which does not "
+                                            f"exist in dialogue '{dialogue.id}'"))
+            if branch.call is not None and branch.call not in known:
+                errors.append(DialogueError(where, f"calls dialogue '{branch.call}', "
+                                            "which does not exist"))
+
+
+def _successors(dialogue: Dialogue, step_id: str) -> Iterator[Branch]:
+    yield from dialogue.steps[step_id].next
+
+
+def _check_reachable(parsed: _ParsedDialogue, errors: list[DialogueError]) -> None:
+    dialogue = parsed.dialogue
+    seen: set[str] = set()
+    todo = [dialogue.start] + ([dialogue.on_missing] if dialogue.on_missing else [])
+    while todo:
+        step_id = todo.pop()
+        if step_id in seen or step_id not in dialogue.steps:
+            continue
+        seen.add(step_id)
+        todo.extend(b.goto for b in _successors(dialogue, step_id))
+    for step_id, step in dialogue.steps.items():
+        if step_id not in seen:
+            errors.append(DialogueError(step.position, f"step '{step_id}' can never be reached "
+                                        f"from the start step '{dialogue.start}'"))
+
+
+def _check_silent_loops(parsed: _ParsedDialogue, errors: list[DialogueError]) -> None:
+    """Steps that ask nothing are passed through at once: a loop of them would never stop."""
+    dialogue = parsed.dialogue
+    silent = {i for i, step in dialogue.steps.items() if step.ask.type == "none"}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(step_id: str, path: list[str]) -> None:
+        state[step_id] = 1
+        for branch in dialogue.steps[step_id].next:
+            target = branch.goto
+            if target not in silent or branch.call:
+                continue
+            if state.get(target) == 1:
+                loop = [*path[path.index(target):], target]
+                errors.append(DialogueError(dialogue.steps[target].position,
+                                            "these steps loop without asking anything: "
+                                            + " -> ".join(loop)))
+            elif target not in state:
+                visit(target, [*path, target])
+        state[step_id] = 2
+
+    for step_id in sorted(silent):
+        if step_id not in state:
+            visit(step_id, [step_id])
+
+
+def _check_call_cycles(parsed: dict[str, _ParsedDialogue], errors: list[DialogueError]) -> None:
+    calls = {
+        i: {(b.call, b.position) for s in p.dialogue.steps.values() for b in s.next if b.call}
+        for i, p in parsed.items()
+    }
+    for origin in sorted(calls):
+        todo = [(callee, where, [origin]) for callee, where in calls[origin]]
+        seen: set[str] = set()
+        while todo:
+            callee, where, path = todo.pop()
+            if callee == origin:
+                errors.append(DialogueError(where or parsed[origin].id_position,
+                                            "dialogues call each other in a circle: "
+                                            + " -> ".join([*path, callee])))
+                break
+            if callee in seen or callee not in calls:
+                continue
+            seen.add(callee)
+            todo.extend((c, where, [*path, callee]) for c, _ in calls[callee])
+
+
+class _Flow:
+    """Which variables are written on every path, so no text or condition reads a hole."""
+
+    def __init__(self, parsed: dict[str, _ParsedDialogue]) -> None:
+        self.parsed = parsed
+        self.exit_cache: dict[str, frozenset[str]] = {}
+        self.in_progress: set[str] = set()
+
+    def analyse(self, dialogue_id: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+        """Return, per step, what is surely written on entry; and what is surely written at end."""
+        dialogue = self.parsed[dialogue_id].dialogue
+        initial = frozenset(BUILTIN_VARIABLES | dialogue.requires)
+        entry: dict[str, frozenset[str]] = {dialogue.start: initial}
+        if dialogue.on_missing:
+            entry[dialogue.on_missing] = initial
+        at_end: frozenset[str] | None = None
+        changed = True
+        while changed:
+            changed = False
+            for step_id, step in dialogue.steps.items():
+                if step_id not in entry:
+                    continue
+                out = entry[step_id] | ({step.ask.save} if step.ask.save else set())
+                for branch in step.next:
+                    edge = out | self.exit(branch.call) if branch.call else out
+                    if branch.goto == END:
+                        at_end = edge if at_end is None else at_end & edge
+                    elif branch.goto in dialogue.steps:
+                        old = entry.get(branch.goto)
+                        new = edge if old is None else old & edge
+                        if new != old:
+                            entry[branch.goto] = new
+                            changed = True
+        return entry, at_end if at_end is not None else initial
+
+    def exit(self, dialogue_id: str) -> frozenset[str]:
+        if dialogue_id not in self.parsed or dialogue_id in self.in_progress:
+            return frozenset()
+        if dialogue_id not in self.exit_cache:
+            self.in_progress.add(dialogue_id)
+            self.exit_cache[dialogue_id] = self.analyse(dialogue_id)[1]
+            self.in_progress.discard(dialogue_id)
+        return self.exit_cache[dialogue_id]
+
+
+def _check_reads(flow: _Flow, parsed: _ParsedDialogue, errors: list[DialogueError]) -> None:
+    dialogue = parsed.dialogue
+    entry, _ = flow.analyse(dialogue.id)
+    for step_id, step in dialogue.steps.items():
+        if step_id not in entry:
+            continue  # unreachable, reported elsewhere
+        written = entry[step_id]
+        after = written | ({step.ask.save} if step.ask.save else set())
+        for reads, available in ((parsed.reads[step_id].before, written),
+                                 (parsed.reads[step_id].after, after)):
+            for name, where in reads:
+                if name not in available:
+                    errors.append(DialogueError(where, _hole_message(name)))
+
+
+def _hole_message(name: str) -> str:
+    return (f"'{name}' is read here, but not every path to this point saves it; save it in an "
+            f"earlier step, or list it under 'requires' if another dialogue saves it")
+
+
+def _check_requires(
+    parsed: dict[str, _ParsedDialogue], errors: list[DialogueError]
+) -> None:
+    saved = {
+        step.ask.save
+        for p in parsed.values()
+        for step in p.dialogue.steps.values()
+        if step.ask.save
+    }
+    for p in parsed.values():
+        for name in sorted(p.dialogue.requires - saved - BUILTIN_VARIABLES):
+            errors.append(DialogueError(p.requires_position, f"requires '{name}', but no "
+                                        "dialogue saves it"))
+
+
+def dialogue_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def check_dialogues(
+    path: Path, *, display: Callable[[Path], str] = str
+) -> tuple[DialogueSet | None, list[DialogueError]]:
+    """Load and validate every dialogue under `path`: the set, or None and every error."""
+    errors: list[DialogueError] = []
+    if not path.exists():
+        return None, [DialogueError(Position(str(path), 1, 1), "no such file or directory")]
+    files = dialogue_files(path)
+    if not files:
+        return None, [DialogueError(Position(str(path), 1, 1), "no dialogue files (*.yaml) here")]
+    parsed: dict[str, _ParsedDialogue] = {}
+    for file in files:
+        parser = _FileParser(file, display(file))
+        result = parser.parse()
+        errors.extend(parser.errors)
+        if result is None:
+            continue
+        first = parsed.get(result.dialogue.id)
+        if first is not None:
+            errors.append(DialogueError(result.id_position, f"dialogue id '{result.dialogue.id}' "
+                                        f"is already used by {first.dialogue.path}"))
+            continue
+        parsed[result.dialogue.id] = result
+    known = set(parsed)
+    flow = _Flow(parsed)
+    for p in parsed.values():
+        _check_targets(p, known, errors)
+        _check_reachable(p, errors)
+        _check_reads(flow, p, errors)
+        _check_silent_loops(p, errors)
+    _check_requires(parsed, errors)
+    _check_call_cycles(parsed, errors)
+    if errors:
+        return None, sorted(set(errors))
+    return DialogueSet({i: p.dialogue for i, p in parsed.items()}), []
+
+
+def load_dialogues(path: Path) -> DialogueSet:
+    """Load a whole valid set, or raise DialogueLoadError with every problem found."""
+    dialogues, errors = check_dialogues(path)
+    if dialogues is None:
+        raise DialogueLoadError(errors)
+    return dialogues
+
+
+def texts_of(dialogue: Dialogue) -> Iterable[tuple[int, str | tuple[str, str]]]:
+    """Every translatable text of a dialogue with its line: used by the gettext extractor."""
+    yield 1, dialogue.title
+    for step in dialogue.steps.values():
+        if step.say:
+            yield step.position.line, step.say
+        if step.say_plural:
+            yield step.position.line, (step.say_plural.one, step.say_plural.other)
+        for option in step.ask.options:
+            yield step.position.line, option.label

@@ -1,0 +1,109 @@
+"""The typed model of a loaded dialogue set: plain, immutable data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from bot.dialogue.expr import Expr
+
+AnswerType = Literal["text", "number", "scale", "choice", "yes_no", "time", "date", "none"]
+ANSWER_TYPES: tuple[AnswerType, ...] = (
+    "text", "number", "scale", "choice", "yes_no", "time", "date", "none",
+)
+END = "end"
+
+# Provided by the front end on every turn, so any text may use them.
+BUILTIN_VARIABLES = frozenset({"name", "today"})
+
+
+@dataclass(frozen=True)
+class Position:
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Ask:
+    type: AnswerType
+    save: str | None = None
+    min: float | None = None
+    max: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    options: tuple[Option, ...] = ()
+    optional: bool = False  # the client may answer /skip
+
+
+@dataclass(frozen=True)
+class PluralText:
+    one: str
+    other: str
+    count: str  # the variable holding the number
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One alternative of `next`: when `condition` holds (or always), go to `goto`.
+
+    `goto` is a step id or END. With `call`, the other dialogue runs first and `goto` is
+    where this dialogue continues once it has ended.
+    """
+
+    goto: str
+    condition: Expr | None = None
+    condition_source: str | None = None
+    call: str | None = None
+    position: Position | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str
+    say: str | None
+    say_plural: PluralText | None
+    ask: Ask
+    next: tuple[Branch, ...]
+    position: Position
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    id: str
+    title: str
+    start: str
+    steps: Mapping[str, Step]
+    content_hash: str
+    path: str
+    on_missing: str | None = None
+    requires: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def restart_step(self) -> str:
+        """Where a user goes when the step they stood on was removed by an edit."""
+        return self.on_missing or self.start
+
+
+@dataclass(frozen=True)
+class DialogueSet:
+    dialogues: Mapping[str, Dialogue]
+
+    def __contains__(self, dialogue_id: object) -> bool:
+        return dialogue_id in self.dialogues
+
+    def __getitem__(self, dialogue_id: str) -> Dialogue:
+        return self.dialogues[dialogue_id]
+
+    def get(self, dialogue_id: str) -> Dialogue | None:
+        return self.dialogues.get(dialogue_id)

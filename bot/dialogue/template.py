@@ -1,0 +1,53 @@
+"""Placeholders in dialogue texts: `{name}`, `{goal.title}`; `{{` and `}}` for literal braces.
+
+Values are put in once and never read again as a template, so a client who types `{name}`
+sees exactly what they typed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from bot.dialogue.expr import is_valid_variable
+
+_PIECE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+
+
+class TemplateError(ValueError):
+    pass
+
+
+def placeholders(text: str) -> list[str]:
+    """The variable names a text uses, in order; TemplateError on a malformed placeholder."""
+    names = []
+    for match in _PIECE.finditer(text):
+        piece = match.group(0)
+        if piece in ("{{", "}}"):
+            continue
+        name = match.group(1)
+        if name is None:
+            raise TemplateError(f"a lone '{piece}' at character {match.start() + 1}; "
+                                "write '{{' or '}}' for a literal brace")
+        if not is_valid_variable(name.strip()):
+            raise TemplateError(f"'{{{name}}}' is not a variable name like {{goal.title}}")
+        names.append(name.strip())
+    return names
+
+
+def render(
+    text: str, values: Mapping[str, str], wrap: Callable[[str], str] = lambda value: value
+) -> str:
+    """Fill the placeholders of a text checked by `placeholders`; missing values become ''."""
+
+    def replace(match: re.Match[str]) -> str:
+        piece = match.group(0)
+        if piece == "{{":
+            return "{"
+        if piece == "}}":
+            return "}"
+        name = (match.group(1) or "").strip()
+        value = values.get(name, "")
+        return wrap(value) if value else value
+
+    return _PIECE.sub(replace, text)

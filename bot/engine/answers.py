@@ -1,0 +1,172 @@
+"""Turning what a client typed (or pressed) into the value a step saves, or a friendly hint."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from babel.dates import parse_date
+from babel.numbers import NumberFormatError, parse_decimal
+
+from bot.dialogue.expr import Value
+from bot.dialogue.model import Ask
+from bot.i18n import Translator
+
+
+@dataclass(frozen=True)
+class Invalid:
+    hint: str
+
+
+_TIME = re.compile(r"(\d{1,2})(?:\s*[:.h]\s*(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?\Z", re.IGNORECASE)
+_DAY_FIRST = re.compile(r"(\d{1,2})\s*[./-]\s*(\d{1,2})\s*[./-]?\s*(\d{2,4})?\.?\Z")
+
+
+def parse_answer(ask: Ask, raw: str, tr: Translator, today: date) -> Value | Invalid:
+    text = raw.strip()
+    match ask.type:
+        case "text":
+            return _text(ask, text, tr)
+        case "number" | "scale":
+            return _number(ask, text, tr)
+        case "choice":
+            return _choice(ask, text, tr)
+        case "yes_no":
+            return _yes_no(text, tr)
+        case "time":
+            return _time(text, tr)
+        case "date":
+            return _date(text, tr, today)
+    return None
+
+
+def _text(ask: Ask, text: str, tr: Translator) -> Value | Invalid:
+    if not text:
+        return Invalid(tr.gettext("Please answer in a few words."))
+    length = len(text)
+    if ask.max_length is not None and length > ask.max_length:
+        return Invalid(tr.ngettext(
+            "That is {length} character; please keep it to {max} at most. "
+            "The heart of it is enough.",
+            "That is {length} characters; please keep it to {max} at most. "
+            "The heart of it is enough.",
+            length,
+        ).format(length=tr.number(length), max=tr.number(ask.max_length)))
+    if ask.min_length is not None and length < ask.min_length:
+        return Invalid(tr.ngettext(
+            "Could you say a little more? At least {min} character, please.",
+            "Could you say a little more? At least {min} characters, please.",
+            ask.min_length,
+        ).format(min=tr.number(ask.min_length)))
+    return text
+
+
+def _to_number(text: str, tr: Translator) -> float | None:
+    candidates = [text.replace(" ", "").replace("\u00a0", "")]
+    if candidates[0].count(",") == 1 and "." not in candidates[0]:
+        candidates.append(candidates[0].replace(",", "."))
+    for candidate in candidates:
+        try:
+            value = float(candidate)
+        except ValueError:
+            continue
+        return value if math.isfinite(value) else None
+    try:
+        return float(parse_decimal(text, locale=tr.locale, strict=True))
+    except (NumberFormatError, ValueError, ArithmeticError):
+        return None
+
+
+def _number(ask: Ask, text: str, tr: Translator) -> Value | Invalid:
+    value = _to_number(text, tr) if len(text) <= 40 else None
+    whole = ask.type == "scale"
+    in_range = value is not None and not (whole and not value.is_integer()) and (
+        (ask.min is None or value >= ask.min) and (ask.max is None or value <= ask.max)
+    )
+    if value is None or not in_range:
+        if ask.min is not None and ask.max is not None:
+            message = (tr.gettext("Please answer with a whole number from {min} to {max}.")
+                       if whole else tr.gettext("Please answer with a number from {min} to {max}."))
+            return Invalid(message.format(min=tr.number(ask.min), max=tr.number(ask.max)))
+        if ask.min is not None:
+            return Invalid(tr.gettext("Please answer with a number of at least {min}.")
+                           .format(min=tr.number(ask.min)))
+        if ask.max is not None:
+            return Invalid(tr.gettext("Please answer with a number no greater than {max}.")
+                           .format(max=tr.number(ask.max)))
+        return Invalid(tr.gettext("Please answer with a number, for example 3 or 4.5."))
+    return int(value) if value.is_integer() else value
+
+
+def _choice(ask: Ask, text: str, tr: Translator) -> Value | Invalid:
+    wanted = text.casefold().rstrip(".")
+    for index, option in enumerate(ask.options, start=1):
+        if wanted in (option.key, str(index), option.label.casefold(),
+                      tr.gettext(option.label).casefold()):
+            return option.key
+    return Invalid(tr.gettext("Please pick one of the options: press a button, "
+                              "or send its number."))
+
+
+def _yes_no(text: str, tr: Translator) -> Value | Invalid:
+    wanted = text.casefold().rstrip(".!")
+    if wanted in {"yes", "y", tr.gettext("yes").casefold()}:
+        return True
+    if wanted in {"no", "n", tr.gettext("no").casefold()}:
+        return False
+    return Invalid(tr.gettext("Please answer yes or no."))
+
+
+def _time(text: str, tr: Translator) -> Value | Invalid:
+    match = _TIME.match(text)
+    if match:
+        hour, minute = int(match.group(1)), int(match.group(2) or 0)
+        suffix = (match.group(3) or "").lower().replace(".", "")
+        if suffix and 1 <= hour <= 12:
+            hour = hour % 12 + (12 if suffix == "pm" else 0)
+        elif suffix:
+            hour = 99
+        if hour <= 23 and minute <= 59:
+            return f"{hour:02d}:{minute:02d}"
+    return Invalid(tr.gettext("Please send a time such as 07:30 or 19:00."))
+
+
+def _date(text: str, tr: Translator, today: date) -> Value | Invalid:
+    words = {
+        tr.gettext("today").casefold(): today,
+        "today": today,
+        tr.gettext("tomorrow").casefold(): today + timedelta(days=1),
+        "tomorrow": today + timedelta(days=1),
+    }
+    found = words.get(text.casefold()) if len(text) <= 40 else None
+    if found is None and len(text) <= 40:
+        found = _parse_date(text, tr.locale, today)
+    if found is None:
+        example = today + timedelta(days=7)
+        return Invalid(tr.gettext("Please send a date such as {example} or {iso}.").format(
+            example=tr.date(example, "short"), iso=example.isoformat()))
+    return found.isoformat()
+
+
+def _parse_date(text: str, locale: str, today: date) -> date | None:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        pass
+    match = _DAY_FIRST.match(text)
+    if match is None:
+        return None
+    # The locale's own order first (month first in American English), then day first.
+    try:
+        return parse_date(text, locale=locale)
+    except (ValueError, IndexError):
+        pass
+    day, month, year = match.groups()
+    full_year = today.year if year is None else int(year) + (2000 if len(year) == 2 else 0)
+    try:
+        return date(full_year, int(month), int(day))
+    except ValueError:
+        pass
+    return None

@@ -1,0 +1,266 @@
+"""Running dialogues: pure functions from (dialogues, state, turn) to replies and a new state."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+from bot.dialogue.expr import Value
+from bot.dialogue.model import END, Dialogue, DialogueSet, Step
+from bot.dialogue.template import render
+from bot.engine.answers import Invalid, parse_answer
+from bot.engine.conditions import evaluate
+from bot.engine.state import (
+    Button,
+    Context,
+    ConversationState,
+    Frame,
+    Outcome,
+    Reply,
+    SavedAnswer,
+    Turn,
+)
+
+# Steps that only talk are passed through on their own; this bounds such a run in one turn.
+MAX_STEPS_PER_TURN = 50
+
+
+def step_token(dialogue_id: str, step_id: str) -> str:
+    """A short tag in button data, so a button of an earlier question is recognised as stale."""
+    return hashlib.sha1(f"{dialogue_id}:{step_id}".encode()).hexdigest()[:8]
+
+
+class _Run:
+    """The work of one turn. Mutable inside, but only an Outcome leaves it."""
+
+    def __init__(self, dialogues: DialogueSet, state: ConversationState, ctx: Context) -> None:
+        self.dialogues = dialogues
+        self.stack = list(state.stack)
+        self.variables: dict[str, Value] = dict(state.variables)
+        self.ctx = ctx
+        self.tr = ctx.translator
+        self.replies: list[Reply] = []
+        self.saved: list[SavedAnswer] = []
+        self.finished: list[str] = []
+        self.steps_taken = 0
+
+    def outcome(self, *, crisis: bool = False) -> Outcome:
+        return Outcome(
+            state=ConversationState(tuple(self.stack), self.variables),
+            replies=tuple(self.replies),
+            saved=tuple(self.saved),
+            finished=tuple(self.finished),
+            crisis=crisis,
+        )
+
+    def say(self, text: str, buttons: tuple[Button, ...] = ()) -> None:
+        self.replies.append(Reply(text, buttons))
+
+    # -- texts -----------------------------------------------------------------------------
+
+    def display(self, value: Value) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return self.tr.gettext("yes") if value else self.tr.gettext("no")
+        if isinstance(value, int | float):
+            return self.tr.number(value)
+        return value
+
+    def fill(self, translated: str) -> str:
+        values = {name: self.display(value) for name, value in self.variables.items()}
+        values["name"] = self.ctx.name
+        values["today"] = self.tr.date(self.ctx.today)
+        return render(translated, values, self.tr.isolate)
+
+    def step_text(self, step: Step) -> str:
+        if step.say_plural is None:
+            return self.fill(self.tr.gettext(step.say or ""))
+        plural = step.say_plural
+        count = self.variables.get(plural.count)
+        number = int(count) if isinstance(count, int | float) else 0
+        return self.fill(self.tr.ngettext(plural.one, plural.other, number))
+
+    def buttons(self, dialogue_id: str, step: Step) -> tuple[Button, ...]:
+        token = step_token(dialogue_id, step.id)
+        ask = step.ask
+        if ask.type == "choice":
+            return tuple(Button(self.fill(self.tr.gettext(o.label)), f"{token}:{o.key}")
+                         for o in ask.options)
+        if ask.type == "yes_no":
+            return (Button(self.tr.gettext("Yes"), f"{token}:yes"),
+                    Button(self.tr.gettext("No"), f"{token}:no"))
+        if ask.type == "scale" and ask.min is not None and ask.max is not None:
+            return tuple(Button(self.tr.number(n), f"{token}:{n}")
+                         for n in range(int(ask.min), int(ask.max) + 1))
+        return ()
+
+    # -- moving through steps --------------------------------------------------------------
+
+    def show(self, dialogue_id: str, step: Step) -> None:
+        self.say(self.step_text(step), self.buttons(dialogue_id, step))
+
+    def enter(self, step_id: str) -> None:
+        frame = self.stack[-1]
+        step = self.dialogues[frame.dialogue].steps[step_id]
+        self.stack[-1] = replace(frame, step=step_id)
+        self.show(frame.dialogue, step)
+        if step.ask.type == "none":
+            self.follow(step)
+
+    def follow(self, step: Step) -> None:
+        self.steps_taken += 1
+        if self.steps_taken > MAX_STEPS_PER_TURN:
+            self.stack.clear()
+            self.say(self.tr.gettext("Something in this conversation went round in circles, "
+                                     "so I stopped it. Your answers are kept."))
+            return
+        branch = next(b for b in step.next if b.condition is None
+                      or evaluate(b.condition, self.variables))
+        remember = step.ask.type != "none"
+        frame = self.stack[-1]
+        if branch.call is not None:
+            self.stack[-1] = frame.at(branch.goto, remember=remember)
+            callee = self.dialogues[branch.call]
+            self.stack.append(Frame(callee.id, callee.start, callee.content_hash))
+            self.enter(callee.start)
+        elif branch.goto == END:
+            self.finish()
+        else:
+            self.stack[-1] = frame.at(branch.goto, remember=remember)
+            self.enter(branch.goto)
+
+    def finish(self) -> None:
+        done = self.stack.pop()
+        self.finished.append(done.dialogue)
+        if not self.stack:
+            return
+        caller = self.stack[-1]
+        if caller.step == END:
+            self.finish()
+        elif self.current() is not None:
+            self.enter(caller.step)
+
+    def current(self) -> tuple[Dialogue, Step] | None:
+        """The dialogue and step on top, after an edit of the scripts moved them if needed.
+
+        Returns None when the user had to be moved: they have been told and asked anew.
+        """
+        frame = self.stack[-1]
+        dialogue = self.dialogues.get(frame.dialogue)
+        if dialogue is None:
+            self.stack.clear()
+            self.say(self.tr.gettext("The conversation we were having is no longer available. "
+                                     "Your answers are kept. Send /help to see what we can do."))
+            return None
+        step = dialogue.steps.get(frame.step)
+        if step is None:
+            self.say(self.tr.gettext("Sorry, this conversation has changed since we last spoke, "
+                                     "so let's pick it up from here."))
+            self.stack[-1] = Frame(dialogue.id, dialogue.restart_step, dialogue.content_hash)
+            self.enter(dialogue.restart_step)
+            return None
+        if frame.content_hash != dialogue.content_hash:
+            self.stack[-1] = replace(frame, content_hash=dialogue.content_hash)
+        return dialogue, step
+
+    def save(self, dialogue: Dialogue, step: Step, value: Value) -> None:
+        if step.ask.save is None:
+            return
+        self.variables[step.ask.save] = value
+        self.saved.append(SavedAnswer(dialogue.id, step.id, step.ask.save, value))
+
+    # -- commands ----------------------------------------------------------------------------
+
+    def back(self, dialogue: Dialogue, step: Step) -> None:
+        frame = self.stack[-1]
+        trail = [s for s in frame.trail if s in dialogue.steps]
+        if not trail:
+            self.say(self.tr.gettext("This is the first question, so there is nothing to go "
+                                     "back to."))
+            self.show(dialogue.id, step)
+            return
+        self.stack[-1] = replace(frame, step=trail[-1], trail=tuple(trail[:-1]))
+        self.show(dialogue.id, dialogue.steps[trail[-1]])
+
+    def skip(self, dialogue: Dialogue, step: Step) -> None:
+        if not step.ask.optional:
+            self.say(self.tr.gettext("This question can't be skipped, it matters for what "
+                                     "comes next. To stop for now, send /cancel."))
+            self.show(dialogue.id, step)
+            return
+        self.save(dialogue, step, None)
+        self.follow(step)
+
+
+def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
+          ctx: Context) -> Outcome:
+    """Begin a dialogue, leaving whatever was in progress (its answers stay saved)."""
+    run = _Run(dialogues, replace(state, stack=()), ctx)
+    dialogue = dialogues[dialogue_id]
+    run.stack.append(Frame(dialogue.id, dialogue.start, dialogue.content_hash))
+    run.enter(dialogue.start)
+    return run.outcome()
+
+
+def resume(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Outcome:
+    """Show the current question again (after a restart, or when the client asks for it)."""
+    run = _Run(dialogues, state, ctx)
+    if run.stack:
+        current = run.current()
+        if current is not None:
+            run.show(current[0].id, current[1])
+    return run.outcome()
+
+
+def cancel(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Outcome:
+    run = _Run(dialogues, state, ctx)
+    if not run.stack:
+        run.say(ctx.translator.gettext("There is nothing to cancel right now."))
+    else:
+        run.stack.clear()
+        run.say(ctx.translator.gettext("Okay, we'll stop here. Everything you said so far is "
+                                       "kept."))
+    return run.outcome()
+
+
+def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
+           ctx: Context) -> Outcome:
+    """Answer one incoming message."""
+    if turn.command == "cancel":
+        return cancel(dialogues, state, ctx)
+    run = _Run(dialogues, state, ctx)
+    tr = ctx.translator
+    if not run.stack:
+        run.say(tr.gettext("There is no open question right now. "
+                           "Send /help to see what we can do together."))
+        return run.outcome()
+    current = run.current()
+    if current is None:
+        return run.outcome()
+    dialogue, step = current
+    if step.ask.type == "none":
+        run.enter(step.id)
+        return run.outcome()
+    if turn.command == "back":
+        run.back(dialogue, step)
+        return run.outcome()
+    if turn.command == "skip":
+        run.skip(dialogue, step)
+        return run.outcome()
+    if turn.button is not None:
+        token, _, raw = turn.button.partition(":")
+        if token != step_token(dialogue.id, step.id):
+            run.say(tr.gettext("That button belongs to an earlier question. "
+                               "Here is where we are now:"))
+            run.show(dialogue.id, step)
+            return run.outcome()
+    else:
+        raw = turn.text or ""
+    value = parse_answer(step.ask, raw, tr, ctx.today)
+    if isinstance(value, Invalid):
+        run.say(value.hint, run.buttons(dialogue.id, step))
+        return run.outcome()
+    run.save(dialogue, step, value)
+    run.follow(step)
+    return run.outcome()

@@ -1,0 +1,106 @@
+"""Plain data going in and out of the engine: state, turns, replies."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import date
+from typing import Any, Literal
+
+from bot.dialogue.expr import Value
+from bot.i18n import Translator
+
+Command = Literal["cancel", "back", "skip"]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Where one dialogue stands. A frame under the top one waits for a called dialogue,
+    and its `step` is where it resumes (or "end")."""
+
+    dialogue: str
+    step: str
+    content_hash: str
+    trail: tuple[str, ...] = ()  # the steps answered before, for /back
+
+    def at(self, step: str, *, remember: bool = False) -> Frame:
+        trail = (*self.trail, self.step)[-20:] if remember else self.trail
+        return replace(self, step=step, trail=trail)
+
+
+@dataclass(frozen=True)
+class ConversationState:
+    stack: tuple[Frame, ...] = ()
+    variables: Mapping[str, Value] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.stack)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stack": [
+                {"dialogue": f.dialogue, "step": f.step, "hash": f.content_hash,
+                 "trail": list(f.trail)}
+                for f in self.stack
+            ],
+            "variables": dict(self.variables),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> ConversationState:
+        if not data:
+            return cls()
+        stack = tuple(
+            Frame(str(f["dialogue"]), str(f["step"]), str(f.get("hash", "")),
+                  tuple(str(s) for s in f.get("trail", ())))
+            for f in data.get("stack", ())
+        )
+        return cls(stack, dict(data.get("variables", {})))
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One incoming message: free text, a pressed button's data, or a command."""
+
+    text: str | None = None
+    button: str | None = None
+    command: Command | None = None
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the front end knows about the user and the moment, for this turn."""
+
+    translator: Translator
+    today: date
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Button:
+    label: str
+    data: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    buttons: tuple[Button, ...] = ()
+
+
+@dataclass(frozen=True)
+class SavedAnswer:
+    dialogue: str
+    step: str
+    variable: str
+    value: Value
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: ConversationState
+    replies: tuple[Reply, ...]
+    saved: tuple[SavedAnswer, ...] = ()
+    finished: tuple[str, ...] = ()  # dialogues that reached their end in this turn
+    crisis: bool = False
