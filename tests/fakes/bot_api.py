@@ -352,7 +352,9 @@ async def _read_params(request: web.Request) -> JSON:
         except ValueError:
             raise _bad_request("can't parse JSON body") from None
         if isinstance(body, dict):
-            params.update(body)
+            params.update(
+                {key: _normalize(key, v) if isinstance(v, str) else v for key, v in body.items()}
+            )
         return params
     for key, value in (await request.post()).items():
         if isinstance(value, web.FileField):
