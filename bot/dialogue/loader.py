@@ -183,9 +183,11 @@ class _FileParser:
             self.error(Position(self.display, 1, 1), f"the file is not UTF-8 text ({exc.reason})")
             return None
         except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
+            # Where the broken construct began (an unclosed quote, say) helps more than
+            # where the parser gave up, often the end of the file.
+            mark = exc.context_mark or exc.problem_mark
             line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-            problem = exc.problem or exc.context or "not valid YAML"
+            problem = "; ".join(p for p in (exc.context, exc.problem) if p) or "not valid YAML"
             self.error(Position(self.display, line, column), f"YAML syntax: {problem}")
             return None
         if root is None:
@@ -218,8 +220,9 @@ class _FileParser:
 
         steps: dict[str, Step] = {}
         reads: dict[str, _Reads] = {}
+        declared = _all_names(fields["steps"][1]) if "steps" in fields else set()
         if "steps" in fields:
-            step_nodes = self.mapping(fields["steps"][1], _all_names(fields["steps"][1]), "'steps'")
+            step_nodes = self.mapping(fields["steps"][1], declared, "'steps'")
             for step_id, (key_node, step_node) in (step_nodes or {}).items():
                 if self.identifier(key_node, "the step id") is None:
                     continue
@@ -235,8 +238,8 @@ class _FileParser:
             if step_nodes is not None and not step_nodes:
                 self.error(fields["steps"][1], "a dialogue needs at least one step")
 
-        start = self.step_ref(fields.get("start"), steps, "'start'")
-        on_missing = self.step_ref(fields.get("on_missing"), steps, "'on_missing'")
+        start = self.step_ref(fields.get("start"), declared, "'start'")
+        on_missing = self.step_ref(fields.get("on_missing"), declared, "'on_missing'")
         if self.errors or dialogue_id is None or title is None or start is None:
             return None
         dialogue = Dialogue(
@@ -252,7 +255,7 @@ class _FileParser:
         return _ParsedDialogue(dialogue, reads, self.pos(fields["id"][1]), requires_pos)
 
     def step_ref(
-        self, field_: tuple[ScalarNode, Node] | None, steps: dict[str, Step], what: str
+        self, field_: tuple[ScalarNode, Node] | None, steps: set[str], what: str
     ) -> str | None:
         if field_ is None:
             return None
@@ -446,8 +449,9 @@ class _FileParser:
             target = self.identifier(fields["goto"][1], "'goto'")
         if target is None:
             return None
+        where = fields["call"][1] if call is not None else fields["goto"][1]
         return Branch(goto=target, condition=condition, condition_source=source, call=call,
-                      position=self.pos(node))
+                      position=self.pos(where))
 
 
 def _all_names(node: Node) -> set[str]:

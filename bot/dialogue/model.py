@@ -18,7 +18,7 @@ END = "end"
 BUILTIN_VARIABLES = frozenset({"name", "today"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Position:
     file: str
     line: int
@@ -58,7 +58,7 @@ class Branch:
     """One alternative of `next`: when `condition` holds (or always), go to `goto`.
 
     `goto` is a step id or END. With `call`, the other dialogue runs first and `goto` is
-    where this dialogue continues once it has ended.
+    where this dialogue continues once it has ended. `position` is where the target is named.
     """
 
     goto: str

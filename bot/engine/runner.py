@@ -134,6 +134,8 @@ class _Run:
         done = self.stack.pop()
         self.finished.append(done.dialogue)
         if not self.stack:
+            if not self.replies:  # it ended on a question: never leave an answer unacknowledged
+                self.say(self.tr.gettext("Thank you. That's all for now."))
             return
         caller = self.stack[-1]
         if caller.step == END:

@@ -1,0 +1,56 @@
+"""`coachbot chat` driven end to end through a real subprocess, as a coach would script it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).parents[1]
+
+
+def chat(*args: str, stdin: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COACHBOT_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/chat.db",
+           "COACHBOT_DIALOGUES": str(REPO / "dialogues")}
+    return subprocess.run([sys.executable, "-m", "bot.cli", "chat", *args], input=stdin,
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+
+
+GOAL_ANSWERS = "\n".join([
+    "Run a 10k race", "I want to feel strong again", "abc", "3", "8", "/skip",
+    "Run twice a week; join a club", "Buy running shoes", "someday", "2026-12-24", "5",
+    "A friend to run with",
+]) + "\n"
+
+
+def test_a_scripted_goal_setting_completes_and_exits_0(tmp_path: Path) -> None:
+    result = chat("--dialogue", "goal_setting", "--name", "Ana", stdin=GOAL_ANSWERS,
+                  tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("Let's give your goal some shape, Ana.")
+    assert "Please answer with a whole number from 1 to 10." in out
+    assert "Please send a date such as" in out
+    assert out.rstrip().endswith("Your goal: “Run a 10k race”. First step: “Buy running "
+                                 "shoes”, by 2026-12-24. I'll check in with you on how it goes.")
+    assert result.stderr == ""
+
+
+def test_choices_are_numbered_and_can_be_picked_by_number(tmp_path: Path) -> None:
+    answers = "Run a 10k\nx\n9\n9\nyes\n" + "\n".join(["o", "s", "2026-12-24", "9"]) + "\n"
+    result = chat("--dialogue", "goal_setting", stdin=answers, tmp_path=tmp_path)
+    assert "  1. Yes\n  2. No" in result.stdout
+    assert result.returncode == 0
+
+
+def test_input_ending_early_says_so(tmp_path: Path) -> None:
+    result = chat("--dialogue", "goal_setting", stdin="Run a 10k\n", tmp_path=tmp_path)
+    assert result.returncode == 0
+    assert "stopped before the end" in result.stderr
+
+
+def test_an_unknown_dialogue_is_a_clear_error(tmp_path: Path) -> None:
+    result = chat("--dialogue", "nope", stdin="", tmp_path=tmp_path)
+    assert result.returncode == 2
+    assert "no dialogue 'nope'; there are:" in result.stderr
