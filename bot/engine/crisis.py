@@ -1,0 +1,395 @@
+"""Crisis detection and helpline lookup.
+
+A coach is not a psychotherapist. When a client's message shows a risk of suicide or
+self-harm, the bot stops coaching and points to real help. This module only decides
+*whether* a message shows that risk and *which* helplines to offer; what the bot says is
+up to the dialogue layer.
+
+Everything here is pure: the packaged YAML data (``data/crisis_phrases.yaml`` and
+``data/helplines.yaml``) and the tz database tables are read once and cached.
+
+Detection is deliberately simple and errs on the side of sensitivity: a false positive
+costs one interrupted coaching exchange, a false negative can cost far more.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "LANGUAGES",
+    "Helpline",
+    "country_for_timezone",
+    "default_country_for_locale",
+    "detect_crisis",
+    "helplines_for",
+    "normalize",
+]
+
+#: Languages whose phrase lists are always checked, whatever the user's locale.
+LANGUAGES: tuple[str, ...] = ("en", "ca", "bg", "hr", "it", "he")
+
+_DATA_PACKAGE = "bot.engine"
+
+# --------------------------------------------------------------------------------------
+# Normalisation
+# --------------------------------------------------------------------------------------
+
+_APOSTROPHES = str.maketrans(
+    {
+        "\u2019": "'",  # right single quotation mark
+        "\u2018": "'",  # left single quotation mark
+        "\u02bc": "'",  # modifier letter apostrophe
+        "\u02b9": "'",  # modifier letter prime
+        "\u2032": "'",  # prime
+        "\u00b4": "'",  # acute accent
+        "`": "'",
+        "\uff07": "'",  # fullwidth apostrophe
+        "\u05f3": "'",  # Hebrew geresh
+    }
+)
+
+# Letters that do not decompose under NFD but that people routinely type without the stroke.
+_EXTRA_FOLDS = str.maketrans({"đ": "dj", "ł": "l", "ø": "o", "æ": "ae", "œ": "oe"})
+
+# Cyrillic letters that look like Latin ones; applied only inside tokens that mix both
+# scripts (e.g. "kill mysеlf" typed with a Cyrillic "е").
+_CYR_TO_LAT = str.maketrans(
+    {
+        "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p",
+        "с": "c", "т": "t", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
+    }
+)  # fmt: skip
+
+# An ellipsis is a pause, not the end of a sentence ("I... want... to... die").
+_ELLIPSIS = re.compile(r"\.{2,}|\u2026")
+_SENTENCE_END = re.compile(r"[.!?;\n\r\u0589\u061f\u06d4\u3002\uff01\uff1f\uff0e]+")
+_NOT_WORD = re.compile(r"[^\w'.]+")
+_APOS_RUN = re.compile(r"'+")
+_REPEATS = re.compile(r"(\w)\1+")
+_LATIN = re.compile(r"[a-z]")
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+
+
+class _DropMarks(dict[int, int | None]):
+    """str.translate table deleting combining marks and format characters, filled lazily."""
+
+    def __missing__(self, cp: int) -> int | None:
+        value = None if unicodedata.category(chr(cp)).startswith(("M", "Cf")) else cp
+        self[cp] = value
+        return value
+
+
+_DROP_MARKS = _DropMarks()
+
+
+def _fix_mixed_script(token: str) -> str:
+    if _LATIN.search(token) and _CYRILLIC.search(token):
+        return token.translate(_CYR_TO_LAT)
+    return token
+
+
+def normalize(text: str) -> str:
+    """Return the canonical form used for matching.
+
+    NFKC, casefold, strip combining marks (Latin accents, Hebrew niqqud and cantillation),
+    fold a few letters that do not decompose (``đ`` → ``dj``), unify apostrophes, drop
+    format characters (zero-width joiners, bidi marks), turn punctuation, symbols and emoji
+    into spaces, keep sentence ends as a ``.`` token, fix Cyrillic look-alikes inside Latin
+    words, squeeze repeated letters (``diiie`` → ``die``, ``kill`` → ``kil``) and collapse
+    whitespace.
+    """
+    text = unicodedata.normalize("NFKC", text.translate(_APOSTROPHES)).casefold()
+    if not text.isascii():
+        kept = unicodedata.normalize("NFD", text).translate(_DROP_MARKS)
+        text = unicodedata.normalize("NFC", kept).translate(_EXTRA_FOLDS)
+    text = _SENTENCE_END.sub(" . ", _ELLIPSIS.sub(" ", text))
+    text = _APOS_RUN.sub("'", _NOT_WORD.sub(" ", text).replace("_", " "))
+    tokens: list[str] = []
+    for raw in text.split():
+        tok = _fix_mixed_script(raw.strip("'"))
+        if not tok or (tok == "." and (not tokens or tokens[-1] == ".")):
+            continue
+        tokens.append(tok)
+    if tokens and tokens[-1] == ".":
+        tokens.pop()
+    return _REPEATS.sub(r"\1", " ".join(tokens))
+
+
+# --------------------------------------------------------------------------------------
+# Phrase compilation
+# --------------------------------------------------------------------------------------
+
+# Mini-syntax of the phrase lists (see the comment at the top of crisis_phrases.yaml):
+#   (a|b|c)  alternatives            (...)?  optional group
+#   ~        up to three arbitrary words
+#   -        optional space ("suïcidar-me" matches "suicidar me" and "suicidarme")
+#   '        optional apostrophe ("don't" matches "dont")
+#   $        end of the sentence or of the message ("don't want to live $")
+_SYNTAX = re.compile(r"\s*[~$]\s*|[()|?]|[^()|?~$]+?(?=\s*[~$]|[()|?]|$)")
+_GAP = r"(?: [^ .|]+){0,3} "
+_END = r"(?=$| \.)"
+
+
+def _literal(chunk: str) -> str:
+    if not chunk.strip():
+        return " "
+    lead = " " if chunk[:1].isspace() else ""
+    trail = " " if chunk[-1:].isspace() else ""
+    parts = [normalize(part) for part in chunk.split("-")]
+    body = " ?".join(re.escape(part).replace("\\ ", " ") for part in parts)
+    return (lead + body + trail).replace("'", "'?")
+
+
+def _compile_phrase(phrase: str) -> str:
+    out: list[str] = []
+    for tok in _SYNTAX.findall(phrase):
+        if tok == "(":
+            out.append("(?:")
+        elif tok in (")", "|", "?"):
+            out.append(tok)
+        elif tok.strip() == "~":
+            out.append(_GAP)
+        elif tok.strip() == "$":
+            out.append(_END)
+        else:
+            out.append(_literal(tok))
+    pattern = "".join(out)
+    re.compile(pattern)  # fail early, with the offending phrase in the traceback
+    return pattern
+
+
+def _alternation(phrases: Iterable[str], prefix: str = "") -> str:
+    body = "|".join(f"(?:{_compile_phrase(p)})" for p in phrases)
+    return f"(?<!\\w){prefix}(?:{body})(?!\\w)" if body else ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Language:
+    phrases: re.Pattern[str] | None
+    exceptions: str  # uncompiled: all languages' exceptions are applied together
+    phrase_count: int
+    exception_count: int
+
+
+def _read_yaml(name: str) -> Any:
+    ref = resources.files(_DATA_PACKAGE).joinpath("data", name)
+    return yaml.safe_load(ref.read_text(encoding="utf-8"))
+
+
+def _str_list(value: object, where: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where} must be a list of strings")
+    return list(value)
+
+
+@cache
+def _languages() -> Mapping[str, _Language]:
+    data = _read_yaml("crisis_phrases.yaml")
+    if not isinstance(data, dict):
+        raise ValueError("crisis_phrases.yaml must be a mapping of language codes")
+    result: dict[str, _Language] = {}
+    for lang, entry in data.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"crisis_phrases.yaml: {lang} must be a mapping")
+        phrases = _str_list(entry.get("phrases"), f"{lang}.phrases")
+        exceptions = _str_list(entry.get("exceptions"), f"{lang}.exceptions")
+        prefixes = _str_list(entry.get("prefixes"), f"{lang}.prefixes")
+        prefix = ""
+        if prefixes:
+            prefix = "(?:" + "|".join(re.escape(normalize(p)) for p in prefixes) + ")?"
+        ph = _alternation(phrases, prefix)
+        ex = _alternation(exceptions)
+        result[str(lang)] = _Language(
+            phrases=re.compile(ph) if ph else None,
+            exceptions=ex,
+            phrase_count=len(phrases),
+            exception_count=len(exceptions),
+        )
+    return result
+
+
+@cache
+def _all_exceptions() -> re.Pattern[str] | None:
+    parts = [lang.exceptions for lang in _languages().values() if lang.exceptions]
+    return re.compile("|".join(parts)) if parts else None
+
+
+def phrase_counts() -> dict[str, tuple[int, int]]:
+    """Number of (phrases, exceptions) per language, for reports and tests."""
+    return {k: (v.phrase_count, v.exception_count) for k, v in _languages().items()}
+
+
+def detect_crisis(text: str) -> bool:
+    """True when ``text`` shows a risk of suicide or self-harm in any supported language.
+
+    Every language is checked, whatever the user's locale. Idioms listed as exceptions
+    ("this deadline is killing me") are blanked out first, so a real risk phrase elsewhere
+    in the same message still counts. Exceptions of all languages apply to all phrases.
+    """
+    norm = normalize(text)
+    if not norm:
+        return False
+    # Exceptions of every language are blanked out together: the same word can be a
+    # phrase in one language and part of an idiom in another ("career suicide").
+    exceptions = _all_exceptions()
+    if exceptions is not None:
+        norm = exceptions.sub(" | ", norm)
+    return any(
+        lang.phrases is not None and lang.phrases.search(norm) for lang in _languages().values()
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Helplines
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Helpline:
+    """A real, public support service."""
+
+    name: str
+    phone: str | None = None
+    url: str | None = None
+    hours: str | None = None
+    notes: str | None = None
+
+
+_COUNTRY_ALIASES = {"UK": "GB", "EL": "GR"}
+
+
+def _helpline(raw: object, where: str) -> Helpline:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise ValueError(f"helplines.yaml: {where} needs at least a name")
+
+    def opt(key: str) -> str | None:
+        value = raw.get(key)
+        return None if value is None else str(value)
+
+    line = Helpline(
+        name=str(raw["name"]),
+        phone=opt("phone"),
+        url=opt("url"),
+        hours=opt("hours"),
+        notes=opt("notes"),
+    )
+    if line.phone is None and line.url is None and line.notes is None:
+        raise ValueError(f"helplines.yaml: {where} has no phone, url or notes")
+    return line
+
+
+def _helpline_list(raw: object, where: str) -> tuple[Helpline, ...]:
+    if not isinstance(raw, list):
+        raise ValueError(f"helplines.yaml: {where} must be a list")
+    return tuple(_helpline(item, f"{where}[{i}]") for i, item in enumerate(raw))
+
+
+_Lines = tuple[Helpline, ...]
+
+
+@cache
+def _helplines() -> tuple[dict[str, _Lines], _Lines, _Lines]:
+    data = _read_yaml("helplines.yaml")
+    if not isinstance(data, dict):
+        raise ValueError("helplines.yaml must be a mapping")
+    intl = data.get("international")
+    if not isinstance(intl, dict):
+        raise ValueError("helplines.yaml: international must be a mapping")
+    emergency = _helpline_list(intl.get("emergency"), "international.emergency")
+    directories = _helpline_list(intl.get("directories"), "international.directories")
+    countries_raw = data.get("countries")
+    if not isinstance(countries_raw, dict):
+        raise ValueError("helplines.yaml: countries must be a mapping")
+    countries: dict[str, tuple[Helpline, ...]] = {}
+    for code, entry in countries_raw.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"helplines.yaml: countries.{code} must be a mapping")
+        countries[str(code).upper()] = _helpline_list(entry.get("lines"), f"countries.{code}")
+    return countries, emergency, directories
+
+
+def helplines_for(country: str | None) -> tuple[Helpline, ...]:
+    """Helplines to offer a user in ``country`` (ISO 3166-1 alpha-2, any case).
+
+    A known country gets its own lines followed by the international directories; an
+    unknown or missing country gets the international fallback (an emergency-number
+    reminder plus the directories).
+    """
+    countries, emergency, directories = _helplines()
+    code = (country or "").strip().upper()
+    code = _COUNTRY_ALIASES.get(code, code)
+    lines = countries.get(code)
+    if not lines:
+        return emergency + directories
+    return lines + directories
+
+
+# --------------------------------------------------------------------------------------
+# Country guessing
+# --------------------------------------------------------------------------------------
+
+
+def _tz_text(name: str) -> str:
+    return resources.files("tzdata").joinpath("zoneinfo", name).read_text(encoding="utf-8")
+
+
+@cache
+def _zone_countries() -> Mapping[str, str]:
+    zones: dict[str, str] = {}
+    for line in _tz_text("zone.tab").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) >= 3:
+            zones[fields[2]] = fields[0]
+    # Backward-compatible links ("Asia/Tel_Aviv" -> "Asia/Jerusalem", "US/Eastern" -> ...).
+    links: dict[str, str] = {}
+    try:
+        for line in _tz_text("tzdata.zi").splitlines():
+            if line.startswith("L "):
+                parts = line.split()
+                if len(parts) == 3:
+                    links[parts[2]] = parts[1]
+    except FileNotFoundError:  # pragma: no cover - tzdata always ships it
+        pass
+    for link, target in links.items():
+        seen = {link}
+        while target in links and target not in seen:
+            seen.add(target)
+            target = links[target]
+        if link not in zones and target in zones:
+            zones[link] = zones[target]
+    return zones
+
+
+def country_for_timezone(tz: str) -> str | None:
+    """ISO country code for an IANA time zone name, or None for non-geographic zones."""
+    return _zone_countries().get(tz.strip())
+
+
+_LOCALE_COUNTRY = {"ca": "ES", "bg": "BG", "hr": "HR", "it": "IT", "he": "IL", "iw": "IL"}
+
+
+def default_country_for_locale(locale: str) -> str | None:
+    """Best-guess country for a bare language locale; None when it is ambiguous (``en``).
+
+    A region in the locale wins: ``it_CH`` → ``CH``, ``en-GB`` → ``GB``.
+    """
+    parts = [p for p in re.split(r"[-_.@]", locale.strip()) if p]
+    if not parts:
+        return None
+    for part in parts[1:]:
+        if len(part) == 2 and part.isalpha():
+            return part.upper()
+    return _LOCALE_COUNTRY.get(parts[0].lower())
