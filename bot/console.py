@@ -12,6 +12,7 @@ from typing import TextIO
 
 from bot.dialogue.model import DialogueSet
 from bot.engine import Context, ConversationState, Outcome, Reply, Turn, handle, resume, start
+from bot.engine.crisis import default_country_for_locale
 from bot.engine.state import Command
 from bot.i18n import Translator
 
@@ -49,7 +50,8 @@ class ConsoleChat:
     def __init__(self, dialogues: DialogueSet, translator: Translator, *, name: str,
                  output: TextIO, today: date | None = None) -> None:
         self.dialogues = dialogues
-        self.context = Context(translator=translator, today=today or date.today(), name=name)
+        self.context = Context(translator=translator, today=today or date.today(), name=name,
+                               country=default_country_for_locale(translator.locale))
         self.output = output
 
     def show(self, outcome: Outcome) -> None:

@@ -10,6 +10,7 @@ from bot.dialogue.model import END, Dialogue, DialogueSet, Step
 from bot.dialogue.template import render
 from bot.engine.answers import Invalid, parse_answer
 from bot.engine.conditions import evaluate
+from bot.engine.crisis import detect_crisis, helplines_for
 from bot.engine.state import (
     Button,
     Context,
@@ -226,9 +227,32 @@ def cancel(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Ou
     return run.outcome()
 
 
+def crisis_reply(ctx: Context) -> Reply:
+    """Care and real help instead of coaching; what the client wrote is not repeated."""
+    tr = ctx.translator
+    lines = [
+        tr.gettext("Thank you for telling me. What you are going through matters more than "
+                   "any goal, so I am pausing our coaching here. I am a coaching companion, "
+                   "not a crisis service, and you deserve to talk to a person right now."),
+        "",
+        tr.gettext("If you are in immediate danger, call your local emergency number "
+                   "(112 in Europe)."),
+        tr.gettext("You can talk to someone now:"),
+    ]
+    for line in helplines_for(ctx.country):
+        contact = line.phone or line.url
+        if contact:
+            lines.append(f"• {tr.isolate(line.name)}: {tr.isolate(contact)}")
+    lines += ["", tr.gettext("When you are ready, I am here, and it may help to tell your "
+                             "coach as well.")]
+    return Reply("\n".join(lines))
+
+
 def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
            ctx: Context) -> Outcome:
     """Answer one incoming message."""
+    if turn.text is not None and detect_crisis(turn.text):
+        return Outcome(state=replace(state, stack=()), replies=(crisis_reply(ctx),), crisis=True)
     if turn.command == "cancel":
         return cancel(dialogues, state, ctx)
     run = _Run(dialogues, state, ctx)

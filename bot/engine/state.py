@@ -75,6 +75,7 @@ class Context:
     translator: Translator
     today: date
     name: str = ""
+    country: str | None = None  # for the help lines offered in a crisis
 
 
 @dataclass(frozen=True)

@@ -200,3 +200,23 @@ def test_rtl_locales_isolate_user_values(dialogues: DialogueSet, ctx: Context) -
     outcome = start(dialogues, ConversationState(), "outer", hebrew)
     outcome = say(dialogues, outcome, hebrew, "x", "Run 10k")
     assert "\u2068Run 10k\u2069" in texts(outcome)[0]
+
+
+def test_a_crisis_stops_coaching_and_points_to_real_help(
+    dialogues: DialogueSet, ctx: Context
+) -> None:
+    outcome = start(dialogues, ConversationState(), "all_types", ctx)
+    outcome = say(dialogues, outcome, ctx, "5")
+    italian = replace(ctx, country="IT")
+    crisis = handle(dialogues, outcome.state, Turn(text="non voglio più vivere"), italian)
+    assert crisis.crisis
+    assert not crisis.state.active
+    assert crisis.state.variables == outcome.state.variables
+    assert crisis.saved == ()
+    text = crisis.replies[0].text
+    assert "pausing our coaching" in text
+    assert "Telefono Amico" in text and "02 2327 2327" in text
+    assert "non voglio" not in text
+    again = handle(dialogues, crisis.state, Turn(text="I want to die"), ctx)
+    assert again.crisis
+    assert "findahelpline.com" in again.replies[0].text
