@@ -33,7 +33,8 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
     journal is WAL and foreign keys are enforced.
     """
     engine = create_async_engine(url, pool_pre_ping=not is_sqlite(url))
-    install_cipher(engine.sync_engine.dialect, make_cipher(encryption_key) if encryption_key else None)
+    cipher = make_cipher(encryption_key) if encryption_key else None
+    install_cipher(engine.sync_engine.dialect, cipher)
     if is_sqlite(url):
         _configure_sqlite(engine)
     return engine

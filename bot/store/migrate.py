@@ -26,7 +26,7 @@ def alembic_config(url: str | None = None) -> Config:
     """An Alembic config pointing at the packaged migrations."""
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    cfg.set_main_option("version_locations", str(MIGRATIONS_DIR / "versions"))
+    cfg.set_main_option("path_separator", "os")
     if url is not None:
         cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return cfg

@@ -65,7 +65,7 @@ def _open(stored: str, dialect: Dialect) -> str:
     try:
         return cipher.decrypt(stored[len(ENC_PREFIX) :].encode("ascii")).decode("utf-8")
     except InvalidToken as exc:
-        raise DecryptionError("encrypted value cannot be decrypted with the configured key") from exc
+        raise DecryptionError("encrypted value cannot be decrypted with this key") from exc
 
 
 class UTCDateTime(TypeDecorator[datetime]):
