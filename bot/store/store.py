@@ -273,6 +273,17 @@ class Store:
         ).one()
         return Turn(session, user, state=row.state, version=row.version, duplicate=False, now=now)
 
+    async def prune_processed_updates(self, before: datetime) -> int:
+        """Forget processed update ids older than ``before`` (Telegram stops redelivering
+        after a day). Returns how many were deleted."""
+        async with self.sessionmaker() as session, session.begin():
+            result = await session.execute(
+                delete(ProcessedUpdate)
+                .where(ProcessedUpdate.processed_at < before)
+                .execution_options(synchronize_session=False)
+            )
+            return _rowcount(result)
+
     # -- users -----------------------------------------------------------------------
 
     async def get_user(self, user_id: int) -> User | None:

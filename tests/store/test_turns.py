@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC
+from datetime import UTC, timedelta
 from typing import Any
 
 import pytest
@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 from store_helpers import count
 
 from bot.store import Answer, ConflictError, Conversation, Outbox, Store, Turn
+from bot.store.types import utcnow
 
 
 class Boom(Exception):
@@ -174,7 +175,8 @@ async def test_concurrent_turns_never_lose_an_update(db_url: str) -> None:
 
         async def worker(s: Store, base: int) -> None:
             for i in range(20):
-                await s.run_turn(13, _increment, update_id=base + i)
+                # attempts=1: the per-user lock alone must prevent lost updates, no retry.
+                await s.run_turn(13, _increment, update_id=base + i, attempts=1)
 
         await asyncio.gather(worker(a, 1000), worker(b, 2000))
         async with a.turn(13) as t:
@@ -252,3 +254,11 @@ async def test_non_retryable_errors_are_not_retried(store: Store) -> None:
     with pytest.raises(Boom):
         await store.run_turn(17, fails)
     assert calls == 1
+
+
+async def test_prune_processed_updates(store: Store) -> None:
+    async with store.turn(18, update_id=1):
+        pass
+    assert await store.prune_processed_updates(utcnow() - timedelta(days=2)) == 0
+    assert await store.prune_processed_updates(utcnow() + timedelta(seconds=1)) == 1
+    assert await count(store, "processed_updates") == 0
