@@ -7,6 +7,7 @@ database and writes it back, so any number of bot processes can serve the same u
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -207,7 +208,10 @@ class Store:
             await t._write_state()
             await session.commit()
         except BaseException:
-            await session.rollback()
+            # Don't let a failing rollback (e.g. a dead connection) hide the real error;
+            # closing the session below releases the connection either way.
+            with contextlib.suppress(Exception):
+                await session.rollback()
             raise
         finally:
             await session.close()
