@@ -1,0 +1,47 @@
+"""Persistence: models, transactions per update, migrations, export and erase of a user.
+
+Imports only SQLAlchemy, Alembic, cryptography and the standard library.
+"""
+
+from .engine import DEFAULT_URL, database_url
+from .migrate import ensure_schema, upgrade
+from .models import (
+    Answer,
+    Assignment,
+    Base,
+    CoachLink,
+    Conversation,
+    Exercise,
+    Goal,
+    Invite,
+    Outbox,
+    PlannedCheckin,
+    ProcessedUpdate,
+    User,
+)
+from .store import ConflictError, Store, Turn, is_retryable
+from .types import DecryptionError
+
+__all__ = [
+    "DEFAULT_URL",
+    "Answer",
+    "Assignment",
+    "Base",
+    "CoachLink",
+    "ConflictError",
+    "Conversation",
+    "DecryptionError",
+    "Exercise",
+    "Goal",
+    "Invite",
+    "Outbox",
+    "PlannedCheckin",
+    "ProcessedUpdate",
+    "Store",
+    "Turn",
+    "User",
+    "database_url",
+    "ensure_schema",
+    "is_retryable",
+    "upgrade",
+]

@@ -1,0 +1,62 @@
+"""Engine construction: SQLite pragmas and write serialisation, encryption cipher."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from .types import install_cipher, make_cipher
+
+DEFAULT_URL = "sqlite+aiosqlite:///coachbot.db"
+#: How long a SQLite writer waits for the write lock before "database is locked".
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def database_url() -> str:
+    """The configured database URL (``COACHBOT_DATABASE_URL``)."""
+    return os.environ.get("COACHBOT_DATABASE_URL") or DEFAULT_URL
+
+
+def is_sqlite(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
+    """Create an async engine for ``url``.
+
+    On SQLite every transaction starts with ``BEGIN IMMEDIATE`` so writers are
+    serialised across tasks and processes (waiting up to the busy timeout), the
+    journal is WAL and foreign keys are enforced.
+    """
+    engine = create_async_engine(url, pool_pre_ping=not is_sqlite(url))
+    cipher = make_cipher(encryption_key) if encryption_key else None
+    install_cipher(engine.sync_engine.dialect, cipher)
+    if is_sqlite(url):
+        _configure_sqlite(engine)
+    return engine
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    sync_engine = engine.sync_engine
+
+    @event.listens_for(sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the sqlite3 driver; we emit BEGIN ourselves.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            if engine.url.database not in (None, "", ":memory:"):
+                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,0 +1,278 @@
+"""ORM models. The Alembic migrations under ``bot/store/migrations`` create the schema;
+a drift test keeps the two in step."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Date,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from .types import EncryptedJSON, EncryptedText, UTCDateTime, utcnow
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY, so big surrogate keys are
+# INTEGER there and BIGINT elsewhere.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+def _user_fk(ondelete: str = "CASCADE") -> ForeignKey:
+    return ForeignKey("users.id", ondelete=ondelete)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    # The Telegram user id; the terminal chat uses 0.
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    first_name: Mapped[str | None] = mapped_column(String(255))
+    locale: Mapped[str] = mapped_column(String(35), default="en", server_default="en")
+    time_zone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
+    checkin_hour: Mapped[int] = mapped_column(Integer, default=9, server_default="9")
+    # Quiet hours in minutes after local midnight (0..1439); the window may wrap midnight.
+    quiet_start: Mapped[int | None] = mapped_column(Integer)
+    quiet_end: Mapped[int | None] = mapped_column(Integer)
+    paused_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    reachable: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    consent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    is_coach: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (
+        CheckConstraint("checkin_hour BETWEEN 0 AND 23", name="checkin_hour"),
+        CheckConstraint("quiet_start BETWEEN 0 AND 1439", name="quiet_start"),
+        CheckConstraint("quiet_end BETWEEN 0 AND 1439", name="quiet_end"),
+    )
+
+
+class Goal(Base):
+    __tablename__ = "goals"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
+    title: Mapped[str] = mapped_column(EncryptedText)
+    why: Mapped[str | None] = mapped_column(EncryptedText)
+    baseline: Mapped[int | None] = mapped_column(Integer)
+    current: Mapped[int | None] = mapped_column(Integer)
+    target: Mapped[int | None] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="active", server_default="active")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    due_on: Mapped[date | None] = mapped_column(Date)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        CheckConstraint("status IN ('active', 'done', 'dropped')", name="status"),
+        CheckConstraint("baseline BETWEEN 1 AND 10", name="baseline"),
+        CheckConstraint("current BETWEEN 1 AND 10", name="current"),
+        CheckConstraint("target BETWEEN 1 AND 10", name="target"),
+        Index(None, "user_id", "status"),
+    )
+
+
+class Answer(Base):
+    """Append-only history of every answer a user gave."""
+
+    __tablename__ = "answers"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
+    dialogue_id: Mapped[str] = mapped_column(String(128))
+    step_id: Mapped[str] = mapped_column(String(128))
+    variable: Mapped[str] = mapped_column(String(128))  # dotted, e.g. "checkin.mood"
+    value: Mapped[Any] = mapped_column(EncryptedJSON)
+    answered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (
+        Index(None, "user_id", "answered_at"),
+        Index(None, "user_id", "variable", "answered_at"),
+    )
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), primary_key=True)
+    state: Mapped[dict[str, Any] | None] = mapped_column(EncryptedJSON)
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ProcessedUpdate(Base):
+    __tablename__ = "processed_updates"
+
+    update_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    user_id: Mapped[int | None] = mapped_column(BigInteger, _user_fk("SET NULL"), index=True)
+    processed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+
+
+class CoachLink(Base):
+    __tablename__ = "coach_links"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    consent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    unlinked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        # At most one active link per (coach, client); unlinked history may repeat.
+        Index(
+            "uq_coach_links_active",
+            "coach_id",
+            "client_id",
+            unique=True,
+            sqlite_where=text("unlinked_at IS NULL"),
+            postgresql_where=text("unlinked_at IS NULL"),
+        ),
+    )
+
+
+class Invite(Base):
+    __tablename__ = "invites"
+
+    code: Mapped[str] = mapped_column(String(64), primary_key=True)  # secrets.token_urlsafe
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    used_by: Mapped[int | None] = mapped_column(BigInteger, _user_fk("SET NULL"), index=True)
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Exercise(Base):
+    __tablename__ = "exercises"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    # NULL: a library exercise, identified by its slug.
+    coach_id: Mapped[int | None] = mapped_column(BigInteger, _user_fk())
+    slug: Mapped[str] = mapped_column(String(64))
+    title: Mapped[str] = mapped_column(String(200))
+    instructions: Mapped[str] = mapped_column(Text, default="", server_default=text("''"))
+    questions: Mapped[list[Any]] = mapped_column(JSON, default=list)
+
+    __table_args__ = (
+        UniqueConstraint("coach_id", "slug"),
+        Index(
+            "uq_exercises_library_slug",
+            "slug",
+            unique=True,
+            sqlite_where=text("coach_id IS NULL"),
+            postgresql_where=text("coach_id IS NULL"),
+        ),
+    )
+
+
+class Assignment(Base):
+    __tablename__ = "assignments"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
+    exercise_slug: Mapped[str | None] = mapped_column(String(64))
+    exercise_id: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("exercises.id", ondelete="CASCADE"), index=True
+    )
+    # {"kind": "daily", "hour": 8, "days": 14} or
+    # {"kind": "weekdays", "hour": 8, "weekdays": [0, 2, 4]}
+    schedule: Mapped[dict[str, Any]] = mapped_column(JSON)
+    starts_on: Mapped[date] = mapped_column(Date)
+    ends_on: Mapped[date | None] = mapped_column(Date)
+    active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (
+        CheckConstraint(
+            "exercise_slug IS NOT NULL OR exercise_id IS NOT NULL", name="exercise_ref"
+        ),
+        Index(None, "client_id", "active"),
+    )
+
+
+class PlannedCheckin(Base):
+    __tablename__ = "planned_checkins"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
+    kind: Mapped[str] = mapped_column(String(16))
+    # "" rather than NULL when there is no reference: NULLs never collide in a
+    # unique constraint, and the same check-in must never be planned twice.
+    ref: Mapped[str] = mapped_column(String(64), default="", server_default=text("''"))
+    due_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    status: Mapped[str] = mapped_column(String(16), default="planned", server_default="planned")
+    claimed_by: Mapped[str | None] = mapped_column(String(128))
+    claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        CheckConstraint("kind IN ('daily', 'weekly', 'exercise')", name="kind"),
+        CheckConstraint(
+            "status IN ('planned', 'claimed', 'sent', 'missed', 'cancelled')", name="status"
+        ),
+        UniqueConstraint("user_id", "kind", "ref", "due_at"),
+        Index(None, "status", "due_at"),
+    )
+
+
+class Outbox(Base):
+    __tablename__ = "outbox"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    chat_id: Mapped[int] = mapped_column(BigInteger)
+    # May echo the client's own words, so it is encrypted like answers.
+    payload: Mapped[dict[str, Any]] = mapped_column(EncryptedJSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    status: Mapped[str] = mapped_column(String(16), default="pending", server_default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_error: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        CheckConstraint("status IN ('pending', 'sending', 'sent', 'failed')", name="status"),
+        Index(None, "status", "next_attempt_at"),
+    )
+
+
+#: Every (table, column) that refers to a user, used by export and erase.
+USER_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("users", "id"),
+    ("goals", "user_id"),
+    ("answers", "user_id"),
+    ("conversations", "user_id"),
+    ("processed_updates", "user_id"),
+    ("coach_links", "coach_id"),
+    ("coach_links", "client_id"),
+    ("invites", "coach_id"),
+    ("invites", "used_by"),
+    ("exercises", "coach_id"),
+    ("assignments", "coach_id"),
+    ("assignments", "client_id"),
+    ("planned_checkins", "user_id"),
+    ("outbox", "user_id"),
+)

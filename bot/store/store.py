@@ -1,0 +1,400 @@
+"""The Store: one database transaction per incoming update, plus export and erase.
+
+Nothing is cached between updates; every turn reads the conversation from the
+database and writes it back, so any number of bot processes can serve the same users.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import date, datetime, time
+from typing import Any, TypeVar
+
+from sqlalchemy import String, Table, cast, delete, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from .engine import make_engine
+from .migrate import upgrade_engine
+from .models import (
+    USER_COLUMNS,
+    Answer,
+    Assignment,
+    Base,
+    CoachLink,
+    Conversation,
+    Exercise,
+    Goal,
+    Invite,
+    Outbox,
+    PlannedCheckin,
+    ProcessedUpdate,
+    User,
+)
+from .types import utcnow
+
+T = TypeVar("T")
+
+#: PostgreSQL SQLSTATEs worth retrying a whole turn for.
+_RETRY_SQLSTATES = frozenset({"40001", "40P01", "55P03"})  # serialization, deadlock, lock n/a
+
+
+class ConflictError(RuntimeError):
+    """The conversation was written by someone else since this turn read it."""
+
+
+class Turn:
+    """One transaction for one incoming update. Build it with :meth:`Store.turn`.
+
+    ``duplicate`` is True when the update was already processed; the caller then does
+    nothing and the turn commits nothing. ``state`` is a private copy of the committed
+    conversation state: change it with :meth:`set_state`.
+    """
+
+    def __init__(
+        self,
+        session: AsyncSession,
+        user: User,
+        *,
+        state: dict[str, Any] | None,
+        version: int,
+        duplicate: bool,
+        now: datetime,
+    ) -> None:
+        self.session = session
+        self.user = user
+        self.state = state
+        self.duplicate = duplicate
+        self.now = now
+        self._version = version
+        self._new_state: dict[str, Any] | None = None
+        self._state_set = False
+
+    @property
+    def user_id(self) -> int:
+        return self.user.id
+
+    def _writable(self) -> None:
+        if self.duplicate:
+            raise RuntimeError("this update was already processed; a duplicate turn writes nothing")
+
+    def set_state(self, state: dict[str, Any] | None) -> None:
+        """Replace the conversation state, written when the turn commits."""
+        self._writable()
+        self._new_state = copy.deepcopy(state)
+        self._state_set = True
+        self.state = copy.deepcopy(state)
+
+    def record_answer(self, dialogue_id: str, step_id: str, variable: str, value: Any) -> None:
+        """Append an answer to the user's history."""
+        self._writable()
+        self.session.add(
+            Answer(
+                user_id=self.user.id,
+                dialogue_id=dialogue_id,
+                step_id=step_id,
+                variable=variable,
+                value=value,
+                answered_at=self.now,
+            )
+        )
+
+    def enqueue(self, chat_id: int, payload: dict[str, Any]) -> None:
+        """Queue a message; a sender delivers it after this turn commits."""
+        self._writable()
+        self.session.add(
+            Outbox(
+                user_id=self.user.id,
+                chat_id=chat_id,
+                payload=payload,
+                created_at=self.now,
+                next_attempt_at=self.now,
+            )
+        )
+
+    async def flush(self) -> None:
+        """Send the pending writes to the database, still uncommitted (e.g. to get ids)."""
+        await self._write_state()
+        await self.session.flush()
+
+    async def _write_state(self) -> None:
+        if not self._state_set:
+            return
+        result = await self.session.execute(
+            update(Conversation)
+            .where(Conversation.user_id == self.user.id, Conversation.version == self._version)
+            .values(state=self._new_state, version=self._version + 1, updated_at=self.now)
+            .execution_options(synchronize_session=False)
+        )
+        if _rowcount(result) != 1:
+            raise ConflictError(f"conversation of user {self.user.id} changed concurrently")
+        self._version += 1
+        self._state_set = False
+
+
+class Store:
+    """Persistence for coachbot. ``await start()`` before use, ``await close()`` after."""
+
+    def __init__(self, url: str, *, encryption_key: str | None = None) -> None:
+        self.url = url
+        self._encryption_key = encryption_key
+        self._engine: AsyncEngine | None = None
+        self._sessions: async_sessionmaker[AsyncSession] | None = None
+
+    def __repr__(self) -> str:  # never show the key
+        encrypted = "on" if self._encryption_key else "off"
+        return f"Store({self.engine_url_for_logs()!r}, encryption={encrypted})"
+
+    def engine_url_for_logs(self) -> str:
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    @property
+    def engine(self) -> AsyncEngine:
+        if self._engine is None:
+            raise RuntimeError("Store.start() has not been called")
+        return self._engine
+
+    @property
+    def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
+        if self._sessions is None:
+            raise RuntimeError("Store.start() has not been called")
+        return self._sessions
+
+    async def start(self) -> None:
+        """Create or upgrade the schema, then get ready to serve turns. Idempotent."""
+        if self._engine is not None:
+            return
+        engine = make_engine(self.url, encryption_key=self._encryption_key)
+        try:
+            await upgrade_engine(engine)
+        except BaseException:
+            await engine.dispose()
+            raise
+        self._engine = engine
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            await self._engine.dispose()
+        self._engine = None
+        self._sessions = None
+
+    # -- turns ---------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def turn(self, user_id: int, *, update_id: int | None = None) -> AsyncIterator[Turn]:
+        """One transaction for one incoming update of ``user_id``.
+
+        Turns of the same user are serialised (row lock on PostgreSQL, the database
+        write lock on SQLite). On clean exit the state, answers, outbox rows and the
+        processed update id are committed together; on an exception nothing is.
+        """
+        session = self.sessionmaker()
+        try:
+            t = await self._open_turn(session, user_id, update_id)
+            if t.duplicate:
+                session.expunge(t.user)
+                await session.rollback()
+                yield t
+                return
+            yield t
+            await t._write_state()
+            await session.commit()
+        except BaseException:
+            # Don't let a failing rollback (e.g. a dead connection) hide the real error;
+            # closing the session below releases the connection either way.
+            with contextlib.suppress(Exception):
+                await session.rollback()
+            raise
+        finally:
+            await session.close()
+
+    async def run_turn(
+        self,
+        user_id: int,
+        fn: Callable[[Turn], Awaitable[T]],
+        *,
+        update_id: int | None = None,
+        attempts: int = 5,
+    ) -> T | None:
+        """Run ``fn`` inside a turn, retrying the whole turn on a version conflict,
+        serialisation failure, deadlock or busy SQLite database.
+
+        ``fn`` must therefore have no side effects outside the turn (send messages
+        with :meth:`Turn.enqueue`). Returns ``fn``'s result, or None for a duplicate
+        update (``fn`` is then not called).
+        """
+        for attempt in range(1, attempts + 1):
+            try:
+                async with self.turn(user_id, update_id=update_id) as t:
+                    if t.duplicate:
+                        return None
+                    return await fn(t)
+            except Exception as exc:
+                if attempt == attempts or not is_retryable(exc):
+                    raise
+                await asyncio.sleep(random.uniform(0, 0.02 * 2**attempt))
+        raise AssertionError("unreachable")
+
+    async def _open_turn(self, session: AsyncSession, user_id: int, update_id: int | None) -> Turn:
+        now = utcnow()
+        dialect = self.engine.dialect.name
+        # Get-or-create the user: a no-op when it exists, and race-safe when it doesn't.
+        await session.execute(
+            _insert(dialect, User.__table__)
+            .values(id=user_id, created_at=now)
+            .on_conflict_do_nothing(index_elements=["id"])
+        )
+        duplicate = False
+        if update_id is not None:
+            result = await session.execute(
+                _insert(dialect, ProcessedUpdate.__table__)
+                .values(update_id=update_id, user_id=user_id, processed_at=now)
+                .on_conflict_do_nothing(index_elements=["update_id"])
+            )
+            duplicate = _rowcount(result) == 0
+        user = (await session.execute(select(User).where(User.id == user_id))).scalar_one()
+        if duplicate:
+            return Turn(session, user, state=None, version=0, duplicate=True, now=now)
+        await session.execute(
+            _insert(dialect, Conversation.__table__)
+            .values(user_id=user_id, state=None, version=0, updated_at=now)
+            .on_conflict_do_nothing(index_elements=["user_id"])
+        )
+        row = (
+            await session.execute(
+                select(Conversation.state, Conversation.version)
+                .where(Conversation.user_id == user_id)
+                .with_for_update()
+            )
+        ).one()
+        return Turn(session, user, state=row.state, version=row.version, duplicate=False, now=now)
+
+    async def prune_processed_updates(self, before: datetime) -> int:
+        """Forget processed update ids older than ``before`` (Telegram stops redelivering
+        after a day). Returns how many were deleted."""
+        async with self.sessionmaker() as session, session.begin():
+            result = await session.execute(
+                delete(ProcessedUpdate)
+                .where(ProcessedUpdate.processed_at < before)
+                .execution_options(synchronize_session=False)
+            )
+            return _rowcount(result)
+
+    # -- users -----------------------------------------------------------------------
+
+    async def get_user(self, user_id: int) -> User | None:
+        """The user, detached from any session (attributes loaded), or None."""
+        async with self.sessionmaker() as session:
+            user = await session.get(User, user_id)
+            if user is not None:
+                session.expunge(user)
+            return user
+
+    async def export_user(self, user_id: int) -> dict[str, Any]:
+        """Everything stored about one user, as JSON-serialisable data.
+
+        Keys are table names; ``users`` holds at most the one user row, the other
+        lists hold every row that refers to the user in any role (client or coach).
+        """
+        tables = _user_tables()
+        out: dict[str, Any] = {"user_id": user_id, "exported_at": utcnow().isoformat()}
+        async with self.sessionmaker() as session:
+            for name, table in tables.items():
+                cols = [table.c[c] for t, c in USER_COLUMNS if t == name]
+                rows = await session.execute(
+                    select(table)
+                    .where(or_(*(col == user_id for col in cols)))
+                    .order_by(*table.primary_key.columns)
+                )
+                out[name] = [{k: _jsonable(v) for k, v in row._mapping.items()} for row in rows]
+        return out
+
+    async def erase_user(self, user_id: int) -> None:
+        """Delete every row about the user, as client and as coach, in one transaction.
+
+        Processed update ids are kept with the user reference cleared, so a late
+        redelivery of an old update is still recognised and not replayed.
+        """
+        async with self.sessionmaker() as session, session.begin():
+            involved = or_(Assignment.coach_id == user_id, Assignment.client_id == user_id)
+            own_exercises = select(Exercise.id).where(Exercise.coach_id == user_id)
+            assignment_ids = select(cast(Assignment.id, String)).where(
+                or_(involved, Assignment.exercise_id.in_(own_exercises))
+            )
+            # Other people's exercise check-ins that depended on those assignments.
+            await session.execute(
+                update(PlannedCheckin)
+                .where(
+                    PlannedCheckin.kind == "exercise",
+                    PlannedCheckin.status.in_(("planned", "claimed")),
+                    PlannedCheckin.ref.in_(assignment_ids),
+                )
+                .values(status="cancelled")
+                .execution_options(synchronize_session=False)
+            )
+            for model in (Answer, Conversation, PlannedCheckin, Outbox):
+                await session.execute(delete(model).where(model.user_id == user_id))
+            await session.execute(delete(Goal).where(Goal.user_id == user_id))
+            await session.execute(
+                delete(Assignment).where(or_(involved, Assignment.exercise_id.in_(own_exercises)))
+            )
+            await session.execute(delete(Exercise).where(Exercise.coach_id == user_id))
+            await session.execute(
+                delete(CoachLink).where(
+                    or_(CoachLink.coach_id == user_id, CoachLink.client_id == user_id)
+                )
+            )
+            await session.execute(
+                delete(Invite).where(or_(Invite.coach_id == user_id, Invite.used_by == user_id))
+            )
+            await session.execute(
+                update(ProcessedUpdate)
+                .where(ProcessedUpdate.user_id == user_id)
+                .values(user_id=None)
+                .execution_options(synchronize_session=False)
+            )
+            await session.execute(delete(User).where(User.id == user_id))
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether a failed turn may succeed if run again from the start."""
+    if isinstance(exc, ConflictError):
+        return True
+    if isinstance(exc, OperationalError) and "database is locked" in str(exc.orig):
+        return True
+    if isinstance(exc, DBAPIError):
+        code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+        return code in _RETRY_SQLSTATES
+    return False
+
+
+def _insert(dialect: str, table: Any) -> Any:
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    if dialect == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"unsupported database {dialect!r}")
+
+
+def _rowcount(result: Any) -> int:
+    count: int = result.rowcount
+    return count
+
+
+def _user_tables() -> dict[str, Table]:
+    names = dict.fromkeys(t for t, _ in USER_COLUMNS)
+    return {name: Base.metadata.tables[name] for name in names}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    return value

@@ -1,0 +1,264 @@
+"""Turns: first contact, atomic commit/rollback, duplicates, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select, update
+from store_helpers import count
+
+from bot.store import Answer, ConflictError, Conversation, Outbox, Store, Turn
+from bot.store.types import utcnow
+
+
+class Boom(Exception):
+    pass
+
+
+async def test_first_contact_creates_user(store: Store) -> None:
+    assert await store.get_user(42) is None
+    async with store.turn(42, update_id=1) as t:
+        assert not t.duplicate
+        assert t.user.id == 42
+        assert t.state is None
+    user = await store.get_user(42)
+    assert user is not None
+    assert (user.locale, user.time_zone, user.checkin_hour) == ("en", "UTC", 9)
+    assert user.reachable is True and user.is_coach is False
+    assert user.consent_at is None and user.paused_until is None
+    assert user.created_at.tzinfo is not None and user.created_at.utcoffset() is not None
+    assert user.created_at.tzinfo == UTC
+
+
+async def test_terminal_user_zero(store: Store) -> None:
+    async with store.turn(0) as t:
+        t.set_state({"hello": "terminal"})
+    async with store.turn(0) as t:
+        assert t.state == {"hello": "terminal"}
+    assert await count(store, "users", "id = 0") == 1
+
+
+async def test_user_changes_are_committed(store: Store) -> None:
+    async with store.turn(5) as t:
+        t.user.first_name = "Ada"
+        t.user.time_zone = "Europe/Paris"
+    user = await store.get_user(5)
+    assert user is not None and (user.first_name, user.time_zone) == ("Ada", "Europe/Paris")
+
+
+async def test_turn_commits_state_answers_outbox_and_update_together(store: Store) -> None:
+    async with store.turn(7, update_id=100) as t:
+        t.set_state({"dialogue": "checkin", "vars": {"checkin.mood": 4}})
+        t.record_answer("checkin", "mood", "checkin.mood", 4)
+        t.record_answer("checkin", "note", "checkin.note", {"text": "tired ünïcode"})
+        t.enqueue(7, {"text": "Thanks!", "buttons": [["ok"]]})
+    async with store.turn(7, update_id=101) as t:
+        assert t.state == {"dialogue": "checkin", "vars": {"checkin.mood": 4}}
+        answers = (await t.session.scalars(select(Answer).order_by(Answer.id))).all()
+        assert [(a.variable, a.value) for a in answers] == [
+            ("checkin.mood", 4),
+            ("checkin.note", {"text": "tired ünïcode"}),
+        ]
+        assert answers[0].answered_at.tzinfo == UTC
+        outbox = (await t.session.scalars(select(Outbox))).one()
+        assert (outbox.chat_id, outbox.payload, outbox.status, outbox.attempts) == (
+            7,
+            {"text": "Thanks!", "buttons": [["ok"]]},
+            "pending",
+            0,
+        )
+    assert await count(store, "processed_updates", "update_id IN (100, 101)") == 2
+    assert await count(store, "conversations", "user_id = 7 AND version = 1") == 1
+
+
+async def test_state_is_a_private_copy(store: Store) -> None:
+    async with store.turn(8) as t:
+        t.set_state({"n": 1})
+    async with store.turn(8) as t:
+        assert t.state is not None
+        t.state["n"] = 99  # mutating without set_state writes nothing
+    async with store.turn(8) as t:
+        assert t.state == {"n": 1}
+
+
+async def test_exception_rolls_back_everything(store: Store) -> None:
+    async with store.turn(9, update_id=1) as t:
+        t.set_state({"n": 1})
+        t.record_answer("d", "s", "d.x", 1)
+        t.enqueue(9, {"text": "one"})
+    with pytest.raises(Boom):
+        async with store.turn(9, update_id=2) as t:
+            t.set_state({"n": 2})
+            t.record_answer("d", "s", "d.x", 2)
+            t.enqueue(9, {"text": "two"})
+            t.user.first_name = "changed"
+            await t.flush()
+            raise Boom
+    assert await count(store, "answers") == 1
+    assert await count(store, "outbox") == 1
+    assert await count(store, "processed_updates", "update_id = 2") == 0
+    user = await store.get_user(9)
+    assert user is not None and user.first_name is None
+    # The update was not processed, so its redelivery is handled normally.
+    async with store.turn(9, update_id=2) as t:
+        assert not t.duplicate
+        assert t.state == {"n": 1}
+
+
+async def test_failed_first_contact_leaves_no_user(store: Store) -> None:
+    with pytest.raises(Boom):
+        async with store.turn(10, update_id=1):
+            raise Boom
+    assert await store.get_user(10) is None
+    assert await count(store, "conversations") == 0
+
+
+async def test_duplicate_update_does_nothing(store: Store) -> None:
+    async with store.turn(11, update_id=555) as t:
+        t.set_state({"n": 1})
+        t.record_answer("d", "s", "d.x", 1)
+        t.enqueue(11, {"text": "hi"})
+    async with store.turn(11, update_id=555) as t:
+        assert t.duplicate
+        assert t.user.id == 11
+        with pytest.raises(RuntimeError):
+            t.set_state({"n": 2})
+        with pytest.raises(RuntimeError):
+            t.enqueue(11, {"text": "again"})
+        with pytest.raises(RuntimeError):
+            t.record_answer("d", "s", "d.x", 2)
+
+    called = False
+
+    async def fn(t: Turn) -> str:
+        nonlocal called
+        called = True
+        return "ran"
+
+    assert await store.run_turn(11, fn, update_id=555) is None
+    assert not called
+    assert await store.run_turn(11, fn, update_id=556) == "ran"
+    assert await count(store, "answers") == 1
+    assert await count(store, "outbox") == 1
+    async with store.turn(11) as t:
+        assert t.state == {"n": 1}
+
+
+async def test_concurrent_redelivery_is_processed_once(store: Store) -> None:
+    async def handle(t: Turn) -> None:
+        await asyncio.sleep(0.01)
+        t.enqueue(12, {"text": "once"})
+
+    await asyncio.gather(*(store.run_turn(12, handle, update_id=9) for _ in range(5)))
+    assert await count(store, "outbox") == 1
+    assert await count(store, "processed_updates") == 1
+
+
+async def _increment(t: Turn) -> int:
+    state = t.state or {"counter": 0}
+    await asyncio.sleep(0)  # let the other task run between read and write
+    n = int(state["counter"]) + 1
+    t.set_state({"counter": n})
+    t.record_answer("count", "inc", "count.n", n)
+    return n
+
+
+async def test_concurrent_turns_never_lose_an_update(db_url: str) -> None:
+    # Two Store instances behave like two bot processes sharing one database.
+    a, b = Store(db_url), Store(db_url)
+    await a.start()
+    await b.start()
+    try:
+
+        async def worker(s: Store, base: int) -> None:
+            for i in range(20):
+                # attempts=1: the per-user lock alone must prevent lost updates, no retry.
+                await s.run_turn(13, _increment, update_id=base + i, attempts=1)
+
+        await asyncio.gather(worker(a, 1000), worker(b, 2000))
+        async with a.turn(13) as t:
+            assert t.state == {"counter": 40}
+        assert await count(a, "answers", "user_id = 13") == 40
+        assert await count(a, "conversations", "user_id = 13 AND version = 40") == 1
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_concurrent_first_contact(store: Store) -> None:
+    await asyncio.gather(*(store.run_turn(14, _increment, update_id=i) for i in range(10)))
+    assert await count(store, "users", "id = 14") == 1
+    async with store.turn(14) as t:
+        assert t.state == {"counter": 10}
+
+
+async def _bump_version_behind_the_turns_back(t: Turn) -> None:
+    # Simulates a writer that did not take the lock (never happens through the Store).
+    await t.session.execute(
+        update(Conversation)
+        .where(Conversation.user_id == t.user_id)
+        .values(version=Conversation.version + 1)
+    )
+
+
+async def test_version_conflict_is_detected(store: Store) -> None:
+    async with store.turn(15) as t:
+        t.set_state({"counter": 0})
+    with pytest.raises(ConflictError):
+        async with store.turn(15) as t:
+            await _bump_version_behind_the_turns_back(t)
+            t.set_state({"counter": -1})
+    async with store.turn(15) as t:
+        assert t.state == {"counter": 0}
+
+
+async def test_run_turn_retries_a_conflict(store: Store) -> None:
+    attempts = 0
+
+    async def conflicting_once(t: Turn) -> int:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:
+            await _bump_version_behind_the_turns_back(t)
+        return await _increment(t)
+
+    assert await store.run_turn(15, conflicting_once) == 1
+    assert attempts == 2
+    assert await count(store, "answers", "user_id = 15") == 1
+
+
+async def test_run_turn_gives_up_after_attempts(store: Store) -> None:
+    calls = 0
+
+    async def always_conflicts(t: Turn) -> Any:
+        nonlocal calls
+        calls += 1
+        raise ConflictError("forced")
+
+    with pytest.raises(ConflictError):
+        await store.run_turn(16, always_conflicts, attempts=3)
+    assert calls == 3
+
+
+async def test_non_retryable_errors_are_not_retried(store: Store) -> None:
+    calls = 0
+
+    async def fails(t: Turn) -> None:
+        nonlocal calls
+        calls += 1
+        raise Boom
+
+    with pytest.raises(Boom):
+        await store.run_turn(17, fails)
+    assert calls == 1
+
+
+async def test_prune_processed_updates(store: Store) -> None:
+    async with store.turn(18, update_id=1):
+        pass
+    assert await store.prune_processed_updates(utcnow() - timedelta(days=2)) == 0
+    assert await store.prune_processed_updates(utcnow() + timedelta(seconds=1)) == 1
+    assert await count(store, "processed_updates") == 0
