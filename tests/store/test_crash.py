@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from store_helpers import count
+from tests.store.store_helpers import count
 
 from bot.store import Store
 

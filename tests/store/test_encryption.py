@@ -7,7 +7,7 @@ import json
 import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import select
-from store_helpers import raw
+from tests.store.store_helpers import raw
 
 from bot.store import DecryptionError, Goal, Outbox, Store
 

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import ForeignKey
-from store_helpers import count
+from tests.store.store_helpers import count
 
 from bot.store import (
     Assignment,

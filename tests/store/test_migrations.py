@@ -10,7 +10,7 @@ from typing import Any
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
-from store_helpers import count
+from tests.store.store_helpers import count
 
 from bot.store import Base, Store, ensure_schema
 from bot.store.engine import make_engine

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select, update
-from store_helpers import count
+from tests.store.store_helpers import count
 
 from bot.store import Answer, ConflictError, Conversation, Outbox, Store, Turn
 from bot.store.types import utcnow
