@@ -35,7 +35,13 @@ _ID = re.compile(r"[a-z][a-z0-9_]*\Z")
 _OPTION_KEY = re.compile(r"[a-z0-9][a-z0-9_]{0,31}\Z")
 _MAX_OPTIONS = 12
 
-_DIALOGUE_KEYS = {"id", "title", "description", "start", "steps", "on_missing", "requires"}
+_DIALOGUE_KEYS = {
+    "id", "title", "kind", "description", "start", "steps", "on_missing", "requires",
+}
+_KINDS = ("dialogue", "exercise")
+# An exercise reports back how it went, for the client's coach; these are the answers.
+EXERCISE_STATUS = "exercise.status"
+EXERCISE_STATUS_KEYS = ("done", "partly", "skipped")
 _STEP_KEYS = {"say", "say_plural", "ask", "next"}
 _PLURAL_KEYS = {"one", "other", "count"}
 _BRANCH_KEYS = {"if", "goto", "call", "then"}
@@ -205,6 +211,12 @@ class _FileParser:
         title = self.text(fields["title"][1], "'title'") if "title" in fields else None
         if "description" in fields:
             self.text(fields["description"][1], "'description'")
+        kind = "dialogue"
+        if "kind" in fields:
+            kind_node = fields["kind"][1]
+            kind = getattr(kind_node, "value", "")
+            if kind not in _KINDS:
+                self.error(kind_node, "'kind' must be one of: " + ", ".join(_KINDS))
         requires: set[str] = set()
         requires_pos = self.pos(root)
         if "requires" in fields:
@@ -240,6 +252,10 @@ class _FileParser:
 
         start = self.step_ref(fields.get("start"), declared, "'start'")
         on_missing = self.step_ref(fields.get("on_missing"), declared, "'on_missing'")
+        if kind == "exercise" and not any(_reports_exercise_status(s) for s in steps.values()):
+            self.error(root, f"an exercise needs a step that asks a choice saved to "
+                       f"'{EXERCISE_STATUS}' with the options "
+                       + ", ".join(EXERCISE_STATUS_KEYS))
         if self.errors or dialogue_id is None or title is None or start is None:
             return None
         dialogue = Dialogue(
@@ -251,6 +267,7 @@ class _FileParser:
             path=self.display,
             on_missing=on_missing,
             requires=frozenset(requires),
+            kind=kind,  # type: ignore[arg-type]
         )
         return _ParsedDialogue(dialogue, reads, self.pos(fields["id"][1]), requires_pos)
 
@@ -454,6 +471,11 @@ class _FileParser:
                       position=self.pos(where))
 
 
+def _reports_exercise_status(step: Step) -> bool:
+    return (step.ask.type == "choice" and step.ask.save == EXERCISE_STATUS
+            and tuple(o.key for o in step.ask.options) == EXERCISE_STATUS_KEYS)
+
+
 def _all_names(node: Node) -> set[str]:
     """Any key is allowed: used for mappings whose keys are ids chosen by the coach."""
     if not isinstance(node, MappingNode):
@@ -627,7 +649,7 @@ def _check_requires(
 def dialogue_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
-    return sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
 
 
 def check_dialogues(

@@ -88,6 +88,7 @@ class Dialogue:
     path: str
     on_missing: str | None = None
     requires: frozenset[str] = field(default_factory=frozenset)
+    kind: Literal["dialogue", "exercise"] = "dialogue"
 
     @property
     def restart_step(self) -> str:

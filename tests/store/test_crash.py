@@ -8,9 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
-from tests.store.store_helpers import count
-
 from bot.store import Store
+from tests.store.store_helpers import count
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,9 +7,9 @@ import json
 import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import select
-from tests.store.store_helpers import raw
 
 from bot.store import DecryptionError, Goal, Outbox, Store
+from tests.store.store_helpers import raw
 
 SECRET = "I feel anxious about my sister"
 

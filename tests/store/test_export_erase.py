@@ -6,7 +6,6 @@ import json
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import ForeignKey
-from tests.store.store_helpers import count
 
 from bot.store import (
     Assignment,
@@ -19,6 +18,7 @@ from bot.store import (
     Store,
 )
 from bot.store.models import USER_COLUMNS
+from tests.store.store_helpers import count
 
 ME, MY_COACH, MY_CLIENT = 31, 32, 33
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)

@@ -10,11 +10,11 @@ from typing import Any
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
-from tests.store.store_helpers import count
 
 from bot.store import Base, Store, ensure_schema
 from bot.store.engine import make_engine
 from bot.store.migrate import current_revision, head_revision, upgrade
+from tests.store.store_helpers import count
 
 
 def _diff(connection: Connection) -> list[Any]:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select, update
-from tests.store.store_helpers import count
 
 from bot.store import Answer, ConflictError, Conversation, Outbox, Store, Turn
 from bot.store.types import utcnow
+from tests.store.store_helpers import count
 
 
 class Boom(Exception):
