@@ -53,6 +53,7 @@ _ASK_KEYS_BY_TYPE: dict[str, set[str]] = {
     "yes_no": set(),
     "time": set(),
     "date": set(),
+    "timezone": set(),
     "none": set(),
 }
 DEFAULT_TEXT_MAX_LENGTH = 2000

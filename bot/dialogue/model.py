@@ -8,14 +8,16 @@ from typing import Literal
 
 from bot.dialogue.expr import Expr
 
-AnswerType = Literal["text", "number", "scale", "choice", "yes_no", "time", "date", "none"]
+AnswerType = Literal[
+    "text", "number", "scale", "choice", "yes_no", "time", "date", "timezone", "none"
+]
 ANSWER_TYPES: tuple[AnswerType, ...] = (
-    "text", "number", "scale", "choice", "yes_no", "time", "date", "none",
+    "text", "number", "scale", "choice", "yes_no", "time", "date", "timezone", "none",
 )
 END = "end"
 
-# Provided by the front end on every turn, so any text may use them.
-BUILTIN_VARIABLES = frozenset({"name", "today"})
+# Provided by the platform on every turn (not saved by dialogues), so any text may use them.
+BUILTIN_VARIABLES = frozenset({"name", "today", "streak.days", "streak.best"})
 
 
 @dataclass(frozen=True, order=True)

@@ -12,6 +12,7 @@ from babel.numbers import NumberFormatError, parse_decimal
 
 from bot.dialogue.expr import Value
 from bot.dialogue.model import Ask
+from bot.engine.places import find_time_zones
 from bot.i18n import Translator
 
 
@@ -39,6 +40,8 @@ def parse_answer(ask: Ask, raw: str, tr: Translator, today: date) -> Value | Inv
             return _time(text, tr)
         case "date":
             return _date(text, tr, today)
+        case "timezone":
+            return _timezone(text, tr)
     return None
 
 
@@ -170,3 +173,15 @@ def _parse_date(text: str, locale: str, today: date) -> date | None:
     except ValueError:
         pass
     return None
+
+
+def _timezone(text: str, tr: Translator) -> Value | Invalid:
+    zones = find_time_zones(text) if len(text) <= 80 else frozenset()
+    if len(zones) == 1:
+        return next(iter(zones))
+    if zones:
+        return Invalid(tr.gettext("That place spans several time zones. Which city are you "
+                                  "in or near?"))
+    # The example in the sentence is a city the translator's readers know.
+    return Invalid(tr.gettext("I don't know that place. Please send the name of a city near "
+                              "you, for example London or New York."))

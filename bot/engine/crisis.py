@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from bot.engine.places import country_for_timezone
+
 __all__ = [
     "LANGUAGES",
     "Helpline",
@@ -338,44 +340,6 @@ def helplines_for(country: str | None) -> tuple[Helpline, ...]:
 # --------------------------------------------------------------------------------------
 # Country guessing
 # --------------------------------------------------------------------------------------
-
-
-def _tz_text(name: str) -> str:
-    return resources.files("tzdata").joinpath("zoneinfo", name).read_text(encoding="utf-8")
-
-
-@cache
-def _zone_countries() -> Mapping[str, str]:
-    zones: dict[str, str] = {}
-    for line in _tz_text("zone.tab").splitlines():
-        if not line or line.startswith("#"):
-            continue
-        fields = line.split("\t")
-        if len(fields) >= 3:
-            zones[fields[2]] = fields[0]
-    # Backward-compatible links ("Asia/Tel_Aviv" -> "Asia/Jerusalem", "US/Eastern" -> ...).
-    links: dict[str, str] = {}
-    try:
-        for line in _tz_text("tzdata.zi").splitlines():
-            if line.startswith("L "):
-                parts = line.split()
-                if len(parts) == 3:
-                    links[parts[2]] = parts[1]
-    except FileNotFoundError:  # pragma: no cover - tzdata always ships it
-        pass
-    for link, target in links.items():
-        seen = {link}
-        while target in links and target not in seen:
-            seen.add(target)
-            target = links[target]
-        if link not in zones and target in zones:
-            zones[link] = zones[target]
-    return zones
-
-
-def country_for_timezone(tz: str) -> str | None:
-    """ISO country code for an IANA time zone name, or None for non-geographic zones."""
-    return _zone_countries().get(tz.strip())
 
 
 _LOCALE_COUNTRY = {"ca": "ES", "bg": "BG", "hr": "HR", "it": "IT", "he": "IL", "iw": "IL"}

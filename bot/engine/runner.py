@@ -68,9 +68,13 @@ class _Run:
             return self.tr.number(value)
         return value
 
+    def readable(self) -> dict[str, Value]:
+        """What texts and conditions may read: the saved answers and the provided values."""
+        return {**self.variables, **self.ctx.provided, "name": self.ctx.name,
+                "today": self.ctx.today.isoformat()}
+
     def fill(self, translated: str) -> str:
-        values = {name: self.display(value) for name, value in self.variables.items()}
-        values["name"] = self.ctx.name
+        values = {name: self.display(value) for name, value in self.readable().items()}
         values["today"] = self.tr.date(self.ctx.today)
         return render(translated, values, self.tr.isolate)
 
@@ -78,7 +82,7 @@ class _Run:
         if step.say_plural is None:
             return self.fill(self.tr.gettext(step.say or ""))
         plural = step.say_plural
-        count = self.variables.get(plural.count)
+        count = self.readable().get(plural.count)
         number = int(count) if isinstance(count, int | float) else 0
         return self.fill(self.tr.ngettext(plural.one, plural.other, number))
 
@@ -116,8 +120,9 @@ class _Run:
             self.say(self.tr.gettext("Something in this conversation went round in circles, "
                                      "so I stopped it. Your answers are kept."))
             return
+        readable = self.readable()
         branch = next(b for b in step.next if b.condition is None
-                      or evaluate(b.condition, self.variables))
+                      or evaluate(b.condition, readable))
         remember = step.ask.type != "none"
         frame = self.stack[-1]
         if branch.call is not None:

@@ -76,6 +76,8 @@ class Context:
     today: date
     name: str = ""
     country: str | None = None  # for the help lines offered in a crisis
+    # Values the platform computes, such as streak.days: readable, never saved.
+    provided: Mapping[str, Value] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -101,3 +101,19 @@ def test_text_limits_count_and_keep_it_short() -> None:
 
 def test_placeholders_in_answers_stay_as_typed() -> None:
     assert parse(Ask("text", "t", max_length=100), "{name} {{x}} %s") == "{name} {{x}} %s"
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("Rome", "Europe/Rome"), ("roma", "Europe/Rome"), ("Рим", "Europe/Rome"),
+    ("רומא", "Europe/Rome"), ("Italia", "Europe/Rome"), ("Barcelona", "Europe/Madrid"),
+    ("zagreb", "Europe/Zagreb"), ("София", "Europe/Sofia"), ("תל אביב", "Asia/Jerusalem"),
+    ("Israel", "Asia/Jerusalem"), ("new york", "America/New_York"), ("Europe/Rome", "Europe/Rome"),
+    ("UTC", "UTC"), ("  Milano ", "Europe/Rome"),
+])
+def test_timezone_from_a_city_or_country(raw: str, expected: str) -> None:
+    assert parse(Ask("timezone", "z"), raw) == expected
+
+
+def test_timezone_asks_for_a_city_when_unsure() -> None:
+    assert "several time zones" in parse(Ask("timezone", "z"), "Espanya").hint  # type: ignore[attr-defined]
+    assert "don't know that place" in parse(Ask("timezone", "z"), "Atlantis").hint  # type: ignore[attr-defined]
