@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import getpass
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from bot.config import ConfigError, Settings, load_settings
 from bot.dialogue import check_dialogues
 from bot.dialogue.model import DialogueSet
-from bot.engine import ConversationState
-from bot.i18n import SUPPORTED_LOCALES, translator_for
+from bot.i18n import SUPPORTED_LOCALES
+from bot.store import Store
 
 DEFAULT_CHAT_DIALOGUE = "onboarding"
 
@@ -52,25 +55,74 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from bot.console import ConsoleChat
+    from bot.console import chat
 
     settings = _settings()
     dialogues = _load(Path(args.dialogues) if args.dialogues else settings.dialogues)
-    dialogue_id = args.dialogue
-    if dialogue_id is None:
-        dialogue_id = (DEFAULT_CHAT_DIALOGUE if DEFAULT_CHAT_DIALOGUE in dialogues
-                       else sorted(dialogues.dialogues)[0])
-    if dialogue_id not in dialogues:
-        print(f"coachbot: no dialogue '{dialogue_id}'; there are: "
+    default = DEFAULT_CHAT_DIALOGUE if DEFAULT_CHAT_DIALOGUE in dialogues \
+        else sorted(dialogues.dialogues)[0]
+    if args.dialogue is not None and args.dialogue not in dialogues:
+        print(f"coachbot: no dialogue '{args.dialogue}'; there are: "
               + ", ".join(sorted(dialogues.dialogues)), file=sys.stderr)
         return 2
-    chat = ConsoleChat(dialogues, translator_for(args.lang or settings.default_locale),
-                       name=args.name or getpass.getuser().capitalize(), output=sys.stdout)
-    finished = False
-    for outcome in chat.run(ConversationState(), dialogue_id, iter(sys.stdin)):
-        finished = finished or dialogue_id in outcome.finished
-    if not finished:
-        print("(stopped before the end of the conversation)", file=sys.stderr)
+
+    async def talk() -> bool:
+        store = Store(settings.database_url, encryption_key=settings.encryption_key)
+        await store.start()
+        try:
+            return await chat(store, dialogues, dialogue_id=args.dialogue,
+                              default_dialogue=default, locale=args.lang,
+                              name=args.name, fallback_name=getpass.getuser().capitalize(),
+                              lines=iter(sys.stdin), output=sys.stdout)
+        finally:
+            await store.close()
+
+    if not asyncio.run(talk()):
+        print("(stopped before the end; `coachbot chat` continues from here)", file=sys.stderr)
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from bot.store.migrate import current_revision, upgrade
+
+    settings = _settings()
+    asyncio.run(upgrade(settings.database_url))
+    print(f"database at revision {asyncio.run(current_revision(settings.database_url))}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    settings = _settings()
+
+    async def export() -> dict[str, Any]:
+        store = Store(settings.database_url, encryption_key=settings.encryption_key)
+        await store.start()
+        try:
+            return await store.export_user(args.user_id)
+        finally:
+            await store.close()
+
+    json.dump(asyncio.run(export()), sys.stdout, ensure_ascii=False, indent=2, default=str)
+    sys.stdout.write("\n")
+    return 0
+
+
+def cmd_erase(args: argparse.Namespace) -> int:
+    if not args.yes:
+        print("coachbot: erasing a user cannot be undone; add --yes to confirm", file=sys.stderr)
+        return 2
+    settings = _settings()
+
+    async def erase() -> None:
+        store = Store(settings.database_url, encryption_key=settings.encryption_key)
+        await store.start()
+        try:
+            await store.erase_user(args.user_id)
+        finally:
+            await store.close()
+
+    asyncio.run(erase())
+    print(f"user {args.user_id}: every row erased")
     return 0
 
 
@@ -90,6 +142,20 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--dialogues", help="the dialogues folder (default: $COACHBOT_DIALOGUES "
                       "or dialogues/)")
     chat.set_defaults(func=cmd_chat)
+
+    migrate = commands.add_parser("migrate", help="upgrade the database schema "
+                                  "($COACHBOT_DATABASE_URL) to this version")
+    migrate.set_defaults(func=cmd_migrate)
+
+    admin = commands.add_parser("admin", help="operator tasks")
+    tasks = admin.add_subparsers(dest="task", required=True)
+    export = tasks.add_parser("export", help="print everything stored about a user, as JSON")
+    export.add_argument("user_id", type=int, help="the Telegram user id (0: the terminal user)")
+    export.set_defaults(func=cmd_export)
+    erase = tasks.add_parser("erase", help="erase a user completely, from every table")
+    erase.add_argument("user_id", type=int)
+    erase.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
+    erase.set_defaults(func=cmd_erase)
     return parser
 
 

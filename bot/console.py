@@ -1,21 +1,24 @@
 """The same dialogues in a terminal: for coaches trying their scripts, and for demos.
 
 Reads lines from standard input, so a whole conversation can be scripted:
-`printf 'Run a 10k\\n...' | coachbot chat --dialogue goal_setting`.
+`printf 'Run a 10k\\n...' | coachbot chat --dialogue goal_setting`. The conversation lives in
+the same store as the bot's, so a chat stopped halfway continues where it stood.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date
+from datetime import UTC, datetime
 from typing import TextIO
 
+from bot.coaching.conversation import Action, Resume, Start, converse
 from bot.dialogue.model import DialogueSet
-from bot.engine import Context, ConversationState, Outcome, Reply, Turn, handle, resume, start
-from bot.engine.crisis import default_country_for_locale
+from bot.engine import Outcome, Reply, Turn
 from bot.engine.state import Command
-from bot.i18n import Translator
+from bot.store import Store
+from bot.store import Turn as StoreTurn
 
+CONSOLE_USER_ID = 0  # the terminal's one user; Telegram ids are positive
 COMMANDS: dict[str, Command] = {"/cancel": "cancel", "/back": "back", "/skip": "skip"}
 QUIT = ("/quit", "/exit")
 
@@ -44,35 +47,40 @@ def to_turn(line: str, shown: tuple[Reply, ...]) -> Turn:
     return Turn(text=line.rstrip("\n"))
 
 
-class ConsoleChat:
-    """One person talking to the engine through a pair of text streams."""
+async def chat(store: Store, dialogues: DialogueSet, *, dialogue_id: str | None,
+               default_dialogue: str, locale: str | None, name: str | None,
+               lines: Iterator[str], output: TextIO, fallback_name: str = "") -> bool:
+    """Talk until the conversation ends (True) or the input does (False)."""
 
-    def __init__(self, dialogues: DialogueSet, translator: Translator, *, name: str,
-                 output: TextIO, today: date | None = None) -> None:
-        self.dialogues = dialogues
-        self.context = Context(translator=translator, today=today or date.today(), name=name,
-                               country=default_country_for_locale(translator.locale))
-        self.output = output
-
-    def show(self, outcome: Outcome) -> None:
+    def show(outcome: Outcome) -> None:
         for reply in outcome.replies:
-            self.output.write(render_reply(reply) + "\n\n")
-        self.output.flush()
+            output.write(render_reply(reply) + "\n\n")
+        output.flush()
 
-    def run(self, state: ConversationState, dialogue_id: str | None,
-            lines: Iterator[str]) -> Iterator[Outcome]:
-        """Yield each outcome (for the caller to keep) until the dialogue ends or input does."""
-        if dialogue_id is not None:
-            outcome = start(self.dialogues, state, dialogue_id, self.context)
-        else:
-            outcome = resume(self.dialogues, state, self.context)
-        self.show(outcome)
-        yield outcome
-        while outcome.state.active:
-            line = next(lines, None)
-            if line is None or line.strip().lower() in QUIT:
-                return
-            outcome = handle(self.dialogues, outcome.state, to_turn(line, outcome.replies),
-                             self.context)
-            self.show(outcome)
-            yield outcome
+    async def opening(t: StoreTurn) -> Outcome:
+        if name or not t.user.first_name:
+            t.user.first_name = name or fallback_name
+        if locale:
+            t.user.locale = locale
+        active = bool(t.state and t.state.get("stack"))
+        action: Action = (Start(dialogue_id) if dialogue_id else
+                          Resume() if active else Start(default_dialogue))
+        return await converse(t, dialogues, action, datetime.now(UTC))
+
+    outcome = await store.run_turn(CONSOLE_USER_ID, opening)
+    assert outcome is not None  # no update id, so never a duplicate
+    show(outcome)
+    while outcome.state.active:
+        line = next(lines, None)
+        if line is None or line.strip().lower() in QUIT:
+            return False
+        turn = to_turn(line, outcome.replies)
+
+        async def answer(t: StoreTurn, turn: Turn = turn) -> Outcome:
+            return await converse(t, dialogues, turn, datetime.now(UTC))
+
+        next_outcome = await store.run_turn(CONSOLE_USER_ID, answer)
+        assert next_outcome is not None
+        outcome = next_outcome
+        show(outcome)
+    return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -54,3 +55,31 @@ def test_an_unknown_dialogue_is_a_clear_error(tmp_path: Path) -> None:
     result = chat("--dialogue", "nope", stdin="", tmp_path=tmp_path)
     assert result.returncode == 2
     assert "no dialogue 'nope'; there are:" in result.stderr
+
+
+def test_a_stopped_chat_continues_where_it_stood(tmp_path: Path) -> None:
+    first = chat("--dialogue", "goal_setting", "--name", "Ana", stdin="Run a 10k race\n",
+                 tmp_path=tmp_path)
+    assert "stopped before the end" in first.stderr
+    assert first.stdout.rstrip().endswith("Why does “Run a 10k race” matter to you?")
+    second = chat(stdin="Because I can\n", tmp_path=tmp_path)
+    assert second.returncode == 0
+    assert second.stdout.startswith("Why does “Run a 10k race” matter to you?")
+    assert "On a scale from 1 to 10" in second.stdout
+
+
+def test_export_and_erase_from_the_command_line(tmp_path: Path) -> None:
+    chat("--dialogue", "goal_setting", stdin="Run a 10k race\n", tmp_path=tmp_path)
+    env = {**os.environ, "COACHBOT_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/chat.db",
+           "COACHBOT_DIALOGUES": str(REPO / "dialogues")}
+
+    def admin(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot.cli", "admin", *args],
+                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+
+    exported = json.loads(admin("export", "0").stdout)
+    assert [a["value"] for a in exported["answers"]] == ["Run a 10k race"]
+    assert admin("erase", "0").returncode == 2
+    assert admin("erase", "0", "--yes").returncode == 0
+    after = json.loads(admin("export", "0").stdout)
+    assert after["users"] == [] and after["answers"] == []

@@ -105,7 +105,7 @@ class Answer(Base):
     dialogue_id: Mapped[str] = mapped_column(String(128))
     step_id: Mapped[str] = mapped_column(String(128))
     variable: Mapped[str] = mapped_column(String(128))  # dotted, e.g. "checkin.mood"
-    value: Mapped[Any] = mapped_column(EncryptedJSON)
+    value: Mapped[Any] = mapped_column(EncryptedJSON, nullable=True)  # NULL: skipped
     answered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (

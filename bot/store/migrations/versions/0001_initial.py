@@ -48,7 +48,7 @@ def upgrade() -> None:
         sa.Column("dialogue_id", sa.String(length=128), nullable=False),
         sa.Column("step_id", sa.String(length=128), nullable=False),
         sa.Column("variable", sa.String(length=128), nullable=False),
-        sa.Column("value", sa.Text(), nullable=False),
+        sa.Column("value", sa.Text(), nullable=True),
         sa.Column("answered_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["user_id"], ["users.id"], name=op.f("fk_answers_user_id_users"), ondelete="CASCADE"

@@ -1,0 +1,1 @@
+"""Domain rules: goals, streaks, profile answers, coach-client links, exercise assignment."""

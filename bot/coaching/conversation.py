@@ -1,0 +1,163 @@
+"""One incoming message, end to end inside one store transaction: run the engine, keep every
+answer, apply what the answers mean (profile, goals), and store the new state.
+
+Both front ends (Telegram and the terminal) go through here, so they behave the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.coaching.streaks import streak
+from bot.dialogue.expr import Value
+from bot.dialogue.model import DialogueSet
+from bot.engine import Context, ConversationState, Outcome, Turn, handle, resume, start
+from bot.engine.crisis import default_country_for_locale
+from bot.engine.places import country_for_timezone
+from bot.i18n import normalize_locale, translator_for
+from bot.store import Answer, Goal, User
+from bot.store import Turn as StoreTurn
+
+# Contracts with the dialogues (see docs/dialogue-language.md, "What the platform reads").
+CHECKIN_DIALOGUE = "daily_checkin"
+CHECKIN_MARKER = "checkin.mood"
+GOAL_SETTING = "goal_setting"
+WEEKLY_REVIEW = "weekly_review"
+GOAL_COMPLETION = "goal_completion"
+STREAK_LOOKBACK = 400
+
+
+@dataclass(frozen=True)
+class Start:
+    dialogue_id: str
+
+
+@dataclass(frozen=True)
+class Resume:
+    pass
+
+
+Action = Turn | Start | Resume
+
+
+def user_zone(user: User) -> ZoneInfo:
+    try:
+        return ZoneInfo(user.time_zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+async def checkin_days(session: AsyncSession, user: User, zone: ZoneInfo) -> list[date]:
+    rows = await session.execute(
+        select(Answer.answered_at)
+        .where(Answer.user_id == user.id, Answer.dialogue_id == CHECKIN_DIALOGUE,
+               Answer.variable == CHECKIN_MARKER)
+        .order_by(Answer.answered_at.desc())
+        .limit(STREAK_LOOKBACK)
+    )
+    return [at.astimezone(zone).date() for at in rows.scalars()]
+
+
+async def context_for(session: AsyncSession, user: User, now: datetime) -> Context:
+    zone = user_zone(user)
+    today = now.astimezone(zone).date()
+    current, best = streak(await checkin_days(session, user, zone), today)
+    return Context(
+        translator=translator_for(user.locale),
+        today=today,
+        name=user.first_name or "",
+        country=country_for_timezone(user.time_zone) or default_country_for_locale(user.locale),
+        provided={"streak.days": current, "streak.best": best},
+    )
+
+
+def run_engine(dialogues: DialogueSet, state: ConversationState, action: Action,
+               ctx: Context) -> Outcome:
+    if isinstance(action, Start):
+        return start(dialogues, state, action.dialogue_id, ctx)
+    if isinstance(action, Resume):
+        return resume(dialogues, state, ctx)
+    return handle(dialogues, state, action, ctx)
+
+
+def apply_profile(user: User, variables: dict[str, Value], saved: set[str], now: datetime) -> None:
+    """Answers that set up the client's profile take effect at once."""
+    if "profile.consent" in saved:
+        user.consent_at = now if variables["profile.consent"] is True else None
+    locale = variables.get("profile.locale")
+    if "profile.locale" in saved and isinstance(locale, str):
+        user.locale = normalize_locale(locale, default=user.locale)
+    zone = variables.get("profile.time_zone")
+    if "profile.time_zone" in saved and isinstance(zone, str):
+        user.time_zone = zone
+    hour = variables.get("profile.checkin_hour")
+    if "profile.checkin_hour" in saved and isinstance(hour, str):
+        user.checkin_hour = int(hour.split(":")[0])
+
+
+def _int(value: Value) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _date(value: Value) -> date | None:
+    try:
+        return date.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+async def apply_goals(session: AsyncSession, user: User, outcome: Outcome,
+                      now: datetime) -> None:
+    """A finished goal setting creates the goal; reviews and completions update it."""
+    variables = outcome.state.variables
+    if GOAL_SETTING in outcome.finished and isinstance(variables.get("goal.title"), str):
+        why = variables.get("goal.why")
+        session.add(Goal(
+            user_id=user.id, title=str(variables["goal.title"]),
+            why=why if isinstance(why, str) else None,
+            baseline=_int(variables.get("goal.baseline")),
+            current=_int(variables.get("goal.baseline")),
+            target=_int(variables.get("goal.target")), due_on=_date(variables.get("goal.due")),
+            created_at=now,
+        ))
+        await session.flush()
+    if not {WEEKLY_REVIEW, GOAL_COMPLETION} & set(outcome.finished):
+        return
+    goal = (await session.execute(
+        select(Goal).where(Goal.user_id == user.id, Goal.status == "active")
+        .order_by(Goal.created_at.desc(), Goal.id.desc()).limit(1)
+    )).scalar_one_or_none()
+    if goal is None:
+        return
+    if WEEKLY_REVIEW in outcome.finished:
+        goal.current = _int(variables.get("review.current")) or goal.current
+        goal.target = _int(variables.get("goal.target")) or goal.target
+    if GOAL_COMPLETION in outcome.finished and variables.get("goal.completed") is True:
+        goal.status = "done"
+        goal.completed_at = now
+
+
+async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
+                   now: datetime) -> Outcome:
+    """Run one message through the engine inside the store turn `t` (not committed here)."""
+    user = t.user
+    ctx = await context_for(t.session, user, now)
+    state = ConversationState.from_dict(t.state)
+    outcome = run_engine(dialogues, state, action, ctx)
+    saved = {a.variable for a in outcome.saved}
+    locale_before = user.locale
+    apply_profile(user, dict(outcome.state.variables), saved, now)
+    if user.locale != locale_before:
+        # The engine is pure: the same message again, now answered in the chosen language.
+        ctx = await context_for(t.session, user, now)
+        outcome = run_engine(dialogues, state, action, ctx)
+    for answer in outcome.saved:
+        t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value)
+    await apply_goals(t.session, user, outcome, now)
+    t.set_state(outcome.state.to_dict())
+    return outcome
