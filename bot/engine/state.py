@@ -91,6 +91,19 @@ class Reply:
     text: str
     buttons: tuple[Button, ...] = ()
 
+    def to_payload(self) -> dict[str, Any]:
+        """The outbox form of a reply: plain JSON that a sender turns into a message."""
+        payload: dict[str, Any] = {"text": self.text}
+        if self.buttons:
+            payload["buttons"] = [{"label": b.label, "data": b.data} for b in self.buttons]
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Reply:
+        return cls(str(payload["text"]), tuple(
+            Button(str(b["label"]), str(b["data"])) for b in payload.get("buttons", ())
+        ))
+
 
 @dataclass(frozen=True)
 class SavedAnswer:
