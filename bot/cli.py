@@ -49,9 +49,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"{len(errors)} problem(s) found; these dialogues would not be loaded.",
               file=sys.stderr)
         return 1
+    catalog_errors = _check_translations(dialogues)
+    for problem in catalog_errors:
+        print(problem)
+    if catalog_errors:
+        print(f"{len(catalog_errors)} problem(s) in the translations.", file=sys.stderr)
+        return 1
     steps = sum(len(d.steps) for d in dialogues.dialogues.values())
     print(f"ok: {len(dialogues.dialogues)} dialogue(s), {steps} steps")
     return 0
+
+
+def _check_translations(dialogues: DialogueSet) -> list[str]:
+    """The catalogs must translate every text of these dialogues, placeholders intact."""
+    from bot.dialogue.loader import texts_of
+    from bot.i18n import locales_dir
+    from bot.i18n.catalogs import check_catalogs
+
+    if not locales_dir().exists():
+        return []
+    texts = {text if isinstance(text, str) else text[0]
+             for dialogue in dialogues.dialogues.values() for _, text in texts_of(dialogue)}
+    return check_catalogs(locales_dir(), texts)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:

@@ -92,9 +92,10 @@ class _ParsedDialogue:
 
 
 class _FileParser:
-    def __init__(self, path: Path, display: str) -> None:
+    def __init__(self, path: Path, display: str, source: bytes | None = None) -> None:
         self.path = path
         self.display = display
+        self.source = source
         self.errors: list[DialogueError] = []
 
     def pos(self, node: Node) -> Position:
@@ -184,7 +185,7 @@ class _FileParser:
 
     def parse(self) -> _ParsedDialogue | None:
         try:
-            raw = self.path.read_bytes()
+            raw = self.source if self.source is not None else self.path.read_bytes()
             root = yaml.compose(raw.decode("utf-8"), Loader=yaml.SafeLoader)
         except UnicodeDecodeError as exc:
             self.error(Position(self.display, 1, 1), f"the file is not UTF-8 text ({exc.reason})")
@@ -688,6 +689,13 @@ def check_dialogues(
     if errors:
         return None, sorted(set(errors))
     return DialogueSet({i: p.dialogue for i, p in parsed.items()}), []
+
+
+def parse_dialogue_file(raw: bytes, display: str) -> tuple[Dialogue | None, list[DialogueError]]:
+    """One file on its own, without the checks across files (for the gettext extractor)."""
+    parser = _FileParser(Path(display), display, raw)
+    parsed = parser.parse()
+    return (parsed.dialogue if parsed else None), parser.errors
 
 
 def load_dialogues(path: Path) -> DialogueSet:
