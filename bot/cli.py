@@ -101,6 +101,23 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    import logging
+
+    from bot.telegram.app import StartupError, serve
+
+    settings = _settings()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
+                        "%(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # its lines carry the bot token
+    try:
+        asyncio.run(serve(settings, listen=(args.host, args.port)))
+    except StartupError as exc:
+        print(f"coachbot: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     from bot.store.migrate import current_revision, upgrade
 
@@ -161,6 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--dialogues", help="the dialogues folder (default: $COACHBOT_DIALOGUES "
                       "or dialogues/)")
     chat.set_defaults(func=cmd_chat)
+
+    run = commands.add_parser("run", help="run the bot on Telegram (long polling, or a "
+                              "webhook when COACHBOT_WEBHOOK_URL is set)")
+    run.add_argument("--host", default="0.0.0.0", help="webhook server address")
+    run.add_argument("--port", type=int, default=8080, help="webhook server port")
+    run.set_defaults(func=cmd_run)
 
     migrate = commands.add_parser("migrate", help="upgrade the database schema "
                                   "($COACHBOT_DATABASE_URL) to this version")

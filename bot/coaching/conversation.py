@@ -7,7 +7,7 @@ Both front ends (Telegram and the terminal) go through here, so they behave the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import select
@@ -95,9 +95,25 @@ def apply_profile(user: User, variables: dict[str, Value], saved: set[str], now:
     zone = variables.get("profile.time_zone")
     if "profile.time_zone" in saved and isinstance(zone, str):
         user.time_zone = zone
-    hour = variables.get("profile.checkin_hour")
-    if "profile.checkin_hour" in saved and isinstance(hour, str):
-        user.checkin_hour = int(hour.split(":")[0])
+    hour = _minutes(variables.get("profile.checkin_hour"))
+    if "profile.checkin_hour" in saved and hour is not None:
+        user.checkin_hour = hour // 60
+    if "profile.quiet_end" in saved:
+        user.quiet_start = _minutes(variables.get("profile.quiet_start"))
+        user.quiet_end = _minutes(variables.get("profile.quiet_end"))
+    days = _int(variables.get("profile.pause_days"))
+    if "profile.pause_days" in saved and days:
+        user.paused_until = now + timedelta(days=days)
+    if "profile.reminders" in saved and variables.get("profile.reminders") == "resume":
+        user.paused_until = None
+
+
+def _minutes(value: Value) -> int | None:
+    """Minutes after midnight of a saved time ("HH:MM")."""
+    if not isinstance(value, str) or ":" not in value:
+        return None
+    hours, minutes = value.split(":", 1)
+    return int(hours) * 60 + int(minutes)
 
 
 def _int(value: Value) -> int | None:

@@ -1,0 +1,58 @@
+"""A client's progress, as they (and, with their consent, their coach) see it."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.coaching.conversation import checkin_days, user_zone
+from bot.coaching.streaks import streak
+from bot.engine import Context
+from bot.store import Goal, User
+
+
+def current_streak(days: list[date], today: date) -> tuple[int, int]:
+    """(current, best) outside a check-in: today counts only once it has one."""
+    if today in days:
+        return streak(days, today)
+    yesterday = today - timedelta(days=1)
+    best = streak(days, yesterday)[1] if days else 0
+    return (streak(days, yesterday)[0] if yesterday in days else 0), best
+
+
+async def progress_text(session: AsyncSession, user: User, ctx: Context) -> str:
+    tr = ctx.translator
+    goals = list((await session.execute(
+        select(Goal).where(Goal.user_id == user.id).order_by(Goal.created_at, Goal.id)
+    )).scalars())
+    active = [g for g in goals if g.status == "active"]
+    done = [g for g in goals if g.status == "done"]
+    lines: list[str] = []
+    if not active:
+        lines.append(tr.gettext("You have no goal in progress. Send /goal to set one."))
+    for goal in active:
+        lines.append(f"• {tr.isolate(goal.title)}")
+        if goal.baseline is not None and goal.target is not None:
+            lines.append("  " + tr.gettext(
+                "Started at {baseline}, now at {current}, aiming for {target} "
+                "(on a scale of 1 to 10).").format(
+                baseline=tr.number(goal.baseline),
+                current=tr.number(goal.current if goal.current is not None else goal.baseline),
+                target=tr.number(goal.target)))
+    if done:
+        lines.append(tr.ngettext("You have reached {count} goal so far.",
+                                 "You have reached {count} goals so far.",
+                                 len(done)).format(count=tr.number(len(done))))
+    days = await checkin_days(session, user, user_zone(user))
+    current, best = current_streak(days, ctx.today)
+    if current:
+        lines.append(tr.ngettext("Check-ins in a row: {count} day.",
+                                 "Check-ins in a row: {count} days.",
+                                 current).format(count=tr.number(current)))
+    if best > current:
+        lines.append(tr.ngettext("Your longest run so far: {count} day.",
+                                 "Your longest run so far: {count} days.",
+                                 best).format(count=tr.number(best)))
+    return "\n".join(lines)

@@ -1,0 +1,212 @@
+"""`coachbot run`: the bot on Telegram, by long polling or behind a webhook."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import signal
+from collections.abc import Awaitable
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from sqlalchemy import text
+from telegram import BotCommand, Update
+from telegram.error import InvalidToken, NetworkError, TelegramError
+from telegram.ext import Application, BaseUpdateProcessor, ContextTypes, TypeHandler
+
+from bot.config import Settings
+from bot.dialogue import check_dialogues
+from bot.dialogue.model import DialogueSet
+from bot.i18n import SOURCE_LOCALE, SUPPORTED_LOCALES, translator_for
+from bot.schedule.runner import start_scheduler
+from bot.store import Store
+from bot.telegram.handlers import COMMANDS, Handlers
+from bot.telegram.sender import Sender
+
+log = logging.getLogger(__name__)
+
+ALLOWED_UPDATES = [Update.MESSAGE, Update.EDITED_MESSAGE, Update.CALLBACK_QUERY]
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+HEALTH_PATH = "/healthz"
+
+
+class StartupError(Exception):
+    """A problem that stops the bot from starting, said in one line."""
+
+
+class PerChatUpdateProcessor(BaseUpdateProcessor):
+    """Updates run concurrently, but one chat's updates run one after the other, in order."""
+
+    def __init__(self, max_concurrent_updates: int) -> None:
+        super().__init__(max_concurrent_updates)
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._waiting: dict[int, int] = {}
+
+    async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
+        key = _chat_key(update)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._waiting[key] = self._waiting.get(key, 0) + 1
+        try:
+            async with lock:
+                await coroutine
+        finally:
+            self._waiting[key] -= 1
+            if not self._waiting[key]:
+                del self._waiting[key], self._locks[key]
+
+    async def initialize(self) -> None:
+        return None
+
+    async def shutdown(self) -> None:
+        return None
+
+
+def _chat_key(update: object) -> int:
+    if isinstance(update, Update):
+        if update.effective_chat is not None:
+            return update.effective_chat.id
+        if update.effective_user is not None:
+            return update.effective_user.id
+    return 0
+
+
+async def _on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """Log the failure (its kind, never the message) and tell the user, never a traceback."""
+    error = context.error
+    log.error("update failed: %s", type(error).__name__,
+              exc_info=(type(error), error, error.__traceback__) if error else None)
+    if isinstance(update, Update) and update.effective_user is not None \
+            and update.effective_chat is not None and update.effective_chat.type == "private":
+        tr = translator_for(update.effective_user.language_code)
+        with contextlib.suppress(TelegramError):
+            await context.bot.send_message(update.effective_chat.id, tr.gettext(
+                "Sorry, something went wrong on my side, and nothing you said was lost. "
+                "Please try again in a moment."))
+
+
+async def set_commands(application: Application[Any, Any, Any, Any, Any, Any]) -> None:
+    """The command menu, in every language the bot speaks."""
+    for locale in SUPPORTED_LOCALES:
+        tr = translator_for(locale)
+        commands = [BotCommand(name, tr.gettext(description)) for name, description in COMMANDS]
+        language = None if locale == SOURCE_LOCALE else locale
+        await application.bot.set_my_commands(commands, language_code=language)
+
+
+def load_dialogue_set(settings: Settings) -> DialogueSet:
+    dialogues, errors = check_dialogues(settings.dialogues)
+    if dialogues is None:
+        raise StartupError("the dialogues have problems; run `coachbot validate`:\n"
+                           + "\n".join(str(e) for e in errors))
+    return dialogues
+
+
+def webhook_app(application: Application[Any, Any, Any, Any, Any, Any], store: Store,
+                settings: Settings) -> web.Application:
+    """Updates arrive as POSTs and are handled before the answer, so Telegram redelivers
+    whatever a killed process did not finish (and the update id makes it count once)."""
+    path = urlsplit(settings.webhook_url or "").path or "/"
+    secret = settings.webhook_secret or ""
+
+    async def receive(request: web.Request) -> web.Response:
+        given = request.headers.get(SECRET_HEADER, "")
+        if not hmac.compare_digest(given.encode(), secret.encode()):
+            return web.Response(status=403, text="forbidden")
+        try:
+            data = await request.json()
+            update = Update.de_json(data, application.bot)
+        except (ValueError, TypeError, KeyError):
+            return web.Response(status=400, text="not an update")
+        await application.process_update(update)
+        return web.Response(text="ok")
+
+    async def health(request: web.Request) -> web.Response:
+        try:
+            async with store.engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+        except Exception as exc:  # any database failure makes the replica unhealthy
+            return web.json_response({"status": "database unavailable",
+                                      "error": type(exc).__name__}, status=503)
+        return web.json_response({"status": "ok"})
+
+    app = web.Application(client_max_size=1024 * 1024)
+    app.router.add_post(path, receive)
+    app.router.add_get(HEALTH_PATH, health)
+    return app
+
+
+async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
+                listen: tuple[str, int] = ("0.0.0.0", 8080)) -> None:
+    """Run until `stop` is set (or SIGINT/SIGTERM), then finish what is in flight."""
+    if not settings.telegram_token:
+        raise StartupError("TELEGRAM_BOT_TOKEN is not set; to try the dialogues without "
+                           "Telegram, run `coachbot chat`")
+    if settings.webhook_url and not settings.webhook_secret:
+        raise StartupError("COACHBOT_WEBHOOK_SECRET must be set in webhook mode, so that only "
+                           "Telegram can post updates")
+    dialogues = load_dialogue_set(settings)
+    stop = stop or asyncio.Event()
+    store = Store(settings.database_url, encryption_key=settings.encryption_key)
+    await store.start()
+    base = settings.telegram_api_base_url.rstrip("/")
+    application = (
+        Application.builder().token(settings.telegram_token)
+        .base_url(f"{base}/bot").base_file_url(f"{base}/file/bot")
+        .concurrent_updates(PerChatUpdateProcessor(64))
+        .build()
+    )
+    sender = Sender(application.bot, store, rate=settings.send_rate)
+    handlers = Handlers(store, dialogues, sender)
+    application.add_handler(TypeHandler(Update, handlers.on_update))
+    application.add_error_handler(_on_error)
+    runner: web.AppRunner | None = None
+    try:
+        try:
+            await application.initialize()
+        except InvalidToken as exc:
+            raise StartupError("Telegram refused the bot token (TELEGRAM_BOT_TOKEN)") from exc
+        except NetworkError as exc:
+            raise StartupError(f"cannot reach the Telegram Bot API at {base} "
+                               f"({type(exc).__name__})") from exc
+        await set_commands(application)
+        await application.start()
+        sender_task = asyncio.create_task(sender.run())
+        scheduler = start_scheduler(store, dialogues, sender, settings)
+        if settings.webhook_url:
+            runner = web.AppRunner(webhook_app(application, store, settings))
+            await runner.setup()
+            await web.TCPSite(runner, *listen).start()
+            await application.bot.set_webhook(settings.webhook_url,
+                                              secret_token=settings.webhook_secret,
+                                              allowed_updates=ALLOWED_UPDATES)
+        else:
+            assert application.updater is not None
+            await application.updater.start_polling(allowed_updates=ALLOWED_UPDATES)
+        log.info("coachbot is running (%s)", "webhook" if settings.webhook_url else "polling")
+        _stop_on_signals(stop)
+        await stop.wait()
+        log.info("stopping: finishing what is in flight")
+        if application.updater is not None and application.updater.running:
+            await application.updater.stop()
+        if runner is not None:
+            await runner.cleanup()
+        scheduler.shutdown(wait=False)
+        await application.stop()
+        await sender.stop()
+        await sender_task
+    finally:
+        if application.running:
+            await application.stop()
+        with contextlib.suppress(Exception):
+            await application.shutdown()
+        await store.close()
+
+
+def _stop_on_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, stop.set)

@@ -1,0 +1,304 @@
+"""From Telegram updates to store turns: every reply goes to the outbox in the same
+transaction as the update's effects, and the sender delivers it once the turn has committed."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from telegram import Message, Update
+from telegram.constants import ChatType
+from telegram.error import TelegramError
+from telegram.ext import ContextTypes
+
+from bot.coaching.conversation import Action, Resume, Start, context_for, converse
+from bot.coaching.progress import progress_text
+from bot.dialogue.model import DialogueSet
+from bot.engine import ConversationState, Reply, Turn
+from bot.engine.state import Button, Command
+from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
+from bot.store import Store
+from bot.store import Turn as StoreTurn
+
+log = logging.getLogger(__name__)
+
+LANGUAGE_NAMES = {"en": "English", "ca": "Català", "bg": "Български", "hr": "Hrvatski",
+                  "it": "Italiano", "he": "עברית"}
+# Bot commands in the order Telegram's menu shows them, with their descriptions.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("checkin", N_("Daily check-in")),
+    ("goal", N_("Set a new goal")),
+    ("progress", N_("See your progress")),
+    ("exercises", N_("Exercises")),
+    ("reminders", N_("Check-in time, quiet hours, pause")),
+    ("timezone", N_("Change your time zone")),
+    ("language", N_("Change the language")),
+    ("cancel", N_("Stop the current conversation")),
+    ("export", N_("Download all your data")),
+    ("delete", N_("Delete all your data")),
+    ("help", N_("What I can do")),
+)
+DIALOGUE_COMMANDS = {"goal": "goal_setting", "checkin": "daily_checkin",
+                     "timezone": "set_timezone", "reminders": "reminders"}
+ENGINE_COMMANDS: dict[str, Command] = {"cancel": "cancel", "back": "back", "skip": "skip"}
+ONBOARDING = "onboarding"
+GOAL_SETTING = "goal_setting"
+
+
+class Deliverer(Protocol):
+    async def deliver_now(self, user_id: int) -> None: ...
+
+
+@dataclass
+class Handlers:
+    store: Store
+    dialogues: DialogueSet
+    sender: Deliverer
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    async def _turn(self, update: Update, fn: Callable[[StoreTurn], Awaitable[None]]) -> None:
+        """Run `fn` in one store turn for the update's user, then deliver what it queued."""
+        user = update.effective_user
+        if user is None:
+            return
+        telegram_user = user
+
+        async def body(t: StoreTurn) -> None:
+            if t.state is None:  # first contact: take Telegram's language until they choose
+                t.user.locale = normalize_locale(telegram_user.language_code)
+            t.user.first_name = telegram_user.first_name
+            await fn(t)
+
+        await self.store.run_turn(user.id, body, update_id=update.update_id)
+        await self.sender.deliver_now(user.id)
+
+    async def _converse(self, update: Update, action: Action, *,
+                        note: str | None = None) -> None:
+        """Run the engine; `note` (a source text) is said first, in the user's language."""
+
+        async def run(t: StoreTurn) -> None:
+            if note is not None:
+                t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(note))
+                          .to_payload())
+            outcome = await converse(t, self.dialogues, action, t.now)
+            enqueue_replies(t, outcome.replies)
+
+        await self._turn(update, run)
+
+    async def _say(self, update: Update, message: Callable[[StoreTurn], Reply]) -> None:
+        async def run(t: StoreTurn) -> None:
+            t.enqueue(t.user_id, message(t).to_payload())
+
+        await self._turn(update, run)
+
+    @staticmethod
+    def _private(update: Update) -> bool:
+        chat = update.effective_chat
+        return chat is not None and chat.type == ChatType.PRIVATE
+
+    # -- entry points --------------------------------------------------------------------------
+
+    async def on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """The one handler: every update comes here and is sorted by what it carries."""
+        if update.edited_message is not None:
+            return  # an edit of an earlier answer: that answer already counted
+        if not self._private(update):
+            await self._refuse_group(update, context)
+            return
+        if update.callback_query is not None:
+            await self._on_button(update)
+            return
+        message = update.message
+        if message is None or update.effective_user is None:
+            return
+        if message.text is None:
+            await self._on_non_text(update)
+        elif message.text.startswith("/"):
+            await self._on_command(update, message)
+        else:
+            await self._converse(update, Turn(text=message.text))
+
+    async def _refuse_group(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        chat, user = update.effective_chat, update.effective_user
+        if chat is None or update.message is None or update.message.text is None \
+                or not update.message.text.startswith("/"):
+            return  # stay silent in groups unless spoken to with a command
+        tr = translator_for(user.language_code if user else None)
+        try:
+            await context.bot.send_message(chat.id, tr.gettext(
+                "I only talk in private chats, because what you share with me is confidential. "
+                "Please write to me directly."))
+        except TelegramError as exc:
+            log.warning("could not answer in a group: %s", type(exc).__name__)
+
+    async def _on_non_text(self, update: Update) -> None:
+        await self._converse(update, Resume(), note=N_(
+            "I can only read text messages for now. Could you write it in words?"))
+
+    async def _on_command(self, update: Update, message: Message) -> None:
+        assert message.text is not None
+        command, _, argument = message.text[1:].partition(" ")
+        command = command.split("@")[0].lower()
+        argument = argument.strip()
+        if command in ENGINE_COMMANDS:
+            await self._converse(update, Turn(command=ENGINE_COMMANDS[command]))
+        elif command == "start":
+            await self._on_start(update, argument)
+        elif command == "checkin":
+            await self._on_checkin(update)
+        elif command in DIALOGUE_COMMANDS:
+            await self._converse(update, Start(DIALOGUE_COMMANDS[command]))
+        elif command == "help":
+            await self._say(update, lambda t: help_reply(t.user.locale))
+        elif command == "language":
+            await self._say(update, lambda t: language_reply(t.user.locale))
+        elif command == "progress":
+            await self._on_progress(update)
+        elif command == "exercises":
+            await self._say(update, lambda t: exercises_reply(self.dialogues, t.user.locale))
+        elif command == "export":
+            await self._on_export(update, message)
+        elif command == "delete":
+            await self._say(update, lambda t: delete_reply(t.user.locale))
+        else:
+            await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
+                "I don't know that command. Send /help to see what I can do.")))
+
+    async def _on_start(self, update: Update, argument: str) -> None:
+        async def run(t: StoreTurn) -> None:
+            state = ConversationState.from_dict(t.state)
+            action: Action
+            if t.user.consent_at is None:
+                action = Start(ONBOARDING)
+            elif state.active:
+                action = Resume()
+            else:
+                t.enqueue(t.user_id, help_reply(t.user.locale).to_payload())
+                return
+            outcome = await converse(t, self.dialogues, action, t.now)
+            enqueue_replies(t, outcome.replies)
+
+        await self._turn(update, run)
+
+    async def _on_checkin(self, update: Update) -> None:
+        async def run(t: StoreTurn) -> None:
+            state = ConversationState.from_dict(t.state)
+            action: Action = Start("daily_checkin")
+            if "goal.title" not in state.variables:
+                t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(
+                    "A check-in looks at your goal, and you have not set one yet. "
+                    "Let's start there.")).to_payload())
+                action = Start(GOAL_SETTING)
+            outcome = await converse(t, self.dialogues, action, t.now)
+            enqueue_replies(t, outcome.replies)
+
+        await self._turn(update, run)
+
+    async def _on_progress(self, update: Update) -> None:
+        async def run(t: StoreTurn) -> None:
+            ctx = await context_for(t.session, t.user, t.now)
+            text = await progress_text(t.session, t.user, ctx)
+            t.enqueue(t.user_id, Reply(text).to_payload())
+
+        await self._turn(update, run)
+
+    async def _on_export(self, update: Update, message: Message) -> None:
+        user = update.effective_user
+        assert user is not None
+        data = await self.store.export_user(user.id)
+        document = json.dumps(data, ensure_ascii=False, indent=2, default=str).encode()
+        tr = translator_for(data["users"][0]["locale"] if data["users"] else user.language_code)
+        await message.reply_document(
+            document, filename=f"coachbot-{user.id}.json",
+            caption=tr.gettext("Everything I have stored about you. It is yours."))
+
+    # -- buttons ----------------------------------------------------------------------------
+
+    async def _on_button(self, update: Update) -> None:
+        query = update.callback_query
+        assert query is not None
+        data = query.data or ""
+        try:
+            await query.answer()
+        except TelegramError as exc:  # too old to answer: the press still counts
+            log.info("callback query not answered: %s", type(exc).__name__)
+        kind, _, value = data.partition(":")
+        if kind == "lang" and value in SUPPORTED_LOCALES:
+            await self._on_language(update, value)
+        elif kind == "delete":
+            await self._on_delete(update, confirmed=value == "yes")
+        elif kind == "exercise" and value in self.dialogues:
+            await self._converse(update, Start(value))
+        else:
+            await self._converse(update, Turn(button=data))
+
+    async def _on_language(self, update: Update, locale: str) -> None:
+        async def run(t: StoreTurn) -> None:
+            t.user.locale = locale
+            tr = translator_for(locale)
+            t.enqueue(t.user_id, Reply(tr.gettext("From now on I will write to you in "
+                                                  "English.")).to_payload())
+            state = ConversationState.from_dict(t.state)
+            if state.active:
+                outcome = await converse(t, self.dialogues, Resume(), t.now)
+                enqueue_replies(t, outcome.replies)
+
+        await self._turn(update, run)
+
+    async def _on_delete(self, update: Update, *, confirmed: bool) -> None:
+        user, query = update.effective_user, update.callback_query
+        assert user is not None and query is not None
+        if not confirmed:
+            await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
+                "Good, nothing was deleted.")))
+            return
+        stored = await self.store.get_user(user.id)
+        tr = translator_for(stored.locale if stored else user.language_code)
+        await self.store.erase_user(user.id)
+        await query.get_bot().send_message(user.id, tr.gettext(
+            "Done. Everything you shared with me is deleted. If you ever want to start again, "
+            "send /start."))
+
+
+def enqueue_replies(t: StoreTurn, replies: tuple[Reply, ...]) -> None:
+    for reply in replies:
+        t.enqueue(t.user_id, reply.to_payload())
+
+
+def help_reply(locale: str) -> Reply:
+    tr = translator_for(locale)
+    lines = [tr.gettext("I am your coaching companion between sessions with your coach. "
+                        "I ask questions; the answers and the goals are yours."), ""]
+    lines += [f"/{name} — {tr.gettext(description)}" for name, description in COMMANDS]
+    lines += ["", tr.gettext("During a conversation: /back goes to the previous question, "
+                             "/skip skips an optional one.")]
+    return Reply("\n".join(lines))
+
+
+def language_reply(locale: str) -> Reply:
+    tr = translator_for(locale)
+    return Reply(tr.gettext("Which language would you like me to use?"), tuple(
+        Button(LANGUAGE_NAMES[code], f"lang:{code}") for code in SUPPORTED_LOCALES))
+
+
+def delete_reply(locale: str) -> Reply:
+    tr = translator_for(locale)
+    return Reply(tr.gettext("This deletes everything you have shared with me: goals, answers, "
+                            "check-ins and your link to a coach. It cannot be undone. "
+                            "Delete everything?"),
+                 (Button(tr.gettext("Yes, delete everything"), "delete:yes"),
+                  Button(tr.gettext("No, keep it"), "delete:no")))
+
+
+def exercises_reply(dialogues: DialogueSet, locale: str) -> Reply:
+    tr = translator_for(locale)
+    exercises = sorted((d for d in dialogues.dialogues.values() if d.kind == "exercise"),
+                       key=lambda d: tr.gettext(d.title))
+    if not exercises:
+        return Reply(tr.gettext("There are no exercises yet."))
+    return Reply(tr.gettext("Here are exercises you can do on your own. Pick one to start:"),
+                 tuple(Button(tr.gettext(d.title), f"exercise:{d.id}") for d in exercises))
