@@ -1,0 +1,120 @@
+"""The conversation service: answers kept, profile and goals applied, in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from bot.coaching.conversation import Resume, Start, context_for, converse
+from bot.coaching.progress import current_streak, progress_text
+from bot.coaching.streaks import streak
+from bot.dialogue import DialogueSet, load_dialogues
+from bot.engine import Outcome, Turn
+from bot.store import Answer, Goal, Store, User
+
+REPO = Path(__file__).parents[2]
+NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+USER = 42
+
+
+@pytest.fixture(scope="module")
+def dialogues() -> DialogueSet:
+    return load_dialogues(REPO / "dialogues")
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    s = Store(f"sqlite+aiosqlite:///{tmp_path / 'c.db'}")
+    await s.start()
+    yield s
+    await s.close()
+
+
+async def say(store: Store, dialogues: DialogueSet, *actions: Turn | Start | Resume,
+              now: datetime = NOW) -> Outcome:
+    outcome = None
+    for action in actions:
+        async def run(t, action=action):  # type: ignore[no-untyped-def]
+            return await converse(t, dialogues, action, now)
+
+        outcome = await store.run_turn(USER, run)
+    assert outcome is not None
+    return outcome
+
+
+def texts(*lines: str) -> list[Turn]:
+    return [Turn(text=line) for line in lines]
+
+
+async def test_answers_are_kept_with_their_dialogue_and_step(store: Store,
+                                                             dialogues: DialogueSet) -> None:
+    await say(store, dialogues, Start("set_timezone"), *texts("Zagreb"))
+    async with store.sessionmaker() as session:
+        answers = list((await session.execute(select(Answer))).scalars())
+    assert [(a.dialogue_id, a.step_id, a.variable, a.value) for a in answers] == [
+        ("set_timezone", "city", "profile.time_zone", "Europe/Zagreb")]
+    user = await store.get_user(USER)
+    assert user is not None and user.time_zone == "Europe/Zagreb"
+
+
+async def test_reminder_settings_take_effect(store: Store, dialogues: DialogueSet) -> None:
+    await say(store, dialogues, Start("reminders"), *texts("1", "7:30"))
+    await say(store, dialogues, Start("reminders"), *texts("2", "22:00", "06:30"))
+    user = await store.get_user(USER)
+    assert user is not None
+    assert (user.checkin_hour, user.quiet_start, user.quiet_end) == (7, 22 * 60, 6 * 60 + 30)
+    await say(store, dialogues, Start("reminders"), *texts("3", "10"))
+    user = await store.get_user(USER)
+    assert user is not None and user.paused_until == NOW + timedelta(days=10)
+    await say(store, dialogues, Start("reminders"), *texts("4"))
+    user = await store.get_user(USER)
+    assert user is not None and user.paused_until is None
+
+
+async def test_a_failing_turn_keeps_nothing(store: Store, dialogues: DialogueSet) -> None:
+    await say(store, dialogues, Start("set_timezone"))
+
+    async def broken(t):  # type: ignore[no-untyped-def]
+        await converse(t, dialogues, Turn(text="Rome"), NOW)
+        raise RuntimeError("the process died here")
+
+    with pytest.raises(RuntimeError):
+        await store.run_turn(USER, broken)
+    user = await store.get_user(USER)
+    assert user is not None and user.time_zone == "UTC"
+    outcome = await say(store, dialogues, Resume())
+    assert "Which city" in outcome.replies[0].text
+
+
+def test_streaks_count_today_and_never_punish_a_gap() -> None:
+    today = date(2026, 12, 2)
+    days = [today - timedelta(days=n) for n in (1, 2, 3, 10, 11, 12, 13, 14)]
+    assert streak(days, today) == (4, 5)
+    assert streak([], today) == (1, 1)
+    assert current_streak(days, today) == (3, 5)
+    assert current_streak([*days, today], today) == (4, 5)
+    assert current_streak([today - timedelta(days=5)], today) == (0, 1)
+
+
+async def test_progress_shows_goals_and_streak(store: Store, dialogues: DialogueSet) -> None:
+    await say(store, dialogues, Start("set_timezone"))  # first contact creates the user
+    async with store.sessionmaker() as session, session.begin():
+        session.add(Goal(user_id=USER, title="Run 10k", baseline=3, current=5, target=8,
+                         status="active", created_at=NOW))
+        for days_ago in (1, 2):
+            session.add(Answer(user_id=USER, dialogue_id="daily_checkin", step_id="mood",
+                               variable="checkin.mood", value=7,
+                               answered_at=NOW - timedelta(days=days_ago)))
+    async with store.sessionmaker() as session:
+        user = await session.get(User, USER)
+        assert user is not None
+        text = await progress_text(session, user, await context_for(session, user, NOW))
+    assert text.splitlines() == [
+        "• Run 10k",
+        "  Started at 3, now at 5, aiming for 8 (on a scale of 1 to 10).",
+        "Check-ins in a row: 2 days.",
+    ]
