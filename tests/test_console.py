@@ -19,9 +19,10 @@ def chat(*args: str, stdin: str, tmp_path: Path) -> subprocess.CompletedProcess[
 
 
 GOAL_ANSWERS = "\n".join([
-    "Run a 10k race", "I want to feel strong again", "abc", "3", "8", "/skip",
-    "Run twice a week; join a club", "Buy running shoes", "someday", "2026-12-24", "5",
-    "A friend to run with",
+    "Run a 10k race", "I want to feel strong again", "I cross the finish line smiling",
+    "abc", "3", "I can already run 3 km", "/skip", "8", "someday", "2026-12-31", "/skip",
+    "My sister runs", "Run twice a week; join a club", "/skip", "Buy running shoes",
+    "2026-12-24", "5", "A friend to run with", "no",
 ]) + "\n"
 
 
@@ -33,16 +34,22 @@ def test_a_scripted_goal_setting_completes_and_exits_0(tmp_path: Path) -> None:
     assert out.startswith("Let's give your goal some shape, Ana.")
     assert "Please answer with a whole number from 1 to 10." in out
     assert "Please send a date such as" in out
-    assert out.rstrip().endswith("Your goal: “Run a 10k race”. First step: “Buy running "
-                                 "shoes”, by 2026-12-24. I'll check in with you on how it goes.")
+    assert ("Goal: “Run a 10k race”. Today you are at 3 out of 10, and your target is 8. "
+            "First step: “Buy running shoes”, by 2026-12-24.") in out
+    assert out.rstrip().endswith("I will ask how it goes in your daily check-ins. You make it "
+                                 "happen; I am here to ask the questions.")
     assert result.stderr == ""
 
 
 def test_choices_are_numbered_and_can_be_picked_by_number(tmp_path: Path) -> None:
-    answers = "Run a 10k\nx\n9\n9\nyes\n" + "\n".join(["o", "s", "2026-12-24", "9"]) + "\n"
+    answers = "\n".join([
+        "Run a 10k", "x", "p", "9", "n", "/skip", "9", "1", "/skip", "/skip", "/skip", "o",
+        "/skip", "s", "2026-12-24", "9",
+    ]) + "\n"
     result = chat("--dialogue", "goal_setting", stdin=answers, tmp_path=tmp_path)
     assert "  1. Yes\n  2. No" in result.stdout
     assert result.returncode == 0
+    assert result.stderr == ""
 
 
 def test_input_ending_early_says_so(tmp_path: Path) -> None:

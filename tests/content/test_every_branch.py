@@ -1,0 +1,280 @@
+"""Every shipped dialogue (exercises included), played through every branch with the pure engine.
+
+A generic explorer starts each dialogue, and from every state it reaches tries representative
+answers for the question asked: every option of a choice (by its button data), yes and no, the
+lowest, middle and highest point of a scale, a sample text, 'tomorrow' for a date, '08:00' for a
+time, 'Rome' for a time zone, and /skip where a question is optional. Each (dialogue stack,
+variables that conditions read) state is explored once, which keeps the search small.
+
+The explorer traces which branch of each `next` the engine must take, checks that the engine
+ends up exactly there, and records coverage: every step reached, every branch taken, every
+dialogue finished, and no reply empty or with a placeholder left in it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from bot.dialogue import DialogueSet, load_dialogues
+from bot.dialogue.expr import Value, variables_read
+from bot.dialogue.model import END, Ask, Dialogue, Step
+from bot.engine import Context, ConversationState, Outcome, Turn, handle, start
+from bot.engine.answers import Invalid, parse_answer
+from bot.engine.conditions import evaluate
+from bot.i18n import translator_for
+
+REPO_DIALOGUES = Path(__file__).parents[2] / "dialogues"
+TODAY = date(2026, 12, 2)
+NAME = "Ana"
+SAMPLE_TEXT = "A sample answer"
+
+# English only for now: the languages issue will extend this to "ca", "bg", "hr", "it", "he".
+LOCALES = ["en"]
+
+# What the platform provides: nothing (as in the console), a first check-in or a fresh start
+# after a break, a streak at its best, and a streak below the best.
+PROVIDED: list[Mapping[str, Value]] = [
+    {},
+    {"streak.days": 1, "streak.best": 1},
+    {"streak.days": 1, "streak.best": 5},
+    {"streak.days": 5, "streak.best": 5},
+    {"streak.days": 5, "streak.best": 9},
+]
+
+# A safety net: far more states than the shipped dialogues need.
+MAX_STATES = 200_000
+
+Position = tuple[str, str]  # (dialogue, step)
+StateKey = tuple[object, ...]
+
+
+@dataclass
+class Coverage:
+    steps: set[Position] = field(default_factory=set)
+    branches: set[tuple[str, str, int]] = field(default_factory=set)
+    finished: set[str] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+    states: int = 0
+
+
+def raw_samples(ask: Ask) -> list[str]:
+    """Typed answers of each type, used to give required variables their starting values."""
+    match ask.type:
+        case "scale" | "number":
+            low = ask.min if ask.min is not None else 0
+            high = ask.max if ask.max is not None else 100
+            return [str(int(v)) for v in sorted({low, (low + high) // 2, high})]
+        case "choice":
+            return [o.key for o in ask.options]
+        case "yes_no":
+            return ["yes", "no"]
+        case "time":
+            return ["08:00"]
+        case "date":
+            return ["tomorrow"]
+        case "timezone":
+            return ["Rome"]
+    return [SAMPLE_TEXT]
+
+
+def initial_variables(dialogues: DialogueSet, dialogue: Dialogue,
+                      ctx: Context) -> list[dict[str, Value]]:
+    """Every combination of sample values for what the dialogue requires from others."""
+    asks = {s.ask.save: s.ask for d in dialogues.dialogues.values() for s in d.steps.values()
+            if s.ask.save}
+    names = sorted(dialogue.requires)
+    choices = []
+    for name in names:
+        values = [parse_answer(asks[name], raw, ctx.translator, TODAY)
+                  for raw in raw_samples(asks[name])]
+        assert not any(isinstance(v, Invalid) for v in values), name
+        choices.append(values)
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*choices)]
+
+
+def relevant_variables(dialogues: DialogueSet) -> frozenset[str]:
+    """The variables any condition reads: the only ones that can change where a client goes."""
+    return frozenset(
+        name
+        for d in dialogues.dialogues.values()
+        for s in d.steps.values()
+        for b in s.next
+        if b.condition is not None
+        for name in variables_read(b.condition)
+    )
+
+
+def answers(step: Step, outcome: Outcome) -> Iterator[Turn]:
+    """Representative answers to the question the client was just shown."""
+    ask = step.ask
+    buttons = outcome.replies[-1].buttons if outcome.replies else ()
+    if ask.type in ("choice", "yes_no"):
+        expected = len(ask.options) if ask.type == "choice" else 2
+        assert len(buttons) == expected, f"{step.id}: {buttons}"
+        for button in buttons:
+            yield Turn(button=button.data)
+    elif ask.type == "scale":
+        assert buttons, step.id
+        for index in sorted({0, len(buttons) // 2, len(buttons) - 1}):
+            yield Turn(button=buttons[index].data)
+    elif ask.type == "number":
+        for raw in raw_samples(ask):
+            yield Turn(text=raw)
+    elif ask.type == "time":
+        yield Turn(text="08:00")
+    elif ask.type == "date":
+        yield Turn(text="tomorrow")
+    elif ask.type == "timezone":
+        yield Turn(text="Rome")
+    elif ask.type == "text":
+        yield Turn(text=SAMPLE_TEXT)
+    if ask.optional:
+        yield Turn(command="skip")
+
+
+def readable(state: ConversationState, provided: Mapping[str, Value]) -> dict[str, Value]:
+    return {**state.variables, **provided, "name": NAME, "today": TODAY.isoformat()}
+
+
+def trace(dialogues: DialogueSet, frames: list[Position], variables: Mapping[str, Value],
+          coverage: Coverage) -> tuple[list[Position], list[str]]:
+    """Where the engine must go from the top step onwards, until a question or the end.
+
+    Returns the expected stack and the dialogues that finish on the way; records every step
+    entered and every branch taken.
+    """
+    finished: list[str] = []
+    while True:
+        dialogue_id, step_id = frames[-1]
+        step = dialogues[dialogue_id].steps[step_id]
+        index, branch = next((i, b) for i, b in enumerate(step.next)
+                             if b.condition is None or evaluate(b.condition, variables))
+        coverage.branches.add((dialogue_id, step_id, index))
+        if branch.call is not None:
+            frames[-1] = (dialogue_id, branch.goto)
+            callee = dialogues[branch.call]
+            frames.append((callee.id, callee.start))
+        elif branch.goto == END:
+            finished.append(frames.pop()[0])
+            while frames and frames[-1][1] == END:
+                finished.append(frames.pop()[0])
+            if not frames:
+                return frames, finished
+        else:
+            frames[-1] = (dialogue_id, branch.goto)
+        dialogue_id, step_id = frames[-1]
+        coverage.steps.add(frames[-1])
+        if dialogues[dialogue_id].steps[step_id].ask.type != "none":
+            return frames, finished
+
+
+def check_replies(outcome: Outcome, where: str, coverage: Coverage) -> None:
+    if not outcome.replies:
+        coverage.problems.append(f"{where}: no reply at all")
+    for reply in outcome.replies:
+        for text in (reply.text, *(b.label for b in reply.buttons)):
+            if not text.strip():
+                coverage.problems.append(f"{where}: an empty text")
+            elif "{" in text or "}" in text:
+                coverage.problems.append(f"{where}: a placeholder is left in {text!r}")
+
+
+def check_position(dialogues: DialogueSet, outcome: Outcome, expected: list[Position],
+                   finished: list[str], where: str, coverage: Coverage) -> None:
+    actual = [(f.dialogue, f.step) for f in outcome.state.stack]
+    assert actual == expected, f"{where}: the engine went elsewhere than traced"
+    assert list(outcome.finished) == finished, where
+    coverage.finished.update(finished)
+
+
+def explore(dialogues: DialogueSet, locale: str) -> Coverage:
+    coverage = Coverage()
+    relevant = relevant_variables(dialogues)
+    seen: set[StateKey] = set()
+    for provided_index, provided in enumerate(PROVIDED):
+        ctx = Context(translator=translator_for(locale), today=TODAY, name=NAME,
+                      provided=provided)
+        for root in sorted(dialogues.dialogues):
+            dialogue = dialogues[root]
+            for variables in initial_variables(dialogues, dialogue, ctx):
+                state = ConversationState((), variables)
+                outcome = start(dialogues, state, root, ctx)
+                where = f"{locale} {root} start"
+                check_replies(outcome, where, coverage)
+                frames: list[Position] = [(root, dialogue.start)]
+                coverage.steps.add(frames[0])
+                finished: list[str] = []
+                if dialogue.steps[dialogue.start].ask.type == "none":
+                    frames, finished = trace(dialogues, frames,
+                                             readable(outcome.state, provided), coverage)
+                check_position(dialogues, outcome, frames, finished, where, coverage)
+                todo: deque[Outcome] = deque([outcome])
+                while todo:
+                    before = todo.popleft()
+                    if not before.state.active:
+                        continue
+                    top = before.state.stack[-1]
+                    step = dialogues[top.dialogue].steps[top.step]
+                    for turn in answers(step, before):
+                        after = handle(dialogues, before.state, turn, ctx)
+                        where = f"{locale} {root} {top.dialogue}.{top.step} {turn}"
+                        check_replies(after, where, coverage)
+                        assert after.state != before.state, f"{where}: the answer was refused"
+                        expected, finished = trace(
+                            dialogues, [(f.dialogue, f.step) for f in before.state.stack],
+                            readable(after.state, provided), coverage)
+                        check_position(dialogues, after, expected, finished, where, coverage)
+                        key: StateKey = (
+                            provided_index,
+                            tuple((f.dialogue, f.step) for f in after.state.stack),
+                            tuple(sorted((k, v) for k, v in after.state.variables.items()
+                                         if k in relevant)),
+                        )
+                        if after.state.active and key not in seen:
+                            seen.add(key)
+                            todo.append(after)
+                    assert len(seen) < MAX_STATES, "the exploration does not converge"
+    coverage.states = len(seen)
+    return coverage
+
+
+@pytest.fixture(scope="module")
+def dialogues() -> DialogueSet:
+    return load_dialogues(REPO_DIALOGUES)
+
+
+@pytest.fixture(scope="module", params=LOCALES)
+def coverage(request: pytest.FixtureRequest, dialogues: DialogueSet) -> Coverage:
+    return explore(dialogues, request.param)
+
+
+def test_the_exercises_are_explored_too(dialogues: DialogueSet) -> None:
+    exercises = [d for d in dialogues.dialogues.values() if d.kind == "exercise"]
+    assert len(exercises) >= 10
+    assert all("/exercises/" in Path(d.path).as_posix() for d in exercises)
+
+
+def test_every_step_is_reached(dialogues: DialogueSet, coverage: Coverage) -> None:
+    every = {(d.id, s) for d in dialogues.dialogues.values() for s in d.steps}
+    assert sorted(every - coverage.steps) == []
+
+
+def test_every_branch_is_taken(dialogues: DialogueSet, coverage: Coverage) -> None:
+    every = {(d.id, s.id, i) for d in dialogues.dialogues.values() for s in d.steps.values()
+             for i in range(len(s.next))}
+    assert sorted(every - coverage.branches) == []
+
+
+def test_every_dialogue_reaches_its_end(dialogues: DialogueSet, coverage: Coverage) -> None:
+    assert sorted(set(dialogues.dialogues) - coverage.finished) == []
+
+
+def test_no_reply_is_empty_or_has_a_leftover_placeholder(coverage: Coverage) -> None:
+    assert coverage.problems[:20] == []
