@@ -72,7 +72,7 @@ def test_a_stopped_chat_continues_where_it_stood(tmp_path: Path) -> None:
     second = chat(stdin="Because I can\n", tmp_path=tmp_path)
     assert second.returncode == 0
     assert second.stdout.startswith("Why does “Run a 10k race” matter to you?")
-    assert "On a scale from 1 to 10" in second.stdout
+    assert "Imagine you have reached it." in second.stdout
 
 
 def test_export_and_erase_from_the_command_line(tmp_path: Path) -> None:

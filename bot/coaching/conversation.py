@@ -28,7 +28,6 @@ CHECKIN_DIALOGUE = "daily_checkin"
 CHECKIN_MARKER = "checkin.mood"
 GOAL_SETTING = "goal_setting"
 WEEKLY_REVIEW = "weekly_review"
-GOAL_COMPLETION = "goal_completion"
 STREAK_LOOKBACK = 400
 
 
@@ -127,9 +126,37 @@ def _date(value: Value) -> date | None:
         return None
 
 
+async def _active_goal(session: AsyncSession, user: User) -> Goal | None:
+    return (await session.execute(
+        select(Goal).where(Goal.user_id == user.id, Goal.status == "active")
+        .order_by(Goal.created_at.desc(), Goal.id.desc()).limit(1)
+    )).scalar_one_or_none()
+
+
 async def apply_goals(session: AsyncSession, user: User, outcome: Outcome,
                       now: datetime) -> None:
-    """A finished goal setting creates the goal; reviews and completions update it."""
+    """Reviews and completions update the goal in progress, in the order they were answered;
+    a finished goal setting then creates the new goal (a completion may lead straight to it)."""
+    for answer in outcome.saved:
+        review = answer.dialogue == WEEKLY_REVIEW and answer.variable in (
+            "review.current", "goal.target", "goal.title")
+        completed = answer.variable == "goal.completed" and answer.value is True
+        if not (review or completed):
+            continue
+        goal = await _active_goal(session, user)
+        if goal is None:
+            continue
+        if completed:
+            goal.status, goal.completed_at = "done", now
+        elif answer.variable == "goal.title" and isinstance(answer.value, str):
+            goal.title = answer.value
+        else:
+            number = _int(answer.value)
+            if answer.variable == "review.current" and number is not None:
+                goal.current = number
+            elif number is not None:
+                goal.target = number
+        await session.flush()
     variables = outcome.state.variables
     if GOAL_SETTING in outcome.finished and isinstance(variables.get("goal.title"), str):
         why = variables.get("goal.why")
@@ -142,20 +169,6 @@ async def apply_goals(session: AsyncSession, user: User, outcome: Outcome,
             created_at=now,
         ))
         await session.flush()
-    if not {WEEKLY_REVIEW, GOAL_COMPLETION} & set(outcome.finished):
-        return
-    goal = (await session.execute(
-        select(Goal).where(Goal.user_id == user.id, Goal.status == "active")
-        .order_by(Goal.created_at.desc(), Goal.id.desc()).limit(1)
-    )).scalar_one_or_none()
-    if goal is None:
-        return
-    if WEEKLY_REVIEW in outcome.finished:
-        goal.current = _int(variables.get("review.current")) or goal.current
-        goal.target = _int(variables.get("goal.target")) or goal.target
-    if GOAL_COMPLETION in outcome.finished and variables.get("goal.completed") is True:
-        goal.status = "done"
-        goal.completed_at = now
 
 
 async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
