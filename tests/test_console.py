@@ -35,7 +35,7 @@ def test_a_scripted_goal_setting_completes_and_exits_0(tmp_path: Path) -> None:
     assert "Please answer with a whole number from 1 to 10." in out
     assert "Please send a date such as" in out
     assert ("Goal: “Run a 10k race”. Today you are at 3 out of 10, and your target is 8. "
-            "First step: “Buy running shoes”, by 2026-12-24.") in out
+            "First step: “Buy running shoes”, by December 24, 2026.") in out
     assert out.rstrip().endswith("I will ask how it goes in your daily check-ins. You make it "
                                  "happen; I am here to ask the questions.")
     assert result.stderr == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from bot.dialogue.expr import Expr
@@ -101,6 +102,17 @@ class Dialogue:
 @dataclass(frozen=True)
 class DialogueSet:
     dialogues: Mapping[str, Dialogue]
+
+    @cached_property
+    def choice_labels(self) -> Mapping[str, Mapping[str, str]]:
+        """For each variable a choice saves: its option keys and their labels."""
+        labels: dict[str, dict[str, str]] = {}
+        for dialogue in self.dialogues.values():
+            for step in dialogue.steps.values():
+                if step.ask.type == "choice" and step.ask.save:
+                    for option in step.ask.options:
+                        labels.setdefault(step.ask.save, {})[option.key] = option.label
+        return labels
 
     def __contains__(self, dialogue_id: object) -> bool:
         return dialogue_id in self.dialogues

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import re
+from contextlib import suppress
 from dataclasses import replace
+from datetime import date, time
 
 from bot.dialogue.expr import Value
 from bot.dialogue.model import END, Dialogue, DialogueSet, Step
@@ -24,6 +27,9 @@ from bot.engine.state import (
 
 # Steps that only talk are passed through on their own; this bounds such a run in one turn.
 MAX_STEPS_PER_TURN = 50
+# How dates and times are saved (see answers.py), so they can be shown in the client's way.
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+_TIME = re.compile(r"([01]\d|2[0-3]):[0-5]\d\Z")
 
 
 def step_token(dialogue_id: str, step_id: str) -> str:
@@ -59,13 +65,22 @@ class _Run:
 
     # -- texts -----------------------------------------------------------------------------
 
-    def display(self, value: Value) -> str:
+    def display(self, name: str, value: Value) -> str:
+        """A value as the client reads it: in their language, a choice by its label."""
         if value is None:
             return ""
         if isinstance(value, bool):
             return self.tr.gettext("yes") if value else self.tr.gettext("no")
         if isinstance(value, int | float):
             return self.tr.number(value)
+        label = self.dialogues.choice_labels.get(name, {}).get(value)
+        if label is not None:
+            return self.tr.gettext(label)
+        if _ISO_DATE.match(value):
+            with suppress(ValueError):
+                return self.tr.date(date.fromisoformat(value), "long")
+        if _TIME.match(value):
+            return self.tr.time(time(int(value[:2]), int(value[3:])))
         return value
 
     def readable(self) -> dict[str, Value]:
@@ -74,8 +89,8 @@ class _Run:
                 "today": self.ctx.today.isoformat()}
 
     def fill(self, translated: str) -> str:
-        values = {name: self.display(value) for name, value in self.readable().items()}
-        values["today"] = self.tr.date(self.ctx.today)
+        values = {name: self.display(name, value) for name, value in self.readable().items()}
+        values["name"] = self.ctx.name
         return render(translated, values, self.tr.isolate)
 
     def step_text(self, step: Step) -> str:

@@ -41,7 +41,7 @@ def test_a_whole_dialogue_with_every_type_and_a_branch(
     assert yes.label == "Yes"
     outcome = handle(dialogues, outcome.state, Turn(button=yes.data), ctx)
     outcome = say(dialogues, outcome, ctx, "7:15", "2026-12-24", "My {name} text")
-    assert texts(outcome) == ["A: My {name} text at 07:15 on 2026-12-24, 42.5."]
+    assert texts(outcome) == ["A: My {name} text at 7:15\u202fAM on December 24, 2026, 42.5."]
     assert outcome.finished == ("all_types",)
     assert not outcome.state.active
     assert outcome.state.variables == {
@@ -54,7 +54,7 @@ def test_a_whole_dialogue_with_every_type_and_a_branch(
 def test_the_other_branch(dialogues: DialogueSet, ctx: Context) -> None:
     outcome = start(dialogues, ConversationState(), "all_types", ctx)
     outcome = say(dialogues, outcome, ctx, "1", "1", "red", "no", "7", "today", "Fine")
-    assert texts(outcome) == ["B: red."]
+    assert texts(outcome) == ["B: Red."]
 
 
 def test_a_wrong_answer_re_asks_and_keeps_the_state(dialogues: DialogueSet, ctx: Context) -> None:
@@ -99,7 +99,7 @@ def test_skip_only_where_allowed(dialogues: DialogueSet, ctx: Context) -> None:
     outcome = say(dialogues, outcome, ctx, "1", "1", "red", "no", "7", "today")
     outcome = handle(dialogues, outcome.state, Turn(command="skip"), ctx)
     assert outcome.state.variables["t.text"] is None
-    assert texts(outcome) == ["B: red."]
+    assert texts(outcome) == ["B: Red."]
 
 
 def test_cancel_stops_and_keeps_answers(dialogues: DialogueSet, ctx: Context) -> None:
