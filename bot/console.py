@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TextIO
 
-from bot.coaching.conversation import Action, Resume, Start, converse
+from bot.coaching.conversation import Action, Resume, Start, converse, declined_consent
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply, Turn
 from bot.engine.state import Command
@@ -83,4 +83,6 @@ async def chat(store: Store, dialogues: DialogueSet, *, dialogue_id: str | None,
         assert next_outcome is not None
         outcome = next_outcome
         show(outcome)
+        if declined_consent(outcome):
+            await store.erase_user(CONSOLE_USER_ID)  # as the bot promised: nothing is kept
     return True

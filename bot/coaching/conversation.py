@@ -75,6 +75,11 @@ async def context_for(session: AsyncSession, user: User, now: datetime) -> Conte
     )
 
 
+def declined_consent(outcome: Outcome) -> bool:
+    """The client said no to keeping their answers: everything about them must go."""
+    return any(a.variable == "profile.consent" and a.value is False for a in outcome.saved)
+
+
 def run_engine(dialogues: DialogueSet, state: ConversationState, action: Action,
                ctx: Context) -> Outcome:
     if isinstance(action, Start):

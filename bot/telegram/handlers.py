@@ -14,10 +14,17 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
-from bot.coaching.conversation import Action, Resume, Start, context_for, converse
+from bot.coaching.conversation import (
+    Action,
+    Resume,
+    Start,
+    context_for,
+    converse,
+    declined_consent,
+)
 from bot.coaching.progress import progress_text
 from bot.dialogue.model import DialogueSet
-from bot.engine import ConversationState, Reply, Turn
+from bot.engine import ConversationState, Outcome, Reply, Turn
 from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
 from bot.store import Store
@@ -49,7 +56,7 @@ GOAL_SETTING = "goal_setting"
 
 
 class Deliverer(Protocol):
-    async def deliver_now(self, user_id: int) -> None: ...
+    async def deliver_now(self, user_id: int) -> object: ...
 
 
 @dataclass
@@ -60,38 +67,43 @@ class Handlers:
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    async def _turn(self, update: Update, fn: Callable[[StoreTurn], Awaitable[None]]) -> None:
+    async def _turn(self, update: Update,
+                    fn: Callable[[StoreTurn], Awaitable[Outcome | None]]) -> None:
         """Run `fn` in one store turn for the update's user, then deliver what it queued."""
         user = update.effective_user
         if user is None:
             return
         telegram_user = user
 
-        async def body(t: StoreTurn) -> None:
+        async def body(t: StoreTurn) -> Outcome | None:
             if t.state is None:  # first contact: take Telegram's language until they choose
                 t.user.locale = normalize_locale(telegram_user.language_code)
             t.user.first_name = telegram_user.first_name
-            await fn(t)
+            return await fn(t)
 
-        await self.store.run_turn(user.id, body, update_id=update.update_id)
+        outcome = await self.store.run_turn(user.id, body, update_id=update.update_id)
         await self.sender.deliver_now(user.id)
+        if outcome is not None and declined_consent(outcome):
+            await self.store.erase_user(user.id)  # as the bot promised: nothing is kept
 
     async def _converse(self, update: Update, action: Action, *,
                         note: str | None = None) -> None:
         """Run the engine; `note` (a source text) is said first, in the user's language."""
 
-        async def run(t: StoreTurn) -> None:
+        async def run(t: StoreTurn) -> Outcome:
             if note is not None:
                 t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(note))
                           .to_payload())
             outcome = await converse(t, self.dialogues, action, t.now)
             enqueue_replies(t, outcome.replies)
+            return outcome
 
         await self._turn(update, run)
 
     async def _say(self, update: Update, message: Callable[[StoreTurn], Reply]) -> None:
         async def run(t: StoreTurn) -> None:
             t.enqueue(t.user_id, message(t).to_payload())
+            return None
 
         await self._turn(update, run)
 
@@ -169,7 +181,7 @@ class Handlers:
                 "I don't know that command. Send /help to see what I can do.")))
 
     async def _on_start(self, update: Update, argument: str) -> None:
-        async def run(t: StoreTurn) -> None:
+        async def run(t: StoreTurn) -> Outcome | None:
             state = ConversationState.from_dict(t.state)
             action: Action
             if t.user.consent_at is None:
@@ -178,14 +190,15 @@ class Handlers:
                 action = Resume()
             else:
                 t.enqueue(t.user_id, help_reply(t.user.locale).to_payload())
-                return
+                return None
             outcome = await converse(t, self.dialogues, action, t.now)
             enqueue_replies(t, outcome.replies)
+            return outcome
 
         await self._turn(update, run)
 
     async def _on_checkin(self, update: Update) -> None:
-        async def run(t: StoreTurn) -> None:
+        async def run(t: StoreTurn) -> Outcome:
             state = ConversationState.from_dict(t.state)
             action: Action = Start("daily_checkin")
             if "goal.title" not in state.variables:
@@ -195,6 +208,7 @@ class Handlers:
                 action = Start(GOAL_SETTING)
             outcome = await converse(t, self.dialogues, action, t.now)
             enqueue_replies(t, outcome.replies)
+            return outcome
 
         await self._turn(update, run)
 
@@ -203,6 +217,7 @@ class Handlers:
             ctx = await context_for(t.session, t.user, t.now)
             text = await progress_text(t.session, t.user, ctx)
             t.enqueue(t.user_id, Reply(text).to_payload())
+            return None
 
         await self._turn(update, run)
 
@@ -237,15 +252,17 @@ class Handlers:
             await self._converse(update, Turn(button=data))
 
     async def _on_language(self, update: Update, locale: str) -> None:
-        async def run(t: StoreTurn) -> None:
+        async def run(t: StoreTurn) -> Outcome | None:
             t.user.locale = locale
             tr = translator_for(locale)
             t.enqueue(t.user_id, Reply(tr.gettext("From now on I will write to you in "
                                                   "English.")).to_payload())
             state = ConversationState.from_dict(t.state)
-            if state.active:
-                outcome = await converse(t, self.dialogues, Resume(), t.now)
-                enqueue_replies(t, outcome.replies)
+            if not state.active:
+                return None
+            outcome = await converse(t, self.dialogues, Resume(), t.now)
+            enqueue_replies(t, outcome.replies)
+            return outcome
 
         await self._turn(update, run)
 

@@ -1,0 +1,104 @@
+"""The real `coachbot run` (in process) against the fake Bot API server, and users who talk."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings
+from bot.store import Store
+from bot.telegram.app import serve
+from tests.fakes.bot_api import FakeBotApi, SentMessage
+
+REPO = Path(__file__).parents[2]
+
+
+@dataclass
+class TelegramUser:
+    """A person in a private chat with the bot, as Telegram would show it to them."""
+
+    fake: FakeBotApi
+    user_id: int
+    language_code: str = "en"
+    first_name: str = "Ana"
+    seen: int = field(default=0)
+
+    @property
+    def messages(self) -> list[SentMessage]:
+        return self.fake.messages_to(self.user_id)
+
+    async def send(self, text: str) -> list[SentMessage]:
+        self.fake.send_text(self.user_id, text, first_name=self.first_name,
+                            language_code=self.language_code)
+        return await self.replies()
+
+    async def press(self, label: str) -> list[SentMessage]:
+        message, data = self.button(label)
+        self.fake.press_button(self.user_id, message.message_id, data)
+        return await self.replies()
+
+    def button(self, label: str) -> tuple[SentMessage, str]:
+        for message in reversed(self.messages):
+            for row in (message.reply_markup or {}).get("inline_keyboard", []):
+                for button in row:
+                    if button["text"] == label:
+                        return message, button["callback_data"]
+        raise AssertionError(f"no button {label!r} in {[m.text for m in self.messages]}")
+
+    async def replies(self, *, quiet: float = 0.4, timeout: float = 10.0) -> list[SentMessage]:
+        """The messages the bot sent since the last look, once it has gone quiet."""
+        deadline = time.monotonic() + timeout
+        count, changed = len(self.messages), time.monotonic()
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            if len(self.messages) != count:
+                count, changed = len(self.messages), time.monotonic()
+            elif count > self.seen and time.monotonic() - changed >= quiet:
+                break
+        new = self.messages[self.seen:]
+        self.seen = len(self.messages)
+        assert new, f"the bot did not answer user {self.user_id}"
+        return new
+
+
+@dataclass
+class RunningBot:
+    fake: FakeBotApi
+    settings: Settings
+    store: Store
+
+    def user(self, user_id: int, **kwargs: str) -> TelegramUser:
+        return TelegramUser(self.fake, user_id, **kwargs)
+
+
+def settings_for(fake: FakeBotApi, tmp_path: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "telegram_token": fake.token,
+        "telegram_api_base_url": fake.url,
+        "database_url": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
+        "dialogues": REPO / "dialogues",
+        "send_rate": 30.0,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def running_bot(fake_bot_api: FakeBotApi, tmp_path: Path) -> AsyncIterator[RunningBot]:
+    settings = settings_for(fake_bot_api, tmp_path)
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve(settings, stop=stop))
+    await fake_bot_api.wait_for_calls("getUpdates", timeout=15)
+    store = Store(settings.database_url)
+    await store.start()
+    try:
+        yield RunningBot(fake_bot_api, settings, store)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, timeout=15)
+        await store.close()
