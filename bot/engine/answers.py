@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -113,11 +114,17 @@ def _choice(ask: Ask, text: str, tr: Translator) -> Value | Invalid:
                               "or send its number."))
 
 
+def _bare(word: str) -> str:
+    """A typed word without case or accents: phones often drop them ("si" for "sì")."""
+    decomposed = unicodedata.normalize("NFKD", word.casefold().strip().rstrip(".!"))
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def _yes_no(text: str, tr: Translator) -> Value | Invalid:
-    wanted = text.casefold().rstrip(".!")
-    if wanted in {"yes", "y", tr.gettext("yes").casefold()}:
+    wanted = _bare(text)
+    if wanted in {"yes", "y", _bare(tr.gettext("yes"))}:
         return True
-    if wanted in {"no", "n", tr.gettext("no").casefold()}:
+    if wanted in {"no", "n", _bare(tr.gettext("no"))}:
         return False
     return Invalid(tr.gettext("Please answer yes or no."))
 

@@ -117,3 +117,13 @@ def test_timezone_from_a_city_or_country(raw: str, expected: str) -> None:
 def test_timezone_asks_for_a_city_when_unsure() -> None:
     assert "several time zones" in parse(Ask("timezone", "z"), "Espanya").hint  # type: ignore[attr-defined]
     assert "don't know that place" in parse(Ask("timezone", "z"), "Atlantis").hint  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("raw", "locale", "expected"), [
+    ("sì", "it", True), ("si", "it", True), ("Sì!", "it", True), ("no", "it", False),
+    ("yes", "it", True),
+])
+def test_yes_no_in_the_client_s_language_with_or_without_accents(
+    raw: str, locale: str, expected: bool
+) -> None:
+    assert parse(Ask("yes_no", "y"), raw, locale) is expected
