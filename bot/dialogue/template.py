@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 
 from bot.dialogue.expr import is_valid_variable
 
@@ -18,9 +19,10 @@ class TemplateError(ValueError):
     pass
 
 
-def placeholders(text: str) -> list[str]:
+@lru_cache(maxsize=8192)
+def placeholders(text: str) -> tuple[str, ...]:
     """The variable names a text uses, in order; TemplateError on a malformed placeholder."""
-    names = []
+    names: list[str] = []
     for match in _PIECE.finditer(text):
         piece = match.group(0)
         if piece in ("{{", "}}"):
@@ -32,7 +34,7 @@ def placeholders(text: str) -> list[str]:
         if not is_valid_variable(name.strip()):
             raise TemplateError(f"'{{{name}}}' is not a variable name like {{goal.title}}")
         names.append(name.strip())
-    return names
+    return tuple(names)
 
 
 def render(

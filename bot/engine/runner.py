@@ -7,10 +7,11 @@ import re
 from contextlib import suppress
 from dataclasses import replace
 from datetime import date, time
+from functools import lru_cache
 
 from bot.dialogue.expr import Value
 from bot.dialogue.model import END, Dialogue, DialogueSet, Step
-from bot.dialogue.template import render
+from bot.dialogue.template import placeholders, render
 from bot.engine.answers import Invalid, parse_answer
 from bot.engine.conditions import evaluate
 from bot.engine.crisis import detect_crisis, helplines_for
@@ -32,6 +33,7 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 _TIME = re.compile(r"([01]\d|2[0-3]):[0-5]\d\Z")
 
 
+@lru_cache(maxsize=4096)
 def step_token(dialogue_id: str, step_id: str) -> str:
     """A short tag in button data, so a button of an earlier question is recognised as stale."""
     return hashlib.sha1(f"{dialogue_id}:{step_id}".encode()).hexdigest()[:8]
@@ -50,6 +52,7 @@ class _Run:
         self.saved: list[SavedAnswer] = []
         self.finished: list[str] = []
         self.steps_taken = 0
+        self._readable: dict[str, Value] | None = None
 
     def outcome(self, *, crisis: bool = False) -> Outcome:
         return Outcome(
@@ -85,12 +88,19 @@ class _Run:
 
     def readable(self) -> dict[str, Value]:
         """What texts and conditions may read: the saved answers and the provided values."""
-        return {**self.variables, **self.ctx.provided, "name": self.ctx.name,
-                "today": self.ctx.today.isoformat()}
+        if self._readable is None:
+            self._readable = {**self.variables, **self.ctx.provided, "name": self.ctx.name,
+                              "today": self.ctx.today.isoformat()}
+        return self._readable
 
     def fill(self, translated: str) -> str:
-        values = {name: self.display(name, value) for name, value in self.readable().items()}
-        values["name"] = self.ctx.name
+        names = placeholders(translated)
+        if not names:
+            return render(translated, {})
+        readable = self.readable()
+        values = {name: self.display(name, readable.get(name)) for name in names}
+        if "name" in values:
+            values["name"] = self.ctx.name
         return render(translated, values, self.tr.isolate)
 
     def step_text(self, step: Step) -> str:
@@ -123,7 +133,7 @@ class _Run:
     def enter(self, step_id: str) -> None:
         frame = self.stack[-1]
         step = self.dialogues[frame.dialogue].steps[step_id]
-        self.stack[-1] = replace(frame, step=step_id)
+        self.stack[-1] = frame.at(step_id)
         self.show(frame.dialogue, step)
         if step.ask.type == "none":
             self.follow(step)
@@ -191,6 +201,7 @@ class _Run:
         if step.ask.save is None:
             return
         self.variables[step.ask.save] = value
+        self._readable = None
         self.saved.append(SavedAnswer(dialogue.id, step.id, step.ask.save, value))
 
     # -- commands ----------------------------------------------------------------------------

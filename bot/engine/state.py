@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
@@ -25,7 +25,7 @@ class Frame:
 
     def at(self, step: str, *, remember: bool = False) -> Frame:
         trail = (*self.trail, self.step)[-20:] if remember else self.trail
-        return replace(self, step=step, trail=trail)
+        return Frame(self.dialogue, step, self.content_hash, trail)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import io
 import os
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from functools import cache
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 
 from babel import Locale
@@ -65,7 +65,7 @@ class Translator:
     locale: str
     catalog: gettext.NullTranslations = field(repr=False, compare=False)
 
-    @property
+    @cached_property
     def rtl(self) -> bool:
         return Locale.parse(self.locale).character_order == "right-to-left"
 
@@ -80,7 +80,7 @@ class Translator:
         return f"{FSI}{value}{PDI}" if self.rtl and value else value
 
     def number(self, value: float) -> str:
-        return format_decimal(value, locale=self.locale)
+        return _format_number(value, self.locale)
 
     def date(self, value: date, format: str = "medium") -> str:
         return format_date(value, format=format, locale=self.locale)
@@ -90,6 +90,11 @@ class Translator:
 
     def datetime(self, value: datetime, format: str = "medium") -> str:
         return format_datetime(value, format=format, locale=self.locale)
+
+
+@lru_cache(maxsize=4096)
+def _format_number(value: float, locale: str) -> str:
+    return format_decimal(value, locale=locale)
 
 
 @cache
