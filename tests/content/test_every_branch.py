@@ -28,15 +28,15 @@ from bot.dialogue.model import END, Ask, Dialogue, Step
 from bot.engine import Context, ConversationState, Outcome, Turn, handle, start
 from bot.engine.answers import Invalid, parse_answer
 from bot.engine.conditions import evaluate
-from bot.i18n import translator_for
+from bot.i18n import SUPPORTED_LOCALES, translator_for
 
 REPO_DIALOGUES = Path(__file__).parents[2] / "dialogues"
 TODAY = date(2026, 12, 2)
 NAME = "Ana"
 SAMPLE_TEXT = "A sample answer"
 
-# English only for now: the languages issue will extend this to "ca", "bg", "hr", "it", "he".
-LOCALES = ["en"]
+# Every language: each walk also shows that every reached text renders in that language.
+LOCALES = list(SUPPORTED_LOCALES)
 
 # What the platform provides: nothing (as in the console), a first check-in or a fresh start
 # after a break, a streak at its best, and a streak below the best.
