@@ -258,6 +258,8 @@ class Outbox(Base):
     __table_args__ = (
         CheckConstraint("status IN ('pending', 'sending', 'sent', 'failed')", name="status"),
         Index(None, "status", "next_attempt_at"),
+        # The sender claims only the oldest undelivered row of each chat.
+        Index(None, "chat_id", "status", "id"),
     )
 
 

@@ -4,6 +4,9 @@ Revision ID: 0002
 Revises: 0001
 Create Date: 2027-01-10
 
+Also indexes the outbox by (chat_id, status, id): the sender claims only the oldest
+undelivered row of each chat.
+
 A check-in row never knows whether Telegram accepted a message; the outbox row does.
 So the status 'sent' becomes 'started', and ``started_at`` records when that happened.
 """
@@ -37,9 +40,14 @@ def _swap_check(old: str, new: str, before: str, after: str, add_column: bool) -
     del old
 
 
+_OUTBOX_INDEX = "ix_outbox_chat_id_status_id"
+
+
 def upgrade() -> None:
     _swap_check(_OLD, _NEW, "sent", "started", add_column=True)
+    op.create_index(op.f(_OUTBOX_INDEX), "outbox", ["chat_id", "status", "id"], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index(op.f(_OUTBOX_INDEX), table_name="outbox")
     _swap_check(_NEW, _OLD, "started", "sent", add_column=False)
