@@ -227,11 +227,13 @@ class PlannedCheckin(Base):
     status: Mapped[str] = mapped_column(String(16), default="planned", server_default="planned")
     claimed_by: Mapped[str | None] = mapped_column(String(128))
     claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # When its dialogue was started, i.e. its first message was put in the outbox.
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
         CheckConstraint("kind IN ('daily', 'weekly', 'exercise')", name="kind"),
         CheckConstraint(
-            "status IN ('planned', 'claimed', 'sent', 'missed', 'cancelled')", name="status"
+            "status IN ('planned', 'claimed', 'started', 'missed', 'cancelled')", name="status"
         ),
         UniqueConstraint("user_id", "kind", "ref", "due_at"),
         Index(None, "status", "due_at"),
@@ -256,6 +258,8 @@ class Outbox(Base):
     __table_args__ = (
         CheckConstraint("status IN ('pending', 'sending', 'sent', 'failed')", name="status"),
         Index(None, "status", "next_attempt_at"),
+        # The sender claims only the oldest undelivered row of each chat.
+        Index(None, "chat_id", "status", "id"),
     )
 
 

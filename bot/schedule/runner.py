@@ -1,0 +1,60 @@
+"""One APScheduler interval job per process: plan, claim and start, then nudge the sender."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Protocol
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler  # type: ignore[import-untyped]
+
+from bot.config import Settings
+from bot.dialogue.model import DialogueSet
+from bot.schedule.jobs import claim_and_start, default_worker_id, plan
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+TICK_SECONDS = 5.0
+PLAN_EVERY_SECONDS = 60.0
+CLAIM_BATCH = 100
+
+
+class Nudgeable(Protocol):
+    def nudge(self) -> None: ...
+
+
+def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker_id: str,
+              plan_every: float = PLAN_EVERY_SECONDS) -> Callable[[], Awaitable[None]]:
+    last_plan = -float("inf")
+
+    async def tick() -> None:
+        nonlocal last_plan
+        now = datetime.now(UTC)
+        if time.monotonic() - last_plan >= plan_every:
+            last_plan = time.monotonic()
+            await plan(store, now)
+        while True:
+            results = await claim_and_start(store, dialogues, now, worker_id=worker_id,
+                                            batch=CLAIM_BATCH)
+            if results.get("started"):
+                sender.nudge()
+            if sum(results.values()) < CLAIM_BATCH:
+                return
+
+    return tick
+
+
+def start_scheduler(store: Store, dialogues: DialogueSet, sender: Nudgeable,
+                    settings: Settings, *, tick_seconds: float = TICK_SECONDS) -> AsyncIOScheduler:
+    """Start the per-process tick (``max_instances=1``, ``coalesce=True``). ``settings`` is
+    taken for the deployment's configuration; the tick itself needs none of it yet."""
+    del settings
+    scheduler = AsyncIOScheduler(timezone=UTC)
+    scheduler.add_job(make_tick(store, dialogues, sender, worker_id=default_worker_id()),
+                      "interval", seconds=tick_seconds, max_instances=1, coalesce=True,
+                      id="coachbot-checkins", next_run_time=datetime.now(UTC))
+    scheduler.start()
+    return scheduler

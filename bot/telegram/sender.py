@@ -1,0 +1,437 @@
+"""Delivering the outbox to Telegram, within Telegram's rate limits.
+
+Outbox statuses: ``pending`` (waiting, not before ``next_attempt_at``), ``sending`` (claimed
+by a sender; ``next_attempt_at`` is then the claim's lease expiry), ``sent`` (Telegram
+accepted it), ``failed`` (gave up: blocked by the user, rejected, or out of attempts).
+
+Order and limits: only the oldest undelivered row of a chat can be claimed, so a chat's
+messages never overtake each other and a chat has at most one message in flight. Sends are
+paced by a token bucket (``rate`` messages/s overall, no burst) and at most one message per
+second per chat. A 429 pauses every send for ``retry_after`` and retries the row.
+
+Delivery bounds: a row is marked ``sent`` only after Telegram accepted it, so nothing is
+lost (at least once). If the process dies between Telegram's answer and that write, the
+row's lease expires and it is sent again: at most the one message per chat whose send was
+in flight may be repeated, never more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import regex
+from sqlalchemy import select, update
+from sqlalchemy.orm import aliased
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
+from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
+
+from bot.store import Outbox, PlannedCheckin, Store, User
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT = 4096  # UTF-16 code units
+LONG_LABEL = 20  # characters: any longer label puts every button on its own row
+BUTTONS_PER_ROW = 5
+MAX_INLINE_RETRY_AFTER = 3
+RECORD_DELAY = 0.02  # seconds; group commit of accepted rows
+_GRAPHEME = regex.compile(r"\X")
+
+
+# -- message shaping ---------------------------------------------------------------------
+
+
+def utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _graphemes_prefix(text: str, limit: int) -> int:
+    """Length (in code points) of the longest whole-grapheme prefix within ``limit``."""
+    used = end = 0
+    for match in _GRAPHEME.finditer(text):
+        size = utf16_len(match.group())
+        if used + size > limit:
+            break
+        used += size
+        end = match.end()
+    return end
+
+
+def _cut(text: str, limit: int) -> int:
+    """Where to cut ``text`` so the head fits ``limit``: after a paragraph, else a line,
+    else a space, else between graphemes (never inside a surrogate pair or a grapheme)."""
+    fit = _graphemes_prefix(text, limit)
+    head = text[:fit]
+    for separator in ("\n\n", "\n", " "):
+        at = head.rfind(separator)
+        if at > 0:
+            return at + len(separator)
+    return max(fit, 1)
+
+
+def split_text(text: str, limit: int = MAX_TEXT) -> list[str]:
+    """Split a text Telegram would refuse (over ``limit`` UTF-16 units) into parts."""
+    parts: list[str] = []
+    rest = text
+    while utf16_len(rest) > limit:
+        at = _cut(rest, limit)
+        part = rest[:at].rstrip()
+        if part:
+            parts.append(part)
+        rest = rest[at:].lstrip("\n ")
+    if rest or not parts:
+        parts.append(rest)
+    return parts
+
+
+def keyboard(buttons: Sequence[dict[str, Any]]) -> InlineKeyboardMarkup | None:
+    """One button per row when any label is long, otherwise up to five per row."""
+    if not buttons:
+        return None
+    made = [InlineKeyboardButton(str(b["label"]), callback_data=str(b["data"])) for b in buttons]
+    per_row = 1 if any(len(str(b["label"])) > LONG_LABEL for b in buttons) else BUTTONS_PER_ROW
+    return InlineKeyboardMarkup([made[i:i + per_row] for i in range(0, len(made), per_row)])
+
+
+# -- pacing ----------------------------------------------------------------------------
+
+
+class TokenBucket:
+    """Paces sends at ``rate`` per second with no burst; :meth:`pause` stops every send."""
+
+    def __init__(self, rate: float, clock: Any = time.monotonic) -> None:
+        self.interval = 1.0 / rate
+        self._clock = clock
+        self._next = 0.0
+        self._paused_until = 0.0
+
+    def pause(self, seconds: float) -> None:
+        self._paused_until = max(self._paused_until, self._clock() + seconds)
+
+    async def acquire(self) -> None:
+        while True:
+            now = self._clock()
+            slot = max(now, self._next, self._paused_until)
+            self._next = slot + self.interval
+            if slot > now:
+                await asyncio.sleep(slot - now)
+            if self._clock() >= self._paused_until:
+                return
+
+
+class ChatPacer:
+    """At most one message per ``interval`` seconds to each chat (in this process)."""
+
+    def __init__(self, interval: float = 1.0, clock: Any = time.monotonic) -> None:
+        self.interval = interval
+        self._clock = clock
+        self._last: dict[int, float] = {}
+
+    async def wait(self, chat_id: int) -> None:
+        last = self._last.get(chat_id)
+        if last is not None:
+            delay = last + self.interval - self._clock()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    def sent(self, chat_id: int) -> None:
+        now = self._clock()
+        self._last[chat_id] = now
+        if len(self._last) > 50_000:  # forget chats that are long past their interval
+            self._last = {c: t for c, t in self._last.items() if now - t < self.interval}
+
+
+# -- the sender ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claimed:
+    id: int
+    user_id: int
+    chat_id: int
+    payload: dict[str, Any]
+    attempts: int
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _retry_seconds(exc: RetryAfter) -> float:
+    value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+class Sender:
+    """Drains the outbox with a ``telegram.Bot`` built by the caller."""
+
+    def __init__(
+        self,
+        store: Store,
+        bot: Bot,
+        *,
+        rate: float = 25.0,
+        per_chat_interval: float = 1.0,
+        max_attempts: int = 5,
+        backoff: float = 1.0,
+        max_backoff: float = 300.0,
+        lease: timedelta = timedelta(minutes=2),
+        concurrency: int = 64,
+        poll_interval: float = 1.0,
+        release_every: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.bot = bot
+        self.bucket = TokenBucket(rate)
+        self.chats = ChatPacer(per_chat_interval)
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.lease = lease
+        self.concurrency = concurrency
+        self.poll_interval = poll_interval
+        self.release_every = release_every
+        self._released_at = -float("inf")
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._inflight: set[asyncio.Task[int]] = set()
+        self._runner: asyncio.Task[None] | None = None
+        self._accepted: list[tuple[int, asyncio.Future[None]]] = []
+        self._recorder: asyncio.Task[None] | None = None
+        self.sent_count = 0
+
+    # ---- public API
+
+    def nudge(self) -> None:
+        """New rows may be waiting: look now rather than at the next poll."""
+        self._wake.set()
+
+    async def deliver_now(self, user_id: int) -> int:
+        """Send this user's due outbox rows now (after their turn committed), in order.
+        Returns how many were sent."""
+        sent = 0
+        while not self._stopping:
+            rows = await self.claim(1, user_id=user_id)
+            if not rows:
+                return sent
+            sent += await self._send(rows[0])
+        return sent
+
+    async def drain(self) -> int:
+        """Send everything that is due now (respecting the limits); for tests and tools."""
+        before = self.sent_count
+        await self._pump(until_idle=True)
+        return self.sent_count - before
+
+    async def run(self) -> None:
+        """Deliver until :meth:`stop`; started sends always finish."""
+        await self._pump(until_idle=False)
+
+    async def _pump(self, *, until_idle: bool) -> None:
+        while not self._stopping:
+            free = self.concurrency - len(self._inflight)
+            worth_it = free >= max(1, self.concurrency // 4) or not self._inflight
+            rows = await self.claim(free) if worth_it else []
+            for row in rows:
+                task = asyncio.create_task(self._send(row))
+                self._inflight.add(task)
+                task.add_done_callback(self._finished)
+            if rows or (self._inflight and (until_idle or not worth_it)):
+                if self._inflight:
+                    self._wake.clear()
+                    await asyncio.wait([*self._inflight, asyncio.ensure_future(
+                        self._wake.wait())], return_when=asyncio.FIRST_COMPLETED)
+                continue
+            if until_idle:
+                return
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll_interval)
+
+    def start(self) -> asyncio.Task[None]:
+        self._runner = asyncio.create_task(self.run())
+        return self._runner
+
+    async def stop(self) -> None:
+        """Stop claiming, and wait for the sends in flight to finish and be recorded."""
+        self._stopping = True
+        self._wake.set()
+        if self._runner is not None:
+            await self._runner
+        if self._inflight:
+            await asyncio.wait(self._inflight)
+
+    # ---- claiming
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._inflight.discard(task)
+        self._wake.set()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("outbox send task failed", exc_info=task.exception())
+
+    async def release_expired(self) -> int:
+        """Rows left ``sending`` by a dead process go back to ``pending``."""
+        async with self.store.sessionmaker() as session, session.begin():
+            result = await session.execute(
+                update(Outbox)
+                .where(Outbox.status == "sending", Outbox.next_attempt_at <= utcnow())
+                .values(status="pending")
+                .execution_options(synchronize_session=False))
+            return int(getattr(result, "rowcount", 0) or 0)
+
+    async def claim(self, limit: int, *, user_id: int | None = None) -> list[Claimed]:
+        """Claim up to ``limit`` due rows, each the oldest undelivered row of its chat."""
+        if limit <= 0:
+            return []
+        if time.monotonic() - self._released_at >= self.release_every:
+            self._released_at = time.monotonic()
+            await self.release_expired()
+        now = utcnow()
+        earlier = aliased(Outbox)
+        blocked = (select(earlier.id)
+                   .where(earlier.chat_id == Outbox.chat_id, earlier.id < Outbox.id,
+                          earlier.status.in_(("pending", "sending"))).exists())
+        due = (select(Outbox.id)
+               .where(Outbox.status == "pending", Outbox.next_attempt_at <= now, ~blocked)
+               .order_by(Outbox.id).limit(limit).with_for_update(skip_locked=True))
+        if user_id is not None:
+            due = due.where(Outbox.user_id == user_id)
+        async with self.store.sessionmaker() as session, session.begin():
+            rows = await session.execute(
+                update(Outbox)
+                .where(Outbox.id.in_(due.scalar_subquery()), Outbox.status == "pending")
+                .values(status="sending", next_attempt_at=now + self.lease,
+                        attempts=Outbox.attempts + 1)
+                .returning(Outbox.id, Outbox.user_id, Outbox.chat_id, Outbox.payload,
+                           Outbox.attempts)
+                .execution_options(synchronize_session=False))
+            claimed = [Claimed(r.id, r.user_id, r.chat_id, r.payload, r.attempts) for r in rows]
+        return sorted(claimed, key=lambda c: c.id)
+
+    # ---- sending
+
+    async def _send(self, row: Claimed) -> int:
+        """Send one claimed row and record the result; 1 if Telegram accepted it."""
+        try:
+            await self._deliver_through_429(row)
+        except RetryAfter as exc:
+            await self._retry(row, _retry_seconds(exc), count_attempt=False, error="RetryAfter")
+        except Forbidden as exc:
+            log.info("outbox %s: chat %s blocked the bot", row.id, row.chat_id)
+            await self._unreachable(row, _describe(exc))
+        except BadRequest as exc:
+            log.error("outbox %s: rejected by Telegram: %s", row.id, _describe(exc))
+            await self._fail(row, _describe(exc))
+        except (NetworkError, TelegramError) as exc:  # 5xx, timeouts, connection errors
+            await self._after_error(row, _describe(exc))
+        else:
+            await self._mark_sent(row)
+            return 1
+        return 0
+
+    async def _deliver_through_429(self, row: Claimed) -> None:
+        """On a 429 every send waits ``retry_after``; then this row goes first."""
+        for _ in range(MAX_INLINE_RETRY_AFTER):
+            try:
+                await self._deliver(row)
+                return
+            except RetryAfter as exc:
+                seconds = _retry_seconds(exc)
+                self.bucket.pause(seconds)
+                log.warning("outbox %s: 429, every send waits %.1fs", row.id, seconds)
+                if seconds > self.lease.total_seconds() / 4:
+                    raise
+        await self._deliver(row)
+
+    async def _deliver(self, row: Claimed) -> None:
+        payload = row.payload
+        parts = split_text(str(payload.get("text", "")))
+        markup = keyboard(payload.get("buttons") or ())
+        for index, part in enumerate(parts):
+            await self.chats.wait(row.chat_id)
+            await self.bucket.acquire()
+            last = index == len(parts) - 1
+            try:
+                await self.bot.send_message(row.chat_id, part,
+                                            reply_markup=markup if last else None)
+            finally:
+                self.chats.sent(row.chat_id)
+
+    async def _after_error(self, row: Claimed, error: str) -> None:
+        if row.attempts >= self.max_attempts:
+            log.error("outbox %s: giving up after %d attempts: %s", row.id, row.attempts, error)
+            await self._fail(row, error)
+            return
+        delay = min(self.max_backoff, self.backoff * 2 ** (row.attempts - 1))
+        log.warning("outbox %s: attempt %d failed (%s), retry in %.1fs", row.id, row.attempts,
+                    error, delay)
+        await self._retry(row, delay, count_attempt=True, error=error)
+
+    async def _update(self, row_id: int, **values: Any) -> None:
+        async with self.store.sessionmaker() as session, session.begin():
+            await session.execute(update(Outbox).where(Outbox.id == row_id).values(**values)
+                                  .execution_options(synchronize_session=False))
+
+    async def _mark_sent(self, row: Claimed) -> None:
+        """Record an accepted row; rows accepted meanwhile are committed together."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._accepted.append((row.id, done))
+        if self._recorder is None or self._recorder.done():
+            self._recorder = asyncio.create_task(self._record_accepted())
+        await done
+        self.sent_count += 1
+
+    async def _record_accepted(self) -> None:
+        while self._accepted:
+            await asyncio.sleep(RECORD_DELAY)  # let a few more acceptances join this commit
+            batch, self._accepted = self._accepted, []
+            try:
+                async with self.store.sessionmaker() as session, session.begin():
+                    await session.execute(
+                        update(Outbox)
+                        .where(Outbox.id.in_([row_id for row_id, _ in batch]))
+                        .values(status="sent", sent_at=utcnow(), last_error=None)
+                        .execution_options(synchronize_session=False))
+            except Exception as exc:  # the rows stay 'sending'; their lease brings them back
+                for _, done in batch:
+                    done.set_exception(exc)
+                continue
+            for _, done in batch:
+                done.set_result(None)
+
+    async def _retry(self, row: Claimed, delay: float, *, count_attempt: bool,
+                     error: str) -> None:
+        attempts = row.attempts if count_attempt else row.attempts - 1
+        await self._update(row.id, status="pending", attempts=attempts, last_error=error,
+                           next_attempt_at=utcnow() + timedelta(seconds=delay))
+
+    async def _fail(self, row: Claimed, error: str) -> None:
+        await self._update(row.id, status="failed", last_error=error)
+
+    async def _unreachable(self, row: Claimed, error: str) -> None:
+        """Blocked: the user is unreachable, their check-ins and queued messages stop."""
+        async with self.store.sessionmaker() as session, session.begin():
+            await session.execute(update(User).where(User.id == row.user_id)
+                                  .values(reachable=False))
+            await session.execute(
+                update(PlannedCheckin)
+                .where(PlannedCheckin.user_id == row.user_id,
+                       PlannedCheckin.status.in_(("planned", "claimed")))
+                .values(status="cancelled").execution_options(synchronize_session=False))
+            await session.execute(
+                update(Outbox)
+                .where(Outbox.chat_id == row.chat_id,
+                       Outbox.status.in_(("pending", "sending")) | (Outbox.id == row.id))
+                .values(status="failed", last_error=error)
+                .execution_options(synchronize_session=False))
+
+
+def _describe(exc: Exception) -> str:
+    """The error for logs and last_error: its class and Telegram's message, never our text."""
+    return f"{type(exc).__name__}: {exc}"[:500]

@@ -1,0 +1,239 @@
+"""The outbox sender against the fake Bot API server: rate, order, 429, 403, 5xx, splits."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+import telegram
+from sqlalchemy import insert, select, update
+from telegram.request import HTTPXRequest
+
+from bot.store import Outbox, PlannedCheckin, Store, User
+from bot.telegram.sender import MAX_TEXT, Sender, keyboard, split_text, utf16_len
+from tests.fakes import FakeBotApi
+from tests.store.store_helpers import count, raw
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[Store]:
+    s = Store(f"sqlite+aiosqlite:///{tmp_path / 'coachbot.db'}")
+    await s.start()
+    yield s
+    await s.close()
+
+
+@pytest.fixture
+async def bot(fake_bot_api: FakeBotApi) -> AsyncIterator[telegram.Bot]:
+    request = HTTPXRequest(connection_pool_size=4)
+    async with telegram.Bot(fake_bot_api.token, base_url=fake_bot_api.base_url,
+                            request=request) as b:
+        yield b
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+async def enqueue(store: Store, messages: list[tuple[int, dict[str, Any]]]) -> None:
+    users = sorted({chat for chat, _ in messages})
+    async with store.sessionmaker() as session, session.begin():
+        await session.execute(insert(User).prefix_with("OR IGNORE"),
+                              [{"id": u, "created_at": now()} for u in users])
+        session.add_all(Outbox(user_id=chat, chat_id=chat, payload=payload, created_at=now(),
+                               next_attempt_at=now()) for chat, payload in messages)
+
+
+def send_times(fake: FakeBotApi) -> list[float]:
+    return [r.time for r in fake.calls("sendMessage")]
+
+
+async def test_1000_messages_at_the_configured_rate(
+        sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)  # debug logs of every request would skew the timing
+    # In-process the fake server, the client and SQLite share one CPU: about 5 ms of CPU per
+    # message, so the test uses a rate this setup can hold (the bench measures more).
+    rate = 100.0
+    await enqueue(sqlite_store, [(1000 + i, {"text": f"Hello {i}"}) for i in range(1000)])
+    sender = Sender(sqlite_store, bot, rate=rate)
+    assert await sender.drain() == 1000
+    times = send_times(fake_bot_api)
+    assert len(times) == 1000
+    achieved = (len(times) - 1) / (times[-1] - times[0])
+    assert abs(achieved - rate) / rate < 0.10, achieved
+    # No burst: `rate` + 1 sends always span about a second (within the same 10%).
+    for i in range(0, len(times) - int(rate) - 1, 97):
+        assert times[i + int(rate) + 1] - times[i] > 0.9
+    assert await count(sqlite_store, "outbox", "status = 'sent'") == 1000
+
+
+async def test_a_chats_messages_keep_their_order_one_per_second(
+        sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    await enqueue(sqlite_store, [(7, {"text": f"part {i}"}) for i in range(3)]
+                  + [(8, {"text": "other chat"})])
+    sender = Sender(sqlite_store, bot, rate=100)
+    task = sender.start()
+    messages = await fake_bot_api.wait_for_messages(7, 3, timeout=5)
+    await sender.stop()
+    await task
+    assert [m.text for m in messages] == ["part 0", "part 1", "part 2"]
+    gaps = [b.time - a.time for a, b in pairwise(messages)]
+    assert all(gap >= 0.98 for gap in gaps), gaps
+    assert [m.text for m in fake_bot_api.messages_to(8)] == ["other chat"]
+
+
+async def test_429_pauses_every_send_for_retry_after(sqlite_store: Store, bot: telegram.Bot,
+                                                     fake_bot_api: FakeBotApi) -> None:
+    fake_bot_api.fail_next("sendMessage", status=429, retry_after=1)
+    await enqueue(sqlite_store, [(100 + i, {"text": f"m{i}"}) for i in range(10)])
+    sender = Sender(sqlite_store, bot, rate=50, concurrency=1)
+    sender.start()
+    for i in range(10):
+        await fake_bot_api.wait_for_messages(100 + i, 1, timeout=5)
+    await sender.stop()
+    calls = fake_bot_api.calls("sendMessage")
+    refused = next(c for c in calls if c.status == 429)
+    after = [c.time for c in calls if c.time > refused.time]
+    assert after and min(after) - refused.time >= 0.99
+    assert calls[1].params["chat_id"] == refused.params["chat_id"]  # that row first
+    assert await count(sqlite_store, "outbox", "status = 'sent'") == 10
+
+
+async def test_blocked_user_is_unreachable_and_their_checkins_cancelled(
+        sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    fake_bot_api.block(5)
+    await enqueue(sqlite_store, [(5, {"text": "hi"}), (5, {"text": "again"}),
+                                 (6, {"text": "fine"})])
+    async with sqlite_store.sessionmaker() as session, session.begin():
+        session.add(PlannedCheckin(user_id=5, kind="daily", due_at=now() + timedelta(hours=3)))
+        session.add(PlannedCheckin(user_id=6, kind="daily", due_at=now() + timedelta(hours=3)))
+    sender = Sender(sqlite_store, bot, rate=50)
+    await sender.drain()
+    user = await sqlite_store.get_user(5)
+    assert user is not None and user.reachable is False
+    assert [tuple(r) for r in await raw(sqlite_store, "SELECT user_id, status FROM "
+                                        "planned_checkins ORDER BY user_id")] == [
+        (5, "cancelled"), (6, "planned")]
+    rows = await raw(sqlite_store, "SELECT chat_id, status, last_error FROM outbox ORDER BY id")
+    assert [(r[0], r[1]) for r in rows] == [(5, "failed"), (5, "failed"), (6, "sent")]
+    assert "Forbidden" in rows[0][2]
+    assert len(fake_bot_api.calls("sendMessage")) == 2  # the second one was never tried
+
+
+async def test_5xx_is_retried_with_backoff_then_succeeds(
+        sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    fake_bot_api.fail_next("sendMessage", status=500, times=2)
+    await enqueue(sqlite_store, [(9, {"text": "persist"})])
+    sender = Sender(sqlite_store, bot, rate=50, backoff=0.1, per_chat_interval=0)
+    sender.start()
+    await fake_bot_api.wait_for_messages(9, 1, timeout=5)
+    await sender.stop()
+    calls = fake_bot_api.calls("sendMessage")
+    assert [c.status for c in calls] == [500, 500, 200]
+    assert calls[2].time - calls[1].time >= 0.19  # the second wait doubled
+    rows = await raw(sqlite_store, "SELECT status, attempts FROM outbox")
+    assert tuple(rows[0]) == ("sent", 3)
+
+
+async def test_5xx_forever_fails_after_max_attempts_without_logging_the_text(
+        sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi,
+        caplog: pytest.LogCaptureFixture) -> None:
+    fake_bot_api.fail_next("sendMessage", status=502, times=100)
+    await enqueue(sqlite_store, [(9, {"text": "SECRET-WORDS"})])
+    sender = Sender(sqlite_store, bot, rate=50, backoff=0.02, max_attempts=3,
+                    per_chat_interval=0)
+    with caplog.at_level(logging.DEBUG, logger="bot"):
+        for _ in range(50):
+            await sender.drain()
+            if await count(sqlite_store, "outbox", "status = 'failed'"):
+                break
+            await asyncio.sleep(0.03)
+    rows = await raw(sqlite_store, "SELECT status, attempts, last_error FROM outbox")
+    assert rows[0][0] == "failed" and rows[0][1] == 3 and "Bad Gateway" in rows[0][2]
+    assert len(fake_bot_api.calls("sendMessage")) == 3
+    ours = [r.getMessage() for r in caplog.records if r.name.startswith("bot.")]
+    assert any("giving up" in m for m in ours), ours
+    assert not any("SECRET-WORDS" in m for m in ours)
+
+
+async def test_stuck_sending_rows_return_after_the_lease(
+        sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    await enqueue(sqlite_store, [(3, {"text": "was in flight"})])
+    async with sqlite_store.sessionmaker() as session, session.begin():
+        await session.execute(update(Outbox).values(status="sending", attempts=1,
+                                                    next_attempt_at=now() - timedelta(1)))
+    sender = Sender(sqlite_store, bot, rate=50)
+    assert await sender.deliver_now(3) == 1
+    assert [m.text for m in fake_bot_api.messages_to(3)] == ["was in flight"]
+
+
+async def test_stop_finishes_the_send_in_flight(
+        sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    fake_bot_api.hang("sendMessage", 0.3, times=1)
+    await enqueue(sqlite_store, [(4, {"text": "slow"})])
+    sender = Sender(sqlite_store, bot, rate=50)
+    sender.start()
+    await fake_bot_api.wait_for_calls("sendMessage", 1)
+    await sender.stop()
+    assert await count(sqlite_store, "outbox", "status = 'sent'") == 1
+
+
+def test_split_keeps_paragraphs_words_and_graphemes() -> None:
+    paragraph = "word " * 600  # 3,000 characters
+    text = paragraph.strip() + "\n\n" + paragraph.strip()
+    parts = split_text(text)
+    assert parts == [paragraph.strip(), paragraph.strip()]
+    emoji = "👍🏽" * 3000  # a skin-tone emoji is one grapheme, 4 UTF-16 units
+    parts = split_text(emoji)
+    assert "".join(parts) == emoji
+    assert all(utf16_len(p) <= MAX_TEXT and len(p) % 2 == 0 for p in parts)
+    flags = "🇮🇹" * 1500  # regional-indicator pairs must stay together
+    assert all(len(p) % 2 == 0 for p in split_text(flags))
+    accents = "e\u0301" * 5000  # e + combining acute
+    assert all(not p.startswith("\u0301") for p in split_text(accents))
+    assert split_text("short") == ["short"]
+    lines = "\n".join(["x" * 100] * 60)
+    assert all(not p.startswith("\n") and utf16_len(p) <= MAX_TEXT for p in split_text(lines))
+
+
+async def test_long_text_is_sent_in_parts_with_the_keyboard_last(
+        sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    text = ("Sentence with words. " * 250).strip()  # about 5,250 characters
+    buttons = [{"label": "Yes", "data": "y"}, {"label": "No", "data": "n"}]
+    await enqueue(sqlite_store, [(11, {"text": text, "buttons": buttons})])
+    sender = Sender(sqlite_store, bot, rate=50, per_chat_interval=0.05)
+    assert await sender.deliver_now(11) == 1
+    sent = fake_bot_api.messages_to(11)
+    assert len(sent) == 2 and sent[0].reply_markup is None
+    assert sent[1].reply_markup == {"inline_keyboard": [[
+        {"text": "Yes", "callback_data": "y"}, {"text": "No", "callback_data": "n"}]]}
+    assert " ".join(m.text or "" for m in sent) == text
+
+
+def test_keyboard_layout() -> None:
+    short = [{"label": str(i), "data": f"d{i}"} for i in range(1, 11)]
+    markup = keyboard(short)
+    assert markup is not None and [len(r) for r in markup.inline_keyboard] == [5, 5]
+    long = [{"label": "I did it, and it was lovely", "data": "a"}, {"label": "No", "data": "b"}]
+    markup = keyboard(long)
+    assert markup is not None and [len(r) for r in markup.inline_keyboard] == [1, 1]
+    assert keyboard([]) is None
+
+
+async def test_deliver_now_only_sends_that_user(
+        sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    await enqueue(sqlite_store, [(21, {"text": "mine"}), (22, {"text": "theirs"})])
+    sender = Sender(sqlite_store, bot, rate=50)
+    assert await sender.deliver_now(21) == 1
+    assert fake_bot_api.messages_to(22) == []
+    async with sqlite_store.sessionmaker() as session:
+        pending = (await session.execute(select(Outbox.chat_id)
+                                          .where(Outbox.status == "pending"))).scalars().all()
+    assert pending == [22]
