@@ -158,7 +158,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
         .concurrent_updates(PerChatUpdateProcessor(64))
         .build()
     )
-    sender = Sender(application.bot, store, rate=settings.send_rate)
+    sender = Sender(store, application.bot, rate=settings.send_rate)
     handlers = Handlers(store, dialogues, sender)
     application.add_handler(TypeHandler(Update, handlers.on_update))
     application.add_error_handler(_on_error)

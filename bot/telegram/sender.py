@@ -126,25 +126,34 @@ class TokenBucket:
 
 
 class ChatPacer:
-    """At most one message per ``interval`` seconds to each chat (in this process)."""
+    """About one message per ``interval`` seconds to each chat (in this process), with a
+    small burst so that the two or three replies of one turn arrive together; over any
+    longer stretch a chat still gets no more than one message per interval."""
 
-    def __init__(self, interval: float = 1.0, clock: Any = time.monotonic) -> None:
+    def __init__(self, interval: float = 1.0, clock: Any = time.monotonic,
+                 burst: int = 3) -> None:
         self.interval = interval
+        self.burst = burst
         self._clock = clock
-        self._last: dict[int, float] = {}
+        self._tokens: dict[int, tuple[float, float]] = {}  # chat -> (tokens, as of when)
+
+    def _available(self, chat_id: int, now: float) -> float:
+        tokens, since = self._tokens.get(chat_id, (float(self.burst), now))
+        if self.interval <= 0:
+            return float(self.burst)
+        return min(float(self.burst), tokens + (now - since) / self.interval)
 
     async def wait(self, chat_id: int) -> None:
-        last = self._last.get(chat_id)
-        if last is not None:
-            delay = last + self.interval - self._clock()
-            if delay > 0:
-                await asyncio.sleep(delay)
+        available = self._available(chat_id, self._clock())
+        if available < 1:
+            await asyncio.sleep((1 - available) * self.interval)
 
     def sent(self, chat_id: int) -> None:
         now = self._clock()
-        self._last[chat_id] = now
-        if len(self._last) > 50_000:  # forget chats that are long past their interval
-            self._last = {c: t for c, t in self._last.items() if now - t < self.interval}
+        self._tokens[chat_id] = (max(0.0, self._available(chat_id, now) - 1), now)
+        if len(self._tokens) > 50_000:  # forget chats whose burst is full again
+            self._tokens = {c: v for c, v in self._tokens.items()
+                            if self._available(c, now) < self.burst}
 
 
 # -- the sender ----------------------------------------------------------------------------

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from sqlalchemy import func, select
 
 from bot.config import Settings
-from bot.store import Store
+from bot.store import Outbox, Store
 from bot.telegram.app import serve
 from tests.fakes.bot_api import FakeBotApi, SentMessage
 
@@ -23,10 +24,17 @@ class TelegramUser:
     """A person in a private chat with the bot, as Telegram would show it to them."""
 
     fake: FakeBotApi
+    store: Store
     user_id: int
     language_code: str = "en"
     first_name: str = "Ana"
     seen: int = field(default=0)
+
+    async def undelivered(self) -> int:
+        """Outbox rows for this user that the sender has not delivered (or given up on) yet."""
+        async with self.store.sessionmaker() as session:
+            return int(await session.scalar(select(func.count()).where(
+                Outbox.user_id == self.user_id, Outbox.status.in_(("pending", "sending")))) or 0)
 
     @property
     def messages(self) -> list[SentMessage]:
@@ -50,15 +58,16 @@ class TelegramUser:
                         return message, button["callback_data"]
         raise AssertionError(f"no button {label!r} in {[m.text for m in self.messages]}")
 
-    async def replies(self, *, quiet: float = 0.4, timeout: float = 10.0) -> list[SentMessage]:
-        """The messages the bot sent since the last look, once it has gone quiet."""
+    async def replies(self, *, quiet: float = 0.3, timeout: float = 15.0) -> list[SentMessage]:
+        """The messages the bot sent since the last look, once nothing is left to send."""
         deadline = time.monotonic() + timeout
         count, changed = len(self.messages), time.monotonic()
         while time.monotonic() < deadline:
             await asyncio.sleep(0.05)
             if len(self.messages) != count:
                 count, changed = len(self.messages), time.monotonic()
-            elif count > self.seen and time.monotonic() - changed >= quiet:
+            elif count > self.seen and time.monotonic() - changed >= quiet \
+                    and not await self.undelivered():
                 break
         new = self.messages[self.seen:]
         self.seen = len(self.messages)
@@ -73,7 +82,7 @@ class RunningBot:
     store: Store
 
     def user(self, user_id: int, **kwargs: str) -> TelegramUser:
-        return TelegramUser(self.fake, user_id, **kwargs)
+        return TelegramUser(self.fake, self.store, user_id, **kwargs)
 
 
 def settings_for(fake: FakeBotApi, tmp_path: Path, **overrides: object) -> Settings:
