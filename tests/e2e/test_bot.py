@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 from sqlalchemy import func, select
@@ -14,6 +16,7 @@ from bot.dialogue import load_dialogues
 from bot.engine import ConversationState
 from bot.store import Answer, Goal, Outbox, User
 from tests.e2e.conftest import REPO, RunningBot, TelegramUser
+from tests.fakes.bot_api import FakeBotApi
 
 DIALOGUES = load_dialogues(REPO / "dialogues")
 TYPED = {"text": "In my own words", "yes_no": "yes", "date": "tomorrow", "time": "08:00",
@@ -176,7 +179,7 @@ async def test_a_user_who_blocked_the_bot(running_bot: RunningBot) -> None:
         user = await running_bot.store.get_user(107)
         if user is not None and not user.reachable:
             break
-        await __import__("asyncio").sleep(0.1)
+        await asyncio.sleep(0.1)
     assert user is not None and not user.reachable
     assert await count(running_bot, Answer, 107) == 1  # the answer itself is kept
 
@@ -198,3 +201,29 @@ def test_a_missing_or_wrong_token_is_one_clear_line(tmp_path: Path) -> None:
     assert missing.stderr.strip().splitlines() == [
         "coachbot: TELEGRAM_BOT_TOKEN is not set; to try the dialogues without Telegram, "
         "run `coachbot chat`"]
+
+
+async def test_a_wrong_token_is_one_clear_line(fake_bot_api: FakeBotApi, tmp_path: Path) -> None:
+    env = {**os.environ, "COACHBOT_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/x.db",
+           "COACHBOT_DIALOGUES": str(REPO / "dialogues"),
+           "TELEGRAM_API_BASE_URL": fake_bot_api.url, "TELEGRAM_BOT_TOKEN": "123:WRONG"}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "run", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 1
+    assert stderr.decode().strip().splitlines()[-1] == (
+        "coachbot: Telegram refused the bot token (TELEGRAM_BOT_TOKEN)")
+    assert "Traceback" not in stderr.decode()
+
+
+async def test_hebrew_reads_right_to_left_around_latin_words(running_bot: RunningBot) -> None:
+    dana = running_bot.user(109, language_code="he", first_name="Dana")
+    await dana.send("/goal")
+    replies = await dana.send("Run 10k")
+    text = replies[-1].text or ""
+    assert "\u2068Run 10k\u2069" in text
+    first_strong = next(c for c in text if unicodedata.bidirectional(c) in ("L", "R", "AL"))
+    assert unicodedata.bidirectional(first_strong) == "R"
+    help_text = (await dana.send("/help"))[0].text or ""
+    assert "/checkin" in help_text and "Daily check-in" not in help_text

@@ -1,0 +1,76 @@
+"""The webhook path: real HTTP POSTs from the fake Telegram, the secret checked on each one."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bot.store import Store
+from bot.telegram.app import HEALTH_PATH, SECRET_HEADER, serve
+from tests.e2e.conftest import RunningBot, settings_for
+from tests.fakes.bot_api import FakeBotApi
+
+SECRET = "s3cret-token_for-tests"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+async def webhook_bot(fake_bot_api: FakeBotApi, tmp_path: Path) -> AsyncIterator[RunningBot]:
+    port = free_port()
+    settings = settings_for(fake_bot_api, tmp_path,
+                            webhook_url=f"http://127.0.0.1:{port}/telegram",
+                            webhook_secret=SECRET)
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve(settings, stop=stop, listen=("127.0.0.1", port)))
+    await fake_bot_api.wait_for_calls("setWebhook", timeout=15)
+    store = Store(settings.database_url)
+    await store.start()
+    try:
+        yield RunningBot(fake_bot_api, settings, store)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, timeout=15)
+        await store.close()
+
+
+async def test_a_conversation_over_the_webhook(webhook_bot: RunningBot) -> None:
+    fake = webhook_bot.fake
+    assert fake.webhook_secret == SECRET
+    assert fake.calls("getUpdates") == []
+    ana = webhook_bot.user(201)
+    await ana.send("/goal")
+    replies = await ana.send("Run a 10k race")
+    assert replies[-1].text == "Why does “Run a 10k race” matter to you?"
+    assert fake.webhook_deliveries and all(d.status == 200 for d in fake.webhook_deliveries)
+
+
+async def test_requests_without_the_secret_are_refused(webhook_bot: RunningBot) -> None:
+    url = webhook_bot.settings.webhook_url
+    assert url is not None
+    update = {"update_id": 1, "message": {
+        "message_id": 1, "date": 0, "text": "/start",
+        "chat": {"id": 202, "type": "private"}, "from": {"id": 202, "is_bot": False,
+                                                       "first_name": "Eve"}}}
+    async with aiohttp.ClientSession() as session:
+        for headers in ({}, {SECRET_HEADER: "wrong"}, {SECRET_HEADER: SECRET[:-1]}):
+            async with session.post(url, json=update, headers=headers) as response:
+                assert response.status == 403
+        async with session.post(url, data=b"not json",
+                                headers={SECRET_HEADER: SECRET}) as response:
+            assert response.status == 400
+        health = url.replace("/telegram", HEALTH_PATH)
+        async with session.get(health) as response:
+            assert response.status == 200
+            assert (await response.json())["status"] == "ok"
+    assert await webhook_bot.store.get_user(202) is None
+    assert webhook_bot.fake.messages_to(202) == []
