@@ -38,10 +38,16 @@ class StartupError(Exception):
 
 
 class PerChatUpdateProcessor(BaseUpdateProcessor):
-    """Updates run concurrently, but one chat's updates run one after the other, in order."""
+    """Updates run concurrently, but one chat's updates run one after the other, in order.
 
-    def __init__(self, max_concurrent_updates: int) -> None:
-        super().__init__(max_concurrent_updates)
+    An update waits for its chat's turn before it takes one of the `places`, so a user who
+    floods the bot queues behind themself and never starves everybody else. (PTB's own limit
+    would be taken while waiting, hence a limit of our own, after the chat's lock.)
+    """
+
+    def __init__(self, places: int) -> None:
+        super().__init__(2**31 - 1)
+        self._places = asyncio.Semaphore(places)
         self._locks: dict[int, asyncio.Lock] = {}
         self._waiting: dict[int, int] = {}
 
@@ -50,7 +56,7 @@ class PerChatUpdateProcessor(BaseUpdateProcessor):
         lock = self._locks.setdefault(key, asyncio.Lock())
         self._waiting[key] = self._waiting.get(key, 0) + 1
         try:
-            async with lock:
+            async with lock, self._places:
                 await coroutine
         finally:
             self._waiting[key] -= 1

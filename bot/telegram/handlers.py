@@ -56,7 +56,7 @@ GOAL_SETTING = "goal_setting"
 
 
 class Deliverer(Protocol):
-    async def deliver_now(self, user_id: int) -> object: ...
+    async def deliver_now(self, user_id: int, *, patient: bool = False) -> object: ...
 
 
 @dataclass
@@ -82,9 +82,11 @@ class Handlers:
             return await fn(t)
 
         outcome = await self.store.run_turn(user.id, body, update_id=update.update_id)
-        await self.sender.deliver_now(user.id)
         if outcome is not None and declined_consent(outcome):
+            await self.sender.deliver_now(user.id, patient=True)  # the goodbye, then nothing
             await self.store.erase_user(user.id)  # as the bot promised: nothing is kept
+        else:
+            await self.sender.deliver_now(user.id)
 
     async def _converse(self, update: Update, action: Action, *,
                         note: str | None = None) -> None:

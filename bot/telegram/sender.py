@@ -143,6 +143,10 @@ class ChatPacer:
             return float(self.burst)
         return min(float(self.burst), tokens + (now - since) / self.interval)
 
+    def ready(self, chat_id: int) -> bool:
+        """Whether a message to this chat can go out now, without waiting."""
+        return self._available(chat_id, self._clock()) >= 1
+
     async def wait(self, chat_id: int) -> None:
         available = self._available(chat_id, self._clock())
         if available < 1:
@@ -221,11 +225,16 @@ class Sender:
         """New rows may be waiting: look now rather than at the next poll."""
         self._wake.set()
 
-    async def deliver_now(self, user_id: int) -> int:
-        """Send this user's due outbox rows now (after their turn committed), in order.
-        Returns how many were sent."""
+    async def deliver_now(self, user_id: int, *, patient: bool = False) -> int:
+        """Send this user's due outbox rows now (after their turn committed), in order, as
+        far as the chat's pace allows; the background loop sends the rest. `patient` waits
+        for the pace instead (before the user's rows are erased, say). Returns how many
+        were sent."""
         sent = 0
         while not self._stopping:
+            if not patient and not self.chats.ready(user_id):
+                self.nudge()  # the chat's pace is used up: the background loop sends the rest
+                return sent
             rows = await self.claim(1, user_id=user_id)
             if not rows:
                 return sent

@@ -1,0 +1,129 @@
+"""As an attacker and as a clumsy user would: nothing crashes the bot, leaks a traceback,
+corrupts a conversation or starves other users."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import func, select
+
+from bot.dialogue import load_dialogues
+from bot.dialogue.model import END
+from bot.engine import ConversationState
+from bot.store import Answer, ProcessedUpdate
+from tests.e2e.conftest import REPO, RunningBot
+
+DIALOGUES = load_dialogues(REPO / "dialogues")
+COMMANDS = ["/start", "/help", "/goal", "/checkin", "/exercises", "/progress", "/language",
+            "/timezone", "/reminders", "/cancel", "/back", "/skip", "/dance", "/start@bot",
+            "/start invite_", "/export x y", "/goal " + "x" * 300, "/"]
+FUZZ_USER = 301
+_ids = itertools.count(10_000_000)
+
+texts = st.one_of(
+    st.text(max_size=300),
+    st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=70_000),
+    st.sampled_from(["", " ", "\u202e", "\u2068", "{name}", "{{", "}", "%s", "\x00", "🙂" * 5000]),
+)
+callback_data = st.one_of(st.text(max_size=80), st.sampled_from(
+    ["lang:xx", "lang:", "delete:maybe", "exercise:../../etc", "exercise:onboarding",
+     "0000000:done", ":", "lang:he"]))
+
+
+def message(user_id: int, text: str) -> dict[str, object]:
+    return {"message_id": next(_ids), "date": int(time.time()), "text": text,
+            "chat": {"id": user_id, "type": "private", "first_name": "Fuzz"},
+            "from": {"id": user_id, "is_bot": False, "first_name": "Fuzz"}}
+
+
+updates = st.one_of(
+    st.builds(lambda t: {"message": message(FUZZ_USER, t)}, texts),
+    st.builds(lambda c, a: {"message": message(FUZZ_USER, f"{c} {a}".strip())},
+              st.sampled_from(COMMANDS), st.text(max_size=80)),
+    st.builds(lambda d: {"callback_query": {
+        "id": str(next(_ids)), "chat_instance": "1", "data": d,
+        "from": {"id": FUZZ_USER, "is_bot": False, "first_name": "Fuzz"},
+        "message": message(FUZZ_USER, "an old message")}}, callback_data),
+    st.sampled_from([
+        {"poll": {"id": "1", "question": "?", "options": [], "total_voter_count": 0,
+                  "is_closed": False, "is_anonymous": True, "type": "regular",
+                  "allows_multiple_answers": False}},
+        {"edited_message": message(FUZZ_USER, "edited")},
+        {"message": {**message(FUZZ_USER, "x"), "text": None, "sticker": {
+            "file_id": "s", "file_unique_id": "s", "width": 1, "height": 1,
+            "is_animated": False, "is_video": False, "type": "regular"}}},
+        {"my_chat_member": None},
+    ]),
+)
+
+
+def assert_consistent(state: ConversationState) -> None:
+    for index, frame in enumerate(state.stack):
+        dialogue = DIALOGUES[frame.dialogue]
+        if index == len(state.stack) - 1:
+            assert dialogue.steps[frame.step].ask.type != "none"
+        else:
+            assert frame.step == END or frame.step in dialogue.steps
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(batch=st.lists(updates, min_size=1, max_size=4))
+async def test_fuzzed_updates_never_break_the_bot(running_bot: RunningBot,
+                                                  batch: list[dict[str, object]]) -> None:
+    fake = running_bot.fake
+    for update in batch:
+        fake.send_raw({key: value for key, value in update.items() if value is not None}
+                      if update != {"my_chat_member": None} else {"update_id": next(_ids)})
+    await fake.wait_idle(timeout=30)
+    probe = running_bot.user(FUZZ_USER, first_name="Fuzz")
+    probe.seen = len(probe.messages)
+    assert (await probe.send("/help"))[-1].text, "the bot still answers"
+    for sent in fake.messages_to(FUZZ_USER):
+        assert "Traceback" not in (sent.text or "")
+        assert "Sorry, something went wrong" not in (sent.text or ""), sent.text
+    exported = await running_bot.store.export_user(FUZZ_USER)
+    if exported["conversations"]:
+        assert_consistent(ConversationState.from_dict(exported["conversations"][0]["state"]))
+
+
+async def test_injection_attempts_are_stored_and_shown_verbatim(running_bot: RunningBot) -> None:
+    ana = running_bot.user(302)
+    await ana.send("/goal")
+    sneaky = "Robert'); DROP TABLE users; -- {name} {goal.title} {{x}} %s <b>bold</b>"
+    replies = await ana.send(sneaky)
+    assert replies[-1].text == f"Why does “{sneaky}” matter to you?"
+    async with running_bot.store.sessionmaker() as session:
+        stored = (await session.execute(select(Answer.value).where(
+            Answer.user_id == 302))).scalars().all()
+    assert stored == [sneaky]
+    assert await running_bot.store.get_user(302) is not None
+
+
+async def test_a_flood_from_one_user_does_not_starve_others(running_bot: RunningBot) -> None:
+    fake = running_bot.fake
+    flooder, other = running_bot.user(303), running_bot.user(304)
+    await flooder.send("/goal")
+    for index in range(1000):
+        fake.send_text(303, f"flood {index}")
+    started = time.monotonic()
+    replies = await other.send("/help")
+    waited = time.monotonic() - started
+    assert replies[0].text is not None and "/checkin" in replies[0].text
+    assert waited < 10, f"another user waited {waited:.1f} s behind the flood"
+    for _ in range(1200):  # every flooded message is handled, each exactly once
+        async with running_bot.store.sessionmaker() as session:
+            handled = await session.scalar(select(func.count()).where(
+                ProcessedUpdate.user_id == 303))
+        if handled == 1001:
+            break
+        await asyncio.sleep(0.1)
+    assert handled == 1001
+    exported = await running_bot.store.export_user(303)
+    assert_consistent(ConversationState.from_dict(exported["conversations"][0]["state"]))
+    texts_saved = [a["value"] for a in exported["answers"]]
+    assert texts_saved[0] == "flood 0" and len(set(texts_saved)) == len(texts_saved)
