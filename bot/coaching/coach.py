@@ -348,7 +348,7 @@ async def _linked_people(
         .where(me, CoachLink.consent_at.is_not(None), CoachLink.unlinked_at.is_(None))
         .order_by(func.lower(User.first_name).asc().nulls_last(), User.id)
     )
-    return [LinkSummary(uid, name, at) for uid, name, at in rows.tuples() if at is not None]
+    return [LinkSummary(uid, name, at) for uid, name, at in rows if at is not None]
 
 
 async def clients_of(session: AsyncSession, coach_id: int) -> list[ClientSummary]:
@@ -678,7 +678,7 @@ async def _claim(
         .returning(CoachEvent.client_id, CoachEvent.kind)
         .execution_options(synchronize_session=False)
     )
-    return [(client, k) for client, k in rows.tuples()]
+    return [(client, k) for client, k in rows]
 
 
 async def _crisis_digest(
@@ -686,7 +686,7 @@ async def _crisis_digest(
 ) -> Digest:
     clients = sorted({client for client, _ in events})
     names = await session.execute(select(User.id, User.first_name).where(User.id.in_(clients)))
-    by_id = dict(names.tuples())
+    by_id = {uid: name for uid, name in names}
     shown = tuple(by_id.get(c) or str(c) for c in clients)
     return Digest(coach.id, coach.locale, crisis=True, crisis_clients=shown)
 
