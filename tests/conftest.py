@@ -25,8 +25,6 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from bot.store import Store
 from tests.fakes import fake_bot_api
 
-__all__ = ["fake_bot_api"]
-
 PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 
 
@@ -74,3 +72,6 @@ async def store(db_url: str) -> AsyncIterator[Store]:
     await s.start()
     yield s
     await s.close()
+
+
+__all__ = ["db_url", "fake_bot_api", "pg_database", "store"]

@@ -263,6 +263,31 @@ class Outbox(Base):
     )
 
 
+#: What a coach is told about, in batches; never the content of what the client wrote.
+COACH_EVENT_KINDS = ("exercise_done", "exercise_partly", "exercise_skipped", "crisis")
+
+
+class CoachEvent(Base):
+    """Something a coach should hear about: only the kind and when, never any content."""
+
+    __tablename__ = "coach_events"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    notified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        CheckConstraint(
+            "kind IN ('exercise_done', 'exercise_partly', 'exercise_skipped', 'crisis')",
+            name="kind",
+        ),
+        Index(None, "coach_id", "notified_at"),
+    )
+
+
 #: Every (table, column) that refers to a user, used by export and erase.
 USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("users", "id"),
@@ -279,4 +304,6 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("assignments", "client_id"),
     ("planned_checkins", "user_id"),
     ("outbox", "user_id"),
+    ("coach_events", "coach_id"),
+    ("coach_events", "client_id"),
 )

@@ -28,6 +28,7 @@ from .models import (
     Answer,
     Assignment,
     Base,
+    CoachEvent,
     CoachLink,
     Conversation,
     Exercise,
@@ -350,6 +351,11 @@ class Store:
             await session.execute(
                 delete(CoachLink).where(
                     or_(CoachLink.coach_id == user_id, CoachLink.client_id == user_id)
+                )
+            )
+            await session.execute(
+                delete(CoachEvent).where(
+                    or_(CoachEvent.coach_id == user_id, CoachEvent.client_id == user_id)
                 )
             )
             await session.execute(

@@ -10,6 +10,7 @@ from sqlalchemy import ForeignKey
 from bot.store import (
     Assignment,
     Base,
+    CoachEvent,
     CoachLink,
     Exercise,
     Goal,
@@ -78,6 +79,8 @@ async def _populate(store: Store) -> None:
         s.add(PlannedCheckin(user_id=ME, kind="daily", due_at=NOW))
         s.add(PlannedCheckin(user_id=ME, kind="exercise", ref=str(received.id), due_at=NOW))
         s.add(PlannedCheckin(user_id=MY_CLIENT, kind="exercise", ref=str(given.id), due_at=NOW))
+        s.add(CoachEvent(coach_id=MY_COACH, client_id=ME, kind="crisis", created_at=NOW))
+        s.add(CoachEvent(coach_id=ME, client_id=MY_CLIENT, kind="exercise_done", created_at=NOW))
     async with store.turn(ME, update_id=2) as t:
         pass
 
@@ -104,6 +107,7 @@ async def test_export_erase_export(store: Store) -> None:
     assert len(before["assignments"]) == 2
     assert len(before["planned_checkins"]) == 2
     assert len(before["outbox"]) == 1
+    assert {e["kind"] for e in before["coach_events"]} == {"crisis", "exercise_done"}
     assert {u["update_id"] for u in before["processed_updates"]} == {1, 2}
     assert await _rows_about(store, ME) > 0
 
@@ -120,6 +124,7 @@ async def test_export_erase_export(store: Store) -> None:
             assert t.state == {"who": uid}
     assert await count(store, "planned_checkins", "status = 'cancelled'") == 1
     assert await count(store, "invites") == 0
+    assert await count(store, "coach_events") == 0
     # Processed update ids stay (without the user) so redeliveries are still ignored.
     assert await count(store, "processed_updates", "update_id IN (1, 2)") == 2
     async with store.turn(ME, update_id=1) as t:

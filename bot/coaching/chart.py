@@ -1,0 +1,131 @@
+"""A client's weekly trend as a small PNG: mood from daily check-ins and the goal's scale value.
+
+Drawn with matplotlib's Agg canvas on a private ``Figure`` (never ``pyplot``), so no global
+state is touched and any number of charts can be drawn side by side.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.coaching.conversation import CHECKIN_MARKER, user_zone
+from bot.i18n import N_
+from bot.store import Answer, User
+
+WEEKS = 12
+WIDTH_PX, HEIGHT_PX, DPI = 800, 400, 100
+#: Answers that give the goal's current place on its 1-10 scale.
+GOAL_VALUE_VARIABLES = ("goal.baseline", "review.current")
+
+Points = list[tuple[date, float]]
+
+
+@dataclass(frozen=True)
+class WeeklyPoints:
+    """Weekly averages, one point per week with data, dated by the week's Monday."""
+
+    mood: Points
+    goal: Points
+
+
+@dataclass(frozen=True)
+class ChartLabels:
+    """The chart's texts. English source texts; pass translated ones to show them."""
+
+    mood: str = N_("Mood")
+    goal: str = N_("Goal")
+    no_data: str = N_("No check-ins yet")
+    tick: Callable[[date], str] = date.isoformat
+
+
+def week_start(day: date) -> date:
+    return day - timedelta(days=day.weekday())
+
+
+def weekly_average(values: Iterable[tuple[date, float]]) -> Points:
+    """Average the values of each week (Monday to Sunday), oldest week first."""
+    weeks: dict[date, list[float]] = defaultdict(list)
+    for day, value in values:
+        weeks[week_start(day)].append(value)
+    return [(week, sum(v) / len(v)) for week, v in sorted(weeks.items())]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+async def weekly_points(
+    session: AsyncSession, client_id: int, now: datetime, *, since: datetime | None = None
+) -> WeeklyPoints:
+    """The last twelve weeks (this one included) of mood and goal values, in the client's
+    time zone; answers before ``since`` (e.g. before a coach's link) are left out."""
+    client = await session.get(User, client_id)
+    zone = user_zone(client) if client is not None else ZoneInfo("UTC")
+    first_week = week_start(now.astimezone(zone).date()) - timedelta(weeks=WEEKS - 1)
+    start = datetime.combine(first_week, datetime.min.time(), zone)
+    if since is not None:
+        start = max(start, since)
+    rows = await session.execute(
+        select(Answer.variable, Answer.value, Answer.answered_at).where(
+            Answer.user_id == client_id,
+            Answer.variable.in_((CHECKIN_MARKER, *GOAL_VALUE_VARIABLES)),
+            Answer.answered_at >= start,
+            Answer.answered_at <= now,
+        )
+    )
+    mood: list[tuple[date, float]] = []
+    goal: list[tuple[date, float]] = []
+    for variable, value, at in rows:
+        number = _number(value)
+        if number is not None:
+            series = mood if variable == CHECKIN_MARKER else goal
+            series.append((at.astimezone(zone).date(), number))
+    return WeeklyPoints(mood=weekly_average(mood), goal=weekly_average(goal))
+
+
+def weekly_trend_png(
+    points: Points,
+    title: str,
+    *,
+    goal_points: Points | None = None,
+    labels: ChartLabels | None = None,
+) -> bytes:
+    """An 800x400 PNG of the weekly mood (``points``) and, if given, the goal's values.
+    With no data at all it still is a valid PNG, saying so."""
+    labels = labels or ChartLabels()
+    figure = Figure(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.set_title(title)
+    axes.set_ylim(0, 10.5)
+    series = [(points, labels.mood, "o-"), (goal_points or [], labels.goal, "s--")]
+    drawn = [(pts, label, style) for pts, label, style in series if pts]
+    for pts, label, style in drawn:
+        axes.plot([d.toordinal() for d, _ in pts], [v for _, v in pts], style, label=label)
+    if drawn:
+        weeks = sorted({d for pts, _, _ in drawn for d, _ in pts})
+        axes.set_xticks(
+            [d.toordinal() for d in weeks], [labels.tick(d) for d in weeks], rotation=30, ha="right"
+        )
+        axes.legend(loc="lower left")
+        axes.grid(alpha=0.3)
+    else:
+        axes.set_xticks([])
+        axes.text(0.5, 0.5, labels.no_data, ha="center", va="center", transform=axes.transAxes)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
