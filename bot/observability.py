@@ -22,7 +22,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from threading import Thread
@@ -252,7 +252,3 @@ def start_metrics_server(port: int, addr: str = "0.0.0.0") -> tuple[WSGIServer, 
     server, thread = start_http_server(port, addr=addr, registry=REGISTRY)
     return server, thread
 
-
-def metric_names() -> Iterable[str]:
-    """The names of the metrics in the registry (for tests and docs)."""
-    return [metric.name for metric in REGISTRY.collect()]

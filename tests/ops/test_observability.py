@@ -134,3 +134,13 @@ def test_metrics_server_serves_the_text_format() -> None:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def test_metrics_app_is_a_wsgi_app_serving_the_same_text() -> None:
+    from wsgiref.util import setup_testing_defaults
+
+    environ: dict[str, object] = {"PATH_INFO": "/metrics"}
+    setup_testing_defaults(environ)
+    statuses: list[str] = []
+    body = b"".join(obs.metrics_app()(environ, lambda status, headers: statuses.append(status)))
+    assert statuses == ["200 OK"] and b"# TYPE outbox_depth gauge" in body
