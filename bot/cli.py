@@ -102,14 +102,20 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import logging
+    from bot.observability import configure_logging, start_metrics_server
+
+    settings = _settings()  # before the Telegram stack is imported: bad settings fail fast
+    configure_logging(json=settings.log_json, debug_content=settings.debug_log_content)
 
     from bot.telegram.app import StartupError, serve
 
-    settings = _settings()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
-                        "%(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # its lines carry the bot token
+    if settings.metrics_port is not None:
+        try:
+            start_metrics_server(settings.metrics_port)
+        except OSError as exc:
+            print(f"coachbot: cannot serve metrics on COACHBOT_METRICS_PORT "
+                  f"{settings.metrics_port}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
     try:
         asyncio.run(serve(settings, listen=(args.host, args.port)))
     except StartupError as exc:

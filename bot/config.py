@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import binascii
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cryptography.fernet import Fernet
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from bot.i18n import SUPPORTED_LOCALES
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///coachbot.db"
 DEFAULT_API_BASE_URL = "https://api.telegram.org"
-_DATABASE_SCHEMES = ("sqlite+aiosqlite://", "postgresql+asyncpg://")
+DEFAULT_TIMEZONE = "UTC"
+_DATABASE_DRIVERS = ("sqlite+aiosqlite", "postgresql+asyncpg")
+#: What Telegram accepts as a webhook secret_token.
+_WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+#: Plain http is only for a webhook on this machine (tests, a local Bot API server).
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
 
 
 class ConfigError(Exception):
@@ -32,6 +47,10 @@ class Settings:
     default_locale: str = "en"
     send_rate: float = 25.0
     encryption_key: str | None = field(default=None, repr=False)
+    metrics_port: int | None = None
+    default_timezone: str = DEFAULT_TIMEZONE
+    log_json: bool | None = None  # None: JSON lines unless stderr is a terminal
+    debug_log_content: bool = False
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -44,9 +63,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         return value or None
 
     database_url = get("COACHBOT_DATABASE_URL") or DEFAULT_DATABASE_URL
-    if not database_url.startswith(_DATABASE_SCHEMES):
-        problems.append("COACHBOT_DATABASE_URL must start with one of: "
-                        + ", ".join(_DATABASE_SCHEMES))
+    problems += _check_database_url(database_url)
     dialogues = Path(get("COACHBOT_DIALOGUES") or "dialogues")
     if not dialogues.exists():
         problems.append(f"COACHBOT_DIALOGUES: {dialogues} does not exist")
@@ -71,6 +88,46 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         except ValueError:
             problems.append("COACHBOT_SEND_RATE must be a number of messages per second, "
                             "above 0 and at most 30")
+    webhook_url = get("COACHBOT_WEBHOOK_URL")
+    webhook_secret = get("COACHBOT_WEBHOOK_SECRET")
+    if webhook_url is not None:
+        problems += _check_webhook_url(webhook_url)
+        if webhook_secret is None:
+            problems.append("COACHBOT_WEBHOOK_SECRET must be set when COACHBOT_WEBHOOK_URL is "
+                            "(1-256 characters of A-Z, a-z, 0-9, _ and -)")
+    if webhook_secret is not None and not _WEBHOOK_SECRET.fullmatch(webhook_secret):
+        problems.append("COACHBOT_WEBHOOK_SECRET must be 1-256 characters of A-Z, a-z, 0-9, "
+                        "_ and - (Telegram's rule)")
+    encryption_key = get("COACHBOT_ENCRYPTION_KEY")
+    if encryption_key is not None:
+        problems += _check_encryption_key(encryption_key)
+    metrics_port: int | None = None
+    raw_port = get("COACHBOT_METRICS_PORT")
+    if raw_port is not None:
+        if raw_port.isdigit() and 1 <= int(raw_port) <= 65535:
+            metrics_port = int(raw_port)
+        else:
+            problems.append(f"COACHBOT_METRICS_PORT: '{raw_port}' is not a port number "
+                            "(1-65535)")
+    timezone = get("COACHBOT_DEFAULT_TIMEZONE") or DEFAULT_TIMEZONE
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        problems.append(f"COACHBOT_DEFAULT_TIMEZONE: '{timezone}' is not a known time zone "
+                        "(an IANA name such as Europe/Rome or UTC)")
+    log_json: bool | None = None
+    log_format = (get("COACHBOT_LOG_FORMAT") or "").lower()
+    if log_format in ("json", "text"):
+        log_json = log_format == "json"
+    elif log_format:
+        problems.append(f"COACHBOT_LOG_FORMAT: '{log_format}' is not json or text")
+    debug_content = False
+    raw_debug = (get("COACHBOT_DEBUG_LOG_CONTENT") or "").lower()
+    if raw_debug in _TRUE:
+        debug_content = True
+    elif raw_debug and raw_debug not in _FALSE:
+        problems.append(f"COACHBOT_DEBUG_LOG_CONTENT: '{raw_debug}' is not a yes/no value "
+                        "(1, true, yes or 0, false, no)")
     if problems:
         raise ConfigError(problems)
     return Settings(
@@ -78,10 +135,62 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         telegram_api_base_url=get("TELEGRAM_API_BASE_URL") or DEFAULT_API_BASE_URL,
         database_url=database_url,
         dialogues=dialogues,
-        webhook_url=get("COACHBOT_WEBHOOK_URL"),
-        webhook_secret=get("COACHBOT_WEBHOOK_SECRET"),
+        webhook_url=webhook_url,
+        webhook_secret=webhook_secret,
         admin_ids=frozenset(admin_ids),
         default_locale=locale,
         send_rate=send_rate,
-        encryption_key=get("COACHBOT_ENCRYPTION_KEY"),
+        encryption_key=encryption_key,
+        metrics_port=metrics_port,
+        default_timezone=timezone,
+        log_json=log_json,
+        debug_log_content=debug_content,
     )
+
+
+def _check_database_url(url: str) -> list[str]:
+    """Never echo the URL: it may hold the database password."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return ["COACHBOT_DATABASE_URL is not a database URL; expected e.g. "
+                "postgresql+asyncpg://user:password@host:5432/coachbot or "
+                "sqlite+aiosqlite:///coachbot.db"]
+    if parsed.drivername not in _DATABASE_DRIVERS:
+        return [f"COACHBOT_DATABASE_URL: driver '{parsed.drivername}' is not supported; use "
+                + " or ".join(_DATABASE_DRIVERS)]
+    return []
+
+
+def _check_webhook_url(url: str) -> list[str]:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        host = None
+    if not host:
+        return [f"COACHBOT_WEBHOOK_URL: '{url}' is not a URL"]
+    if parts.scheme == "https" or (parts.scheme == "http" and host in _LOCAL_HOSTS):
+        return []
+    return [f"COACHBOT_WEBHOOK_URL must be https:// (Telegram only posts to https; "
+            f"http is allowed for 127.0.0.1 and localhost only), not '{parts.scheme}://'"]
+
+
+def _check_encryption_key(key: str) -> list[str]:
+    """Never echo a key; say which of the comma-separated keys is wrong."""
+    keys = [k.strip() for k in key.split(",") if k.strip()]
+    if not keys:
+        return ["COACHBOT_ENCRYPTION_KEY holds no key"]
+    bad = []
+    for number, part in enumerate(keys, start=1):
+        try:
+            Fernet(part.encode("ascii"))
+        except (ValueError, binascii.Error, UnicodeEncodeError):
+            bad.append(str(number))
+    if not bad:
+        return []
+    which = f"key {bad[0]} of {len(keys)} is not a Fernet key" if len(bad) == 1 \
+        else f"keys {', '.join(bad)} of {len(keys)} are not Fernet keys"
+    return [f"COACHBOT_ENCRYPTION_KEY: {which} (32 url-safe "
+            "base64-encoded bytes; make one with `python -c \"from cryptography.fernet import "
+            "Fernet; print(Fernet.generate_key().decode())\"`)"]

@@ -1,0 +1,254 @@
+"""Logs and metrics: structured logging that never leaks a secret or a client's words, and
+Prometheus metrics in a registry of their own.
+
+Logging convention: a log message says *what happened* (ids, kinds, counts, durations). Anything
+a person wrote or anything personal goes only in ``extra={"content": ...}``; the filter drops it
+unless debug logging of content was switched on (``COACHBOT_DEBUG_LOG_CONTENT``)::
+
+    log.info("answer saved for step %s", step_id, extra={"content": message.text})
+
+The Telegram bot token (``123456:ABC…``) and any ``bot<token>`` API URL are replaced by
+``[REDACTED]`` in the message, its arguments, exception text and stack text of every record that
+reaches the handler installed by :func:`configure_logging`, whichever library logged it.
+
+Only the standard library and ``prometheus_client`` are imported here.
+"""
+
+from __future__ import annotations
+
+import json as _json
+import logging
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from threading import Thread
+from typing import Any, TextIO
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+    make_wsgi_app,
+    start_http_server,
+)
+
+__all__ = [
+    "CHECKINS_DUE",
+    "CHECKINS_SENT",
+    "OUTBOX_DEPTH",
+    "REDACTED",
+    "REGISTRY",
+    "SENDS",
+    "SEND_OUTCOMES",
+    "UPDATES_HANDLED",
+    "UPDATE_SECONDS",
+    "JsonFormatter",
+    "RedactingFilter",
+    "configure_logging",
+    "handling_update",
+    "metrics_app",
+    "record_send",
+    "redact",
+    "render_metrics",
+    "start_metrics_server",
+]
+
+# -- redaction --------------------------------------------------------------------------------
+
+REDACTED = "[REDACTED]"
+#: A bot API URL carries the token right after "bot": https://api.telegram.org/bot<token>/getMe
+_BOT_URL = re.compile(r"bot\d+:[A-Za-z0-9_-]+")
+#: A bare bot token: the bot's numeric id, a colon, then the secret part.
+_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{30,}")
+#: The one extra attribute that may carry a person's words or personal data.
+CONTENT_KEY = "content"
+
+
+def redact(text: str) -> str:
+    """``text`` with every bot token and ``bot<token>`` URL part replaced by ``[REDACTED]``."""
+    text = _BOT_URL.sub("bot" + REDACTED, text)
+    return _TOKEN.sub(REDACTED, text)
+
+
+class RedactingFilter(logging.Filter):
+    """Removes secrets from every record, and personal content unless ``debug_content``.
+
+    It rewrites the record in place (message formatted with its arguments, exception and stack
+    text pre-rendered), so every formatter after it sees only the cleaned text. Install it on a
+    *handler*: a filter on a logger does not see records propagated from child loggers.
+    """
+
+    def __init__(self, debug_content: bool = False) -> None:
+        super().__init__()
+        self.debug_content = debug_content
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string must not hide the record
+            message = f"{record.msg!r} % {record.args!r}"
+        record.msg = redact(message)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        if hasattr(record, CONTENT_KEY):
+            if self.debug_content:
+                setattr(record, CONTENT_KEY, redact(str(getattr(record, CONTENT_KEY))))
+            else:
+                delattr(record, CONTENT_KEY)
+        return True
+
+
+# -- formatting -------------------------------------------------------------------------------
+
+#: Attributes every LogRecord has; anything else on a record came from ``extra=``.
+_STANDARD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message", "asctime", "taskName",
+}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, message, then extras, exc, stack."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD_ATTRS and not key.startswith("_"):
+                entry[key] = value
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exc"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = record.stack_info
+        return _json.dumps(entry, ensure_ascii=False, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """The plain terminal format; debug content, when kept, follows the message."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        if hasattr(record, CONTENT_KEY):
+            first, newline, rest = line.partition("\n")
+            line = f"{first} | content={getattr(record, CONTENT_KEY)!r}{newline}{rest}"
+        return line
+
+
+_HANDLER_FLAG = "_coachbot_handler"
+
+
+def configure_logging(*, json: bool | None = None, debug_content: bool = False,
+                      level: int = logging.INFO, stream: TextIO | None = None) -> logging.Handler:
+    """Send the root logger's records to ``stream`` (stderr), cleaned by a RedactingFilter.
+
+    ``json=None`` picks the format: ``COACHBOT_LOG_FORMAT`` (``json`` or ``text``) when set,
+    otherwise JSON lines unless the stream is a terminal. Calling it again replaces the handler
+    it installed before. Returns the handler.
+    """
+    stream = sys.stderr if stream is None else stream
+    if json is None:
+        configured = os.environ.get("COACHBOT_LOG_FORMAT", "").strip().lower()
+        json = configured == "json" if configured in ("json", "text") else not _isatty(stream)
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter() if json else TextFormatter())
+    handler.addFilter(RedactingFilter(debug_content=debug_content))
+    setattr(handler, _HANDLER_FLAG, True)
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        if getattr(old, _HANDLER_FLAG, False):
+            root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per API call, token in URL
+    return handler
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+ProcessCollector(registry=REGISTRY)
+
+UPDATES_HANDLED = Counter("updates_handled_total", "Telegram updates handled, by kind "
+                          "(message, callback, command, edited …)", ["kind"], registry=REGISTRY)
+UPDATE_SECONDS = Histogram("update_seconds", "Time to handle one update, in seconds",
+                           buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+                           registry=REGISTRY)
+OUTBOX_DEPTH = Gauge("outbox_depth", "Messages waiting in the outbox (set by the sender)",
+                     registry=REGISTRY)
+SEND_OUTCOMES = ("ok", "429", "403", "error")
+SENDS = Counter("sends_total", "Messages sent to Telegram, by outcome: ok, 429 (rate limited), "
+                "403 (blocked by the user), error", ["outcome"], registry=REGISTRY)
+for _outcome in SEND_OUTCOMES:
+    SENDS.labels(_outcome)  # every outcome is exported from the start, at 0
+CHECKINS_DUE = Counter("checkins_due_total", "Check-ins found due and claimed",
+                       registry=REGISTRY)
+CHECKINS_SENT = Counter("checkins_sent_total", "Check-ins accepted by Telegram",
+                        registry=REGISTRY)
+
+
+def record_send(outcome: str) -> None:
+    """Count one send: ``outcome`` is one of :data:`SEND_OUTCOMES`."""
+    if outcome not in SEND_OUTCOMES:
+        raise ValueError(f"unknown send outcome {outcome!r}; one of {SEND_OUTCOMES}")
+    SENDS.labels(outcome).inc()
+
+
+@contextmanager
+def handling_update(kind: str) -> Iterator[None]:
+    """Time and count the handling of one update (also when it fails)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        UPDATE_SECONDS.observe(time.perf_counter() - start)
+        UPDATES_HANDLED.labels(kind).inc()
+
+
+def render_metrics() -> tuple[bytes, str]:
+    """The metrics in the text exposition format, and its Content-Type.
+
+    For an aiohttp route: ``body, ctype = render_metrics();
+    return web.Response(body=body, headers={"Content-Type": ctype})``.
+    """
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+def metrics_app() -> Any:
+    """A WSGI application serving the metrics (at ``/metrics``, and at any path)."""
+    return make_wsgi_app(REGISTRY)
+
+
+def start_metrics_server(port: int, addr: str = "0.0.0.0") -> tuple[WSGIServer, Thread]:
+    """Serve ``/metrics`` on ``port`` from a daemon thread; ``server.shutdown()`` stops it."""
+    server, thread = start_http_server(port, addr=addr, registry=REGISTRY)
+    return server, thread
+
