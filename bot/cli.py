@@ -149,6 +149,25 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_add_coach(args: argparse.Namespace) -> int:
+    from bot.coaching.coach import make_coach
+
+    settings = _settings()
+
+    async def add() -> None:
+        store = Store(settings.database_url, encryption_key=settings.encryption_key)
+        await store.start()
+        try:
+            async with store.sessionmaker() as session, session.begin():
+                await make_coach(session, args.user_id)
+        finally:
+            await store.close()
+
+    asyncio.run(add())
+    print(f"user {args.user_id} is a coach: they can now send /invite to the bot")
+    return 0
+
+
 def cmd_erase(args: argparse.Namespace) -> int:
     if not args.yes:
         print("coachbot: erasing a user cannot be undone; add --yes to confirm", file=sys.stderr)
@@ -200,6 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     export = tasks.add_parser("export", help="print everything stored about a user, as JSON")
     export.add_argument("user_id", type=int, help="the Telegram user id (0: the terminal user)")
     export.set_defaults(func=cmd_export)
+    add_coach = tasks.add_parser("add-coach", help="make a user a coach (they can invite "
+                                 "clients and assign exercises)")
+    add_coach.add_argument("user_id", type=int, help="the coach's Telegram user id")
+    add_coach.set_defaults(func=cmd_add_coach)
     erase = tasks.add_parser("erase", help="erase a user completely, from every table")
     erase.add_argument("user_id", type=int)
     erase.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.conversation import CHECKIN_MARKER, user_zone
+from bot.coaching.checkins import CHECKIN_MARKER, user_zone
 from bot.i18n import N_
 from bot.store import Answer, User
 

@@ -20,7 +20,7 @@ from sqlalchemy import ColumnElement, String, and_, cast, delete, exists, func, 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.chart import ChartLabels, weekly_points, weekly_trend_png
-from bot.coaching.conversation import CHECKIN_MARKER, user_zone
+from bot.coaching.checkins import CHECKIN_MARKER, user_zone
 from bot.coaching.progress import current_streak
 from bot.dialogue.model import DialogueSet
 from bot.i18n import Translator

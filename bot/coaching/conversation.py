@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching.checkins import checkin_days, user_zone
+from bot.coaching.coach import event_for_status, notify_coaches
 from bot.coaching.streaks import streak
 from bot.dialogue.expr import Value
 from bot.dialogue.model import DialogueSet
@@ -20,15 +21,13 @@ from bot.engine import Context, ConversationState, Outcome, Turn, handle, resume
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
 from bot.i18n import normalize_locale, translator_for
-from bot.store import Answer, Goal, User
+from bot.store import Goal, User
 from bot.store import Turn as StoreTurn
 
 # Contracts with the dialogues (see docs/dialogue-language.md, "What the platform reads").
-CHECKIN_DIALOGUE = "daily_checkin"
-CHECKIN_MARKER = "checkin.mood"
 GOAL_SETTING = "goal_setting"
+EXERCISE_STATUS = "exercise.status"
 WEEKLY_REVIEW = "weekly_review"
-STREAK_LOOKBACK = 400
 
 
 @dataclass(frozen=True)
@@ -42,24 +41,6 @@ class Resume:
 
 
 Action = Turn | Start | Resume
-
-
-def user_zone(user: User) -> ZoneInfo:
-    try:
-        return ZoneInfo(user.time_zone)
-    except (ZoneInfoNotFoundError, ValueError):
-        return ZoneInfo("UTC")
-
-
-async def checkin_days(session: AsyncSession, user: User, zone: ZoneInfo) -> list[date]:
-    rows = await session.execute(
-        select(Answer.answered_at)
-        .where(Answer.user_id == user.id, Answer.dialogue_id == CHECKIN_DIALOGUE,
-               Answer.variable == CHECKIN_MARKER)
-        .order_by(Answer.answered_at.desc())
-        .limit(STREAK_LOOKBACK)
-    )
-    return [at.astimezone(zone).date() for at in rows.scalars()]
 
 
 async def context_for(session: AsyncSession, user: User, now: datetime) -> Context:
@@ -192,6 +173,11 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         outcome = run_engine(dialogues, state, action, ctx)
     for answer in outcome.saved:
         t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value)
+        event = event_for_status(answer.value) if answer.variable == EXERCISE_STATUS else None
+        if event is not None:
+            await notify_coaches(t.session, user.id, event, now)
+    if outcome.crisis:  # the coach hears that it happened, never what was written
+        await notify_coaches(t.session, user.id, "crisis", now)
     await apply_goals(t.session, user, outcome, now)
     t.set_state(outcome.state.to_dict())
     return outcome

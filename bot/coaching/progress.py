@@ -7,7 +7,7 @@ from datetime import date, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.conversation import checkin_days, user_zone
+from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.streaks import streak
 from bot.engine import Context
 from bot.store import Goal, User

@@ -38,7 +38,8 @@ from sqlalchemy import Row, case, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.conversation import CHECKIN_DIALOGUE, WEEKLY_REVIEW, Start, converse
+from bot.coaching.checkins import CHECKIN_DIALOGUE
+from bot.coaching.conversation import WEEKLY_REVIEW, Start, converse
 from bot.dialogue.model import DialogueSet
 from bot.schedule import planning
 from bot.schedule.planning import Profile

@@ -12,6 +12,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler  # type: ignore[impo
 
 from bot.config import Settings
 from bot.dialogue.model import DialogueSet
+from bot.schedule.digests import send_digests
 from bot.schedule.jobs import claim_and_start, default_worker_id, plan
 from bot.store import Store
 
@@ -36,6 +37,8 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
         if time.monotonic() - last_plan >= plan_every:
             last_plan = time.monotonic()
             await plan(store, now)
+        if await send_digests(store, now):
+            sender.nudge()
         while True:
             results = await claim_and_start(store, dialogues, now, worker_id=worker_id,
                                             batch=CLAIM_BATCH)

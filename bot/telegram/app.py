@@ -165,7 +165,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
         .build()
     )
     sender = Sender(store, application.bot, rate=settings.send_rate)
-    handlers = Handlers(store, dialogues, sender)
+    handlers = Handlers(store, dialogues, sender, admin_ids=settings.admin_ids,
+                        bot_username=lambda: application.bot.username)
     application.add_handler(TypeHandler(Update, handlers.on_update))
     application.add_error_handler(_on_error)
     runner: web.AppRunner | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from telegram import Message, Update
@@ -29,6 +29,7 @@ from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
 from bot.store import Store
 from bot.store import Turn as StoreTurn
+from bot.telegram.coach import CoachHandlers
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,16 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("timezone", N_("Change your time zone")),
     ("language", N_("Change the language")),
     ("cancel", N_("Stop the current conversation")),
+    ("coach", N_("The coaches who see your progress")),
     ("export", N_("Download all your data")),
     ("delete", N_("Delete all your data")),
     ("help", N_("What I can do")),
+)
+COACH_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("invite", N_("Invite a client (a link that works once)")),
+    ("clients", N_("Your clients and their progress")),
+    ("assign", N_("Assign an exercise to a client")),
+    ("progress", N_("A client's progress: /progress name")),
 )
 DIALOGUE_COMMANDS = {"goal": "goal_setting", "checkin": "daily_checkin",
                      "timezone": "set_timezone", "reminders": "reminders"}
@@ -64,6 +72,12 @@ class Handlers:
     store: Store
     dialogues: DialogueSet
     sender: Deliverer
+    admin_ids: frozenset[int] = frozenset()
+    bot_username: Callable[[], str] = lambda: "coachbot"
+    coach: CoachHandlers = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.coach = CoachHandlers(self.dialogues, self._turn, self.admin_ids, self.bot_username)
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -161,13 +175,16 @@ class Handlers:
         if command in ENGINE_COMMANDS:
             await self._converse(update, Turn(command=ENGINE_COMMANDS[command]))
         elif command == "start":
-            await self._on_start(update, argument)
+            if not await self.coach.on_start_payload(update, argument):
+                await self._on_start(update, argument)
+        elif await self.coach.on_command(update, command, argument):
+            return
         elif command == "checkin":
             await self._on_checkin(update)
         elif command in DIALOGUE_COMMANDS:
             await self._converse(update, Start(DIALOGUE_COMMANDS[command]))
         elif command == "help":
-            await self._say(update, lambda t: help_reply(t.user.locale))
+            await self._say(update, lambda t: help_reply(t.user.locale, coach=t.user.is_coach))
         elif command == "language":
             await self._say(update, lambda t: language_reply(t.user.locale))
         elif command == "progress":
@@ -250,6 +267,8 @@ class Handlers:
             await self._on_delete(update, confirmed=value == "yes")
         elif kind == "exercise" and value in self.dialogues:
             await self._converse(update, Start(value))
+        elif await self.coach.on_button(update, data):
+            return
         else:
             await self._converse(update, Turn(button=data))
 
@@ -288,11 +307,14 @@ def enqueue_replies(t: StoreTurn, replies: tuple[Reply, ...]) -> None:
         t.enqueue(t.user_id, reply.to_payload())
 
 
-def help_reply(locale: str) -> Reply:
+def help_reply(locale: str, *, coach: bool = False) -> Reply:
     tr = translator_for(locale)
     lines = [tr.gettext("I am your coaching companion between sessions with your coach. "
                         "I ask questions; the answers and the goals are yours."), ""]
     lines += [f"/{name} — {tr.gettext(description)}" for name, description in COMMANDS]
+    if coach:
+        lines += ["", tr.gettext("For coaches:")]
+        lines += [f"/{name} — {tr.gettext(description)}" for name, description in COACH_COMMANDS]
     lines += ["", tr.gettext("During a conversation: /back goes to the previous question, "
                              "/skip skips an optional one.")]
     return Reply("\n".join(lines))

@@ -369,6 +369,15 @@ class Sender:
 
     async def _deliver(self, row: Claimed) -> None:
         payload = row.payload
+        if "photo" in payload:  # a chart: PNG bytes, hex-encoded to stay JSON
+            await self.chats.wait(row.chat_id)
+            await self.bucket.acquire()
+            try:
+                await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
+                                          caption=str(payload.get("caption") or "")[:1024])
+            finally:
+                self.chats.sent(row.chat_id)
+            return
         parts = split_text(str(payload.get("text", "")))
         markup = keyboard(payload.get("buttons") or ())
         for index, part in enumerate(parts):

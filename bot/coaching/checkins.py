@@ -1,0 +1,33 @@
+"""Daily check-ins as the record shows them: which local days a client checked in."""
+
+from __future__ import annotations
+
+from datetime import date
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.store import Answer, User
+
+CHECKIN_DIALOGUE = "daily_checkin"
+CHECKIN_MARKER = "checkin.mood"  # answered once per check-in, so it marks the day
+STREAK_LOOKBACK = 400
+
+
+def user_zone(user: User) -> ZoneInfo:
+    try:
+        return ZoneInfo(user.time_zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+async def checkin_days(session: AsyncSession, user: User, zone: ZoneInfo) -> list[date]:
+    rows = await session.execute(
+        select(Answer.answered_at)
+        .where(Answer.user_id == user.id, Answer.dialogue_id == CHECKIN_DIALOGUE,
+               Answer.variable == CHECKIN_MARKER)
+        .order_by(Answer.answered_at.desc())
+        .limit(STREAK_LOOKBACK)
+    )
+    return [at.astimezone(zone).date() for at in rows.scalars()]

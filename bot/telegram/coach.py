@@ -1,0 +1,276 @@
+"""The coach's side on Telegram: invites, clients, remote exercises, progress; and the
+client's consent to a link and their way out of it. Every step checks, in the domain layer,
+that the coach may act on that client, so forged button data gets nowhere."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from telegram import Update
+
+from bot.coaching import coach as domain
+from bot.coaching.conversation import Start, converse
+from bot.dialogue.model import DialogueSet
+from bot.engine import Outcome, Reply
+from bot.engine.state import Button
+from bot.i18n import Translator, translator_for
+from bot.store import Turn as StoreTurn
+
+log = logging.getLogger(__name__)
+
+Respond = Callable[[Update, Callable[[StoreTurn], Awaitable[Outcome | None]]], Awaitable[None]]
+INVITE_PREFIX = "invite_"
+# Schedules a coach picks from: (button key, schedule, how long in days).
+SCHEDULES: dict[str, tuple[dict[str, object], int]] = {
+    "d7": ({"kind": "daily", "days": 7}, 7),
+    "d14": ({"kind": "daily", "days": 14}, 14),
+    "d30": ({"kind": "daily", "days": 30}, 30),
+    "mwf": ({"kind": "weekdays", "weekdays": [0, 2, 4]}, 28),
+}
+
+
+def say(t: StoreTurn, text: str, buttons: tuple[Button, ...] = ()) -> None:
+    t.enqueue(t.user_id, Reply(text, buttons).to_payload())
+
+
+def schedule_label(key: str, tr: Translator) -> str:
+    labels = {
+        "d7": tr.gettext("Every day for a week"),
+        "d14": tr.gettext("Every day for two weeks"),
+        "d30": tr.gettext("Every day for a month"),
+        "mwf": tr.gettext("Monday, Wednesday, Friday for four weeks"),
+    }
+    return labels[key]
+
+
+@dataclass
+class CoachHandlers:
+    dialogues: DialogueSet
+    respond: Respond
+    admin_ids: frozenset[int]
+    bot_username: Callable[[], str]
+
+    async def on_command(self, update: Update, command: str, argument: str) -> bool:
+        """Handle a coach command; False when the command is not one of these."""
+        handlers = {"invite": self._invite, "clients": self._clients, "assign": self._assign,
+                    "coach": self._coaches, "makecoach": self._make_coach}
+        if command == "progress" and argument:
+            await self.respond(update, lambda t: self._progress(t, argument))
+            return True
+        handler = handlers.get(command)
+        if handler is None:
+            return False
+        await self.respond(update, lambda t: handler(t, argument))
+        return True
+
+    async def on_button(self, update: Update, data: str) -> bool:
+        kind, _, rest = data.partition(":")
+        if kind == "invite":
+            await self.respond(update, lambda t: self._answer_invite(t, rest))
+        elif kind == "assign":
+            await self.respond(update, lambda t: self._assign_step(t, rest))
+        elif kind == "unlink":
+            await self.respond(update, lambda t: self._unlink(t, rest))
+        elif kind == "client":
+            await self.respond(update, lambda t: self._progress(t, rest))
+        else:
+            return False
+        return True
+
+    async def on_start_payload(self, update: Update, payload: str) -> bool:
+        if not payload.startswith(INVITE_PREFIX):
+            return False
+        code = payload[len(INVITE_PREFIX):]
+        await self.respond(update, lambda t: self._offer_invite(t, code))
+        return True
+
+    # -- coaches -------------------------------------------------------------------------------
+
+    async def _make_coach(self, t: StoreTurn, argument: str) -> None:
+        tr = translator_for(t.user.locale)
+        if t.user_id not in self.admin_ids:
+            say(t, tr.gettext("I don't know that command. Send /help to see what I can do."))
+            return None
+        target = int(argument) if argument.lstrip("-").isdigit() else t.user_id
+        await domain.make_coach(t.session, target)
+        say(t, tr.gettext("Done: user {user} can now invite clients with /invite.").format(
+            user=target))
+        return None
+
+    async def _invite(self, t: StoreTurn, argument: str) -> None:
+        tr = translator_for(t.user.locale)
+        try:
+            code = await domain.create_invite(t.session, t.user_id, t.now)
+        except domain.NotACoach:
+            say(t, tr.gettext("Only coaches can invite clients. If you are a coach, ask the "
+                              "bot's administrator to set you up."))
+            return None
+        link = f"https://t.me/{self.bot_username()}?start={INVITE_PREFIX}{code}"
+        expires = tr.date((t.now + timedelta(days=7)).date(), "long")
+        say(t, tr.gettext("Send this link to your client. It works once, until {date}:\n{link}")
+            .format(date=expires, link=link))
+        return None
+
+    async def _clients(self, t: StoreTurn, argument: str) -> None:
+        tr = translator_for(t.user.locale)
+        clients = await domain.clients_of(t.session, t.user_id)
+        if not clients:
+            say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
+            return None
+        say(t, tr.gettext("Your clients. Pick one to see their progress:"), tuple(
+            Button(client.first_name or str(client.user_id), f"client:{client.user_id}")
+            for client in clients))
+        return None
+
+    async def _progress(self, t: StoreTurn, argument: str) -> None:
+        """A coach asking for one client's progress: the report, and the weekly chart."""
+        tr = translator_for(t.user.locale)
+        client_id = await self._find_client(t, argument)
+        try:
+            if client_id is None:
+                raise domain.NotYourClient()
+            progress = await domain.client_progress(t.session, t.user_id, client_id, t.now)
+            chart = await domain.client_trend_png(t.session, t.user_id, client_id, t.now, tr)
+        except domain.NotYourClient:
+            say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
+                              "them."))
+            return None
+        say(t, domain.progress_report(progress, tr))
+        t.enqueue(t.user_id, {"photo": chart.hex(), "caption": tr.gettext(
+            "Weekly trend: mood and goal, last 12 weeks")})
+        return None
+
+    async def _find_client(self, t: StoreTurn, argument: str) -> int | None:
+        argument = argument.strip()
+        if argument.isdigit():
+            return int(argument)
+        wanted = argument.casefold()
+        for client in await domain.clients_of(t.session, t.user_id):
+            if (client.first_name or "").casefold() == wanted:
+                return client.user_id
+        return None
+
+    async def _assign(self, t: StoreTurn, argument: str) -> None:
+        tr = translator_for(t.user.locale)
+        clients = await domain.clients_of(t.session, t.user_id)
+        if not clients:
+            say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
+            return None
+        say(t, tr.gettext("Who is the exercise for?"), tuple(
+            Button(c.first_name or str(c.user_id), f"assign:{c.user_id}") for c in clients))
+        return None
+
+    async def _assign_step(self, t: StoreTurn, rest: str) -> None:
+        """assign:<client> → pick an exercise; assign:<client>:<exercise> → pick a schedule;
+        assign:<client>:<exercise>:<schedule> → done. Checked again at every step."""
+        tr = translator_for(t.user.locale)
+        parts = rest.split(":")
+        if not parts[0].isdigit() or len(parts) > 3:
+            say(t, tr.gettext("That button is no longer valid. Send /assign to start again."))
+            return None
+        client_id = int(parts[0])
+        linked = {c.user_id for c in await domain.clients_of(t.session, t.user_id)}
+        if client_id not in linked:
+            say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
+                              "them."))
+            return None
+        known = domain.exercise_ids(self.dialogues)
+        if len(parts) == 1:
+            say(t, tr.gettext("Which exercise?"), tuple(
+                Button(tr.gettext(self.dialogues[e].title), f"assign:{client_id}:{e}")
+                for e in sorted(known, key=lambda e: tr.gettext(self.dialogues[e].title))))
+            return None
+        if parts[1] not in known:
+            say(t, tr.gettext("That button is no longer valid. Send /assign to start again."))
+            return None
+        if len(parts) == 2:
+            say(t, tr.gettext("How often? It arrives at the client's own check-in time."), tuple(
+                Button(schedule_label(key, tr), f"assign:{client_id}:{parts[1]}:{key}")
+                for key in SCHEDULES))
+            return None
+        preset = SCHEDULES.get(parts[2])
+        if preset is None:
+            say(t, tr.gettext("That button is no longer valid. Send /assign to start again."))
+            return None
+        schedule, days = preset
+        client = next(c for c in await domain.clients_of(t.session, t.user_id)
+                      if c.user_id == client_id)
+        hour = await self._client_hour(t, client_id)
+        today = t.now.date()
+        await domain.assign_exercise(
+            t.session, t.user_id, client_id, parts[1], {**schedule, "hour": hour}, today,
+            today + timedelta(days=days - 1), t.now, known)
+        say(t, tr.gettext("Assigned “{exercise}” to {client}: {schedule}.").format(
+            exercise=tr.gettext(self.dialogues[parts[1]].title),
+            client=tr.isolate(client.first_name or str(client_id)),
+            schedule=schedule_label(parts[2], tr).lower()))
+        return None
+
+    @staticmethod
+    async def _client_hour(t: StoreTurn, client_id: int) -> int:
+        from bot.store import User
+
+        client = await t.session.get(User, client_id)
+        return client.checkin_hour if client is not None else 9
+
+    # -- clients ---------------------------------------------------------------------------------
+
+    async def _offer_invite(self, t: StoreTurn, code: str) -> None:
+        tr = translator_for(t.user.locale)
+        check = await domain.invite_status(t.session, code, t.user_id, t.now)
+        if not check.valid:
+            say(t, tr.gettext("This invitation link is not valid any more (it may have been "
+                              "used or have expired). Please ask your coach for a new one."))
+            return None
+        say(t, tr.gettext("{coach} invites you to share your coaching progress with them: "
+                          "your goals, check-ins and exercise reflections. Nothing you write "
+                          "before you agree is shared, and you can stop sharing at any time "
+                          "with /coach. Do you want to share?").format(
+                              coach=tr.isolate(check.coach_name or "")),
+            (Button(tr.gettext("Yes, share"), f"invite:yes:{code}"),
+             Button(tr.gettext("No"), "invite:no")))
+        return None
+
+    async def _answer_invite(self, t: StoreTurn, rest: str) -> Outcome | None:
+        tr = translator_for(t.user.locale)
+        answer, _, code = rest.partition(":")
+        if answer != "yes":
+            say(t, tr.gettext("Fine, nothing is shared."))
+            return None
+        try:
+            await domain.accept_invite(t.session, code, t.user_id, t.now)
+        except domain.InviteError:
+            say(t, tr.gettext("This invitation link is not valid any more (it may have been "
+                              "used or have expired). Please ask your coach for a new one."))
+            return None
+        say(t, tr.gettext("Done: your coach can now follow your progress. "
+                          "To stop sharing, send /coach."))
+        if t.user.consent_at is None:
+            outcome = await converse(t, self.dialogues, Start("onboarding"), t.now)
+            for reply in outcome.replies:
+                t.enqueue(t.user_id, reply.to_payload())
+            return outcome
+        return None
+
+    async def _coaches(self, t: StoreTurn, argument: str) -> None:
+        tr = translator_for(t.user.locale)
+        coaches = await domain.coaches_of(t.session, t.user_id)
+        if not coaches:
+            say(t, tr.gettext("You are not sharing your progress with any coach."))
+            return None
+        say(t, tr.gettext("You share your progress with these coaches. Press a name to stop "
+                          "sharing with them:"), tuple(
+            Button(c.first_name or str(c.user_id), f"unlink:{c.user_id}") for c in coaches))
+        return None
+
+    async def _unlink(self, t: StoreTurn, rest: str) -> None:
+        tr = translator_for(t.user.locale)
+        coach_id = int(rest) if rest.isdigit() else -1
+        if await domain.unlink(t.session, t.user_id, coach_id, t.now):
+            say(t, tr.gettext("Done: that coach no longer sees your progress."))
+        else:
+            say(t, tr.gettext("You are not sharing your progress with that coach."))
+        return None
