@@ -164,7 +164,7 @@ async def test_declining_consent_keeps_nothing(running_bot: RunningBot) -> None:
     ana = running_bot.user(106)
     await ana.send("/start")
     declined = await ana.press("No")
-    assert "Nothing is kept" in (declined[-1].text or "")
+    assert "nothing is kept" in (declined[-1].text or "")
     assert await count(running_bot, User, 106) == 0
     assert await count(running_bot, Answer, 106) == 0
 
