@@ -9,12 +9,14 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler  # type: ignore[import-untyped]
+from sqlalchemy import func, select
 
 from bot.config import Settings
 from bot.dialogue.model import DialogueSet
+from bot.observability import CHECKINS_DUE, CHECKINS_SENT, OUTBOX_DEPTH
 from bot.schedule.digests import send_digests
 from bot.schedule.jobs import claim_and_start, default_worker_id, plan
-from bot.store import Store
+from bot.store import Outbox, Store
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +27,12 @@ CLAIM_BATCH = 100
 
 class Nudgeable(Protocol):
     def nudge(self) -> None: ...
+
+
+async def outbox_depth(store: Store) -> int:
+    async with store.sessionmaker() as session:
+        return int(await session.scalar(
+            select(func.count()).where(Outbox.status.in_(("pending", "sending")))) or 0)
 
 
 def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker_id: str,
@@ -39,9 +47,12 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
             await plan(store, now)
         if await send_digests(store, now):
             sender.nudge()
+        OUTBOX_DEPTH.set(await outbox_depth(store))
         while True:
             results = await claim_and_start(store, dialogues, now, worker_id=worker_id,
                                             batch=CLAIM_BATCH)
+            CHECKINS_DUE.inc(sum(results.values()))
+            CHECKINS_SENT.inc(results.get("started", 0))
             if results.get("started"):
                 sender.nudge()
             if sum(results.values()) < CLAIM_BATCH:

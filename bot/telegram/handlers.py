@@ -27,6 +27,7 @@ from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
 from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
+from bot.observability import handling_update
 from bot.store import Store
 from bot.store import Turn as StoreTurn
 from bot.telegram.coach import CoachHandlers
@@ -132,6 +133,10 @@ class Handlers:
 
     async def on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """The one handler: every update comes here and is sorted by what it carries."""
+        with handling_update(_kind_of(update)):
+            await self._dispatch(update, context)
+
+    async def _dispatch(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.edited_message is not None:
             return  # an edit of an earlier answer: that answer already counted
         if not self._private(update):
@@ -300,6 +305,15 @@ class Handlers:
         await query.get_bot().send_message(user.id, tr.gettext(
             "Done. Everything you shared with me is deleted. If you ever want to start again, "
             "send /start."))
+
+
+def _kind_of(update: Update) -> str:
+    if update.callback_query is not None:
+        return "button"
+    text = update.message.text if update.message is not None else None
+    if text is None:
+        return "other"
+    return "command" if text.startswith("/") else "text"
 
 
 def enqueue_replies(t: StoreTurn, replies: tuple[Reply, ...]) -> None:

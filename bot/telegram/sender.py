@@ -32,6 +32,7 @@ from sqlalchemy.orm import aliased
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
+from bot.observability import record_send
 from bot.store import Outbox, PlannedCheckin, Store, User
 
 log = logging.getLogger(__name__)
@@ -339,16 +340,21 @@ class Sender:
         try:
             await self._deliver_through_429(row)
         except RetryAfter as exc:
+            record_send("429")
             await self._retry(row, _retry_seconds(exc), count_attempt=False, error="RetryAfter")
         except Forbidden as exc:
+            record_send("403")
             log.info("outbox %s: chat %s blocked the bot", row.id, row.chat_id)
             await self._unreachable(row, _describe(exc))
         except BadRequest as exc:
+            record_send("error")
             log.error("outbox %s: rejected by Telegram: %s", row.id, _describe(exc))
             await self._fail(row, _describe(exc))
         except (NetworkError, TelegramError) as exc:  # 5xx, timeouts, connection errors
+            record_send("error")
             await self._after_error(row, _describe(exc))
         else:
+            record_send("ok")
             await self._mark_sent(row)
             return 1
         return 0

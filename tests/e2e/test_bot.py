@@ -227,3 +227,20 @@ async def test_hebrew_reads_right_to_left_around_latin_words(running_bot: Runnin
     assert unicodedata.bidirectional(first_strong) == "R"
     help_text = (await dana.send("/help"))[0].text or ""
     assert "/checkin" in help_text and "Daily check-in" not in help_text
+
+
+async def test_metrics_count_updates_and_sends(running_bot: RunningBot) -> None:
+    from bot.observability import render_metrics
+
+    def value(text: str, name: str) -> float:
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(name))
+
+    before = render_metrics()[0].decode()
+    await running_bot.user(110).send("/help")
+    after = render_metrics()[0].decode()
+    assert value(after, 'updates_handled_total{kind="command"}') == \
+        value(before, 'updates_handled_total{kind="command"}') + 1
+    sent_ok = 'sends_total{outcome="ok"}'
+    assert value(after, sent_ok) >= value(before, sent_ok) + 1
+    assert "update_seconds_bucket" in after
