@@ -550,9 +550,10 @@ def _goal_lines(goals: Sequence[GoalProgress], tr: Translator) -> list[str]:
         lines.append(line)
         if g.baseline is not None and g.target is not None:
             current = g.current if g.current is not None else g.baseline
+            # TRANSLATORS: a line of a coach's report about a client, not addressed to anyone.
             lines.append("  " + tr.gettext(
-                "Started at {baseline}, now at {current}, aiming for {target} "
-                "(on a scale of 1 to 10).").format(
+                "Baseline {baseline}, now {current}, target {target} (scale of 1 to 10).")
+                .format(
                     baseline=tr.number(g.baseline), current=tr.number(current),
                     target=tr.number(g.target)))
     return lines
