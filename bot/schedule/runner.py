@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler  # type: ignore[import-untyped]
@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 TICK_SECONDS = 5.0
 PLAN_EVERY_SECONDS = 60.0
 CLAIM_BATCH = 100
+PROCESSED_UPDATES_KEPT = timedelta(days=2)
 
 
 class Nudgeable(Protocol):
@@ -45,6 +46,8 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
         if time.monotonic() - last_plan >= plan_every:
             last_plan = time.monotonic()
             await plan(store, now)
+            # Telegram redelivers an update for a day at most: older ids need not be kept.
+            await store.prune_processed_updates(now - PROCESSED_UPDATES_KEPT)
         if await send_digests(store, now):
             sender.nudge()
         OUTBOX_DEPTH.set(await outbox_depth(store))

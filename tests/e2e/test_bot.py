@@ -244,3 +244,16 @@ async def test_metrics_count_updates_and_sends(running_bot: RunningBot) -> None:
     sent_ok = 'sends_total{outcome="ok"}'
     assert value(after, sent_ok) >= value(before, sent_ok) + 1
     assert "update_seconds_bucket" in after
+
+
+async def test_the_language_picker_switches_at_once(running_bot: RunningBot) -> None:
+    ana = running_bot.user(111, language_code="it-CH")
+    first = await ana.send("/help")
+    assert "/checkin" in (first[0].text or "") and "Daily check-in" not in (first[0].text or "")
+    picker = await ana.send("/language")
+    labels = [b["text"] for row in (picker[0].reply_markup or {})["inline_keyboard"] for b in row]
+    assert labels == ["English", "Català", "Български", "Hrvatski", "Italiano", "עברית"]
+    switched = await ana.press("Hrvatski")
+    assert switched[0].text == "Od sada ću ti pisati na hrvatskom."
+    user = await running_bot.store.get_user(111)
+    assert user is not None and user.locale == "hr"
