@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -25,13 +24,6 @@ USER = 42
 def dialogues() -> DialogueSet:
     return load_dialogues(REPO / "dialogues")
 
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = Store(f"sqlite+aiosqlite:///{tmp_path / 'c.db'}")
-    await s.start()
-    yield s
-    await s.close()
 
 
 async def say(store: Store, dialogues: DialogueSet, *actions: Turn | Start | Resume,

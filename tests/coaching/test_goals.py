@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,13 +24,6 @@ DEFAULTS = {"text": "In my own words", "scale": "5", "yes_no": "yes", "date": "t
 def dialogues() -> DialogueSet:
     return load_dialogues(REPO / "dialogues")
 
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = Store(f"sqlite+aiosqlite:///{tmp_path / 'g.db'}")
-    await s.start()
-    yield s
-    await s.close()
 
 
 async def play(store: Store, dialogues: DialogueSet, dialogue_id: str,

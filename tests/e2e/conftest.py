@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -97,17 +99,25 @@ def settings_for(fake: FakeBotApi, tmp_path: Path, **overrides: object) -> Setti
     return Settings(**values)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-async def running_bot(fake_bot_api: FakeBotApi, tmp_path: Path) -> AsyncIterator[RunningBot]:
-    settings = settings_for(fake_bot_api, tmp_path)
+@asynccontextmanager
+async def bot_running(fake: FakeBotApi, settings: Settings, *,
+                      ready_call: str = "getUpdates", **serve_args: Any
+                      ) -> AsyncIterator[RunningBot]:
+    """`coachbot run` in this process until the block ends, then a graceful stop."""
     stop = asyncio.Event()
-    task = asyncio.create_task(serve(settings, stop=stop))
-    await fake_bot_api.wait_for_calls("getUpdates", timeout=15)
+    task = asyncio.create_task(serve(settings, stop=stop, **serve_args))
+    await fake.wait_for_calls(ready_call, timeout=15)
     store = Store(settings.database_url)
     await store.start()
     try:
-        yield RunningBot(fake_bot_api, settings, store)
+        yield RunningBot(fake, settings, store)
     finally:
         stop.set()
         await asyncio.wait_for(task, timeout=15)
         await store.close()
+
+
+@pytest.fixture
+async def running_bot(fake_bot_api: FakeBotApi, tmp_path: Path) -> AsyncIterator[RunningBot]:
+    async with bot_running(fake_bot_api, settings_for(fake_bot_api, tmp_path)) as bot:
+        yield bot

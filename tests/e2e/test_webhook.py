@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,9 +9,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.store import Store
-from bot.telegram.app import HEALTH_PATH, SECRET_HEADER, serve
-from tests.e2e.conftest import RunningBot, settings_for
+from bot.telegram.app import HEALTH_PATH, SECRET_HEADER
+from tests.e2e.conftest import RunningBot, bot_running, settings_for
 from tests.fakes.bot_api import FakeBotApi
 
 SECRET = "s3cret-token_for-tests"
@@ -30,17 +28,9 @@ async def webhook_bot(fake_bot_api: FakeBotApi, tmp_path: Path) -> AsyncIterator
     settings = settings_for(fake_bot_api, tmp_path,
                             webhook_url=f"http://127.0.0.1:{port}/telegram",
                             webhook_secret=SECRET)
-    stop = asyncio.Event()
-    task = asyncio.create_task(serve(settings, stop=stop, listen=("127.0.0.1", port)))
-    await fake_bot_api.wait_for_calls("setWebhook", timeout=15)
-    store = Store(settings.database_url)
-    await store.start()
-    try:
-        yield RunningBot(fake_bot_api, settings, store)
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, timeout=15)
-        await store.close()
+    async with bot_running(fake_bot_api, settings, ready_call="setWebhook",
+                           listen=("127.0.0.1", port)) as bot:
+        yield bot
 
 
 async def test_a_conversation_over_the_webhook(webhook_bot: RunningBot) -> None:
