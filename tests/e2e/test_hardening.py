@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections.abc import Callable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,8 +22,8 @@ DIALOGUES = load_dialogues(REPO / "dialogues")
 COMMANDS = ["/start", "/help", "/goal", "/checkin", "/exercises", "/progress", "/language",
             "/timezone", "/reminders", "/cancel", "/back", "/skip", "/dance", "/start@bot",
             "/start invite_", "/export x y", "/goal " + "x" * 300, "/"]
-FUZZ_USER = 301
 _ids = itertools.count(10_000_000)
+_users = itertools.count(3_000)  # each example gets a chat of its own: see the test
 
 texts = st.one_of(
     st.text(max_size=300),
@@ -31,32 +32,51 @@ texts = st.one_of(
 )
 callback_data = st.one_of(st.text(max_size=80), st.sampled_from(
     ["lang:xx", "lang:", "delete:maybe", "exercise:../../etc", "exercise:onboarding",
-     "0000000:done", ":", "lang:he"]))
+     "0000000:done", ":", "lang:he", "assign:1", "client:1", "unlink:x", "invite:yes:guess"]))
+Update = dict[str, object]
+UpdateFor = Callable[[int], Update]
 
 
-def message(user_id: int, text: str) -> dict[str, object]:
+def person(user_id: int) -> dict[str, object]:
+    return {"id": user_id, "is_bot": False, "first_name": "Fuzz"}
+
+
+def message(user_id: int, text: str | None) -> Update:
     return {"message_id": next(_ids), "date": int(time.time()), "text": text,
             "chat": {"id": user_id, "type": "private", "first_name": "Fuzz"},
-            "from": {"id": user_id, "is_bot": False, "first_name": "Fuzz"}}
+            "from": person(user_id)}
 
 
-updates = st.one_of(
-    st.builds(lambda t: {"message": message(FUZZ_USER, t)}, texts),
-    st.builds(lambda c, a: {"message": message(FUZZ_USER, f"{c} {a}".strip())},
-              st.sampled_from(COMMANDS), st.text(max_size=80)),
-    st.builds(lambda d: {"callback_query": {
-        "id": str(next(_ids)), "chat_instance": "1", "data": d,
-        "from": {"id": FUZZ_USER, "is_bot": False, "first_name": "Fuzz"},
-        "message": message(FUZZ_USER, "an old message")}}, callback_data),
+def text_update(text: str) -> UpdateFor:
+    return lambda user: {"message": message(user, text)}
+
+
+def button_update(data: str) -> UpdateFor:
+    return lambda user: {"callback_query": {
+        "id": str(next(_ids)), "chat_instance": "1", "data": data, "from": person(user),
+        "message": message(user, "an old message")}}
+
+
+def sticker_update(user: int) -> Update:
+    return {"message": {**message(user, None), "sticker": {
+        "file_id": "s", "file_unique_id": "s", "width": 1, "height": 1,
+        "is_animated": False, "is_video": False, "type": "regular"}}}
+
+
+POLL: Update = {"poll": {"id": "1", "question": "?", "options": [], "total_voter_count": 0,
+                         "is_closed": False, "is_anonymous": True, "type": "regular",
+                         "allows_multiple_answers": False}}
+
+updates: st.SearchStrategy[UpdateFor] = st.one_of(
+    st.builds(text_update, texts),
+    st.builds(lambda c, a: text_update(f"{c} {a}".strip()), st.sampled_from(COMMANDS),
+              st.text(max_size=80)),
+    st.builds(button_update, callback_data),
     st.sampled_from([
-        {"poll": {"id": "1", "question": "?", "options": [], "total_voter_count": 0,
-                  "is_closed": False, "is_anonymous": True, "type": "regular",
-                  "allows_multiple_answers": False}},
-        {"edited_message": message(FUZZ_USER, "edited")},
-        {"message": {**message(FUZZ_USER, "x"), "text": None, "sticker": {
-            "file_id": "s", "file_unique_id": "s", "width": 1, "height": 1,
-            "is_animated": False, "is_video": False, "type": "regular"}}},
-        {"my_chat_member": None},
+        lambda user: POLL,
+        lambda user: {"edited_message": message(user, "edited")},
+        sticker_update,
+        lambda user: {},  # an update of a kind this bot does not know
     ]),
 )
 
@@ -74,19 +94,19 @@ def assert_consistent(state: ConversationState) -> None:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(batch=st.lists(updates, min_size=1, max_size=4))
 async def test_fuzzed_updates_never_break_the_bot(running_bot: RunningBot,
-                                                  batch: list[dict[str, object]]) -> None:
+                                                  batch: list[UpdateFor]) -> None:
     fake = running_bot.fake
-    for update in batch:
-        fake.send_raw({key: value for key, value in update.items() if value is not None}
-                      if update != {"my_chat_member": None} else {"update_id": next(_ids)})
+    user = next(_users)
+    for make in batch:
+        fake.send_raw(make(user))
     await fake.wait_idle(timeout=30)
-    probe = running_bot.user(FUZZ_USER, first_name="Fuzz")
+    probe = running_bot.user(user, first_name="Fuzz")
     probe.seen = len(probe.messages)
     assert (await probe.send("/help"))[-1].text, "the bot still answers"
-    for sent in fake.messages_to(FUZZ_USER):
+    for sent in fake.messages_to(user):
         assert "Traceback" not in (sent.text or "")
         assert "Sorry, something went wrong" not in (sent.text or ""), sent.text
-    exported = await running_bot.store.export_user(FUZZ_USER)
+    exported = await running_bot.store.export_user(user)
     if exported["conversations"]:
         assert_consistent(ConversationState.from_dict(exported["conversations"][0]["state"]))
 
