@@ -24,8 +24,20 @@ from bot.coaching.checkins import CHECKIN_MARKER, user_zone
 from bot.coaching.progress import current_streak
 from bot.dialogue.model import DialogueSet
 from bot.i18n import Translator
-from bot.store import Answer, Assignment, CoachEvent, CoachLink, Goal, Invite, PlannedCheckin, User
+from bot.store import (
+    Answer,
+    Assignment,
+    CoachEvent,
+    CoachLink,
+    Exercise,
+    Goal,
+    Invite,
+    PlannedCheckin,
+    User,
+)
 from bot.store.models import COACH_EVENT_KINDS
+
+CUSTOM_EXERCISE = "custom_exercise"  # the dialogue that runs a coach's own exercise
 
 INVITE_TTL = timedelta(days=7)
 INVITE_BYTES = 24  # 192 bits; token_urlsafe gives 32 characters of [A-Za-z0-9_-]
@@ -365,8 +377,10 @@ async def coaches_of(session: AsyncSession, client_id: int) -> list[CoachSummary
 
 
 def exercise_ids(dialogues: DialogueSet) -> frozenset[str]:
-    """The ids of the exercise dialogues, what ``assign_exercise`` accepts."""
-    return frozenset(i for i, d in dialogues.dialogues.items() if d.kind == "exercise")
+    """The library exercises, what ``assign_exercise`` accepts by slug: exercise dialogues
+    that need nothing from the platform to run (not the coach's own, `custom_exercise`)."""
+    return frozenset(i for i, d in dialogues.dialogues.items()
+                     if d.kind == "exercise" and not d.requires)
 
 
 def _hour(schedule: Mapping[str, Any]) -> int:
@@ -398,6 +412,13 @@ def validate_schedule(schedule: Mapping[str, Any]) -> dict[str, Any]:
     raise InvalidSchedule("kind must be 'daily' or 'weekdays'")
 
 
+async def own_exercises(session: AsyncSession, coach_id: int) -> list[tuple[int, str]]:
+    """(id, title) of the exercises this coach wrote, oldest first."""
+    rows = await session.execute(select(Exercise.id, Exercise.title)
+                                 .where(Exercise.coach_id == coach_id).order_by(Exercise.id))
+    return [(row.id, row.title) for row in rows]
+
+
 async def assign_exercise(
     session: AsyncSession,
     coach_id: int,
@@ -408,10 +429,19 @@ async def assign_exercise(
     ends_on: date | None,
     now: datetime,
     known_exercises: Collection[str],
+    custom_exercise_id: int | None = None,
 ) -> int:
-    """Assign a library exercise to a client of this coach; returns the assignment id."""
+    """Assign a library exercise (by its slug), or one of this coach's own exercises (by its
+    id, run by the `custom_exercise` dialogue), to a client of this coach; returns the
+    assignment id."""
     await _linked_since(session, coach_id, client_id)
-    if exercise_slug not in known_exercises:
+    if custom_exercise_id is not None:
+        own = await session.scalar(select(Exercise.id).where(
+            Exercise.id == custom_exercise_id, Exercise.coach_id == coach_id))
+        if own is None:
+            raise UnknownExercise("no such exercise of yours")
+        exercise_slug = CUSTOM_EXERCISE
+    elif exercise_slug not in known_exercises:
         raise UnknownExercise(f"no exercise {exercise_slug!r}")
     clean = validate_schedule(schedule)
     if ends_on is not None and ends_on < starts_on:
@@ -420,6 +450,7 @@ async def assign_exercise(
         coach_id=coach_id,
         client_id=client_id,
         exercise_slug=exercise_slug,
+        exercise_id=custom_exercise_id,
         schedule=clean,
         starts_on=starts_on,
         ends_on=ends_on,

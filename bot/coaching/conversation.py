@@ -6,14 +6,16 @@ Both front ends (Telegram and the terminal) go through here, so they behave the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.checkins import checkin_days, user_zone
-from bot.coaching.coach import event_for_status, notify_coaches
+from bot.coaching.coach import CUSTOM_EXERCISE, event_for_status, notify_coaches
 from bot.coaching.streaks import streak
 from bot.dialogue.expr import Value
 from bot.dialogue.model import DialogueSet
@@ -21,18 +23,21 @@ from bot.engine import Context, ConversationState, Outcome, Turn, handle, resume
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
 from bot.i18n import normalize_locale, translator_for
-from bot.store import Goal, User
+from bot.store import Exercise, Goal, User
 from bot.store import Turn as StoreTurn
 
 # Contracts with the dialogues (see docs/dialogue-language.md, "What the platform reads").
 GOAL_SETTING = "goal_setting"
 EXERCISE_STATUS = "exercise.status"
+NEW_EXERCISE = "new_exercise"  # a coach writes an exercise of their own
 WEEKLY_REVIEW = "weekly_review"
 
 
 @dataclass(frozen=True)
 class Start:
     dialogue_id: str
+    # Values the platform hands to the dialogue (a coach's own exercise, say), saved first.
+    variables: Mapping[str, Value] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -61,10 +66,17 @@ def declined_consent(outcome: Outcome) -> bool:
     return any(a.variable == "profile.consent" and a.value is False for a in outcome.saved)
 
 
+def custom_exercise_start(exercise: Exercise) -> Start:
+    """A coach's own exercise runs in one dialogue, filled with its title and instructions."""
+    return Start(CUSTOM_EXERCISE, {"custom.title": exercise.title,
+                                   "custom.instructions": exercise.instructions})
+
+
 def run_engine(dialogues: DialogueSet, state: ConversationState, action: Action,
                ctx: Context) -> Outcome:
     if isinstance(action, Start):
-        return start(dialogues, state, action.dialogue_id, ctx)
+        given = replace(state, variables={**state.variables, **action.variables})
+        return start(dialogues, given, action.dialogue_id, ctx)
     if isinstance(action, Resume):
         return resume(dialogues, state, ctx)
     return handle(dialogues, state, action, ctx)
@@ -157,6 +169,20 @@ async def apply_goals(session: AsyncSession, user: User, outcome: Outcome,
         await session.flush()
 
 
+async def apply_new_exercise(session: AsyncSession, user: User, outcome: Outcome,
+                             now: datetime) -> None:
+    """A coach who wrote an exercise and chose to save it gets it in their library."""
+    variables = outcome.state.variables
+    if NEW_EXERCISE not in outcome.finished or variables.get("custom.save") is not True \
+            or not user.is_coach:
+        return
+    session.add(Exercise(coach_id=user.id, slug=f"custom_{secrets.token_hex(6)}",
+                         title=str(variables.get("custom.title") or ""),
+                         instructions=str(variables.get("custom.instructions") or ""),
+                         questions=[]))
+    await session.flush()
+
+
 async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
                    now: datetime) -> Outcome:
     """Run one message through the engine inside the store turn `t` (not committed here)."""
@@ -179,5 +205,6 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     if outcome.crisis:  # the coach hears that it happened, never what was written
         await notify_coaches(t.session, user.id, "crisis", now)
     await apply_goals(t.session, user, outcome, now)
+    await apply_new_exercise(t.session, user, outcome, now)
     t.set_state(outcome.state.to_dict())
     return outcome

@@ -39,7 +39,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.checkins import CHECKIN_DIALOGUE
-from bot.coaching.conversation import WEEKLY_REVIEW, Start, converse
+from bot.coaching.conversation import WEEKLY_REVIEW, Start, converse, custom_exercise_start
 from bot.dialogue.model import DialogueSet
 from bot.schedule import planning
 from bot.schedule.planning import Profile
@@ -47,6 +47,7 @@ from bot.store import (
     Answer,
     Assignment,
     Conversation,
+    Exercise,
     Goal,
     PlannedCheckin,
     Store,
@@ -305,17 +306,22 @@ async def _daily_verdict(t: Turn, row: Claimed, profile: Profile, now: datetime)
     return None
 
 
-async def _dialogue_for(t: Turn, row: Claimed, dialogues: DialogueSet) -> str | None:
+async def _start_for(t: Turn, row: Claimed) -> Start | None:
+    """What to start for this row: a check-in, a review, or an assigned exercise (a coach's
+    own exercise runs in the custom exercise dialogue, filled with its title and text)."""
     if row.kind == "daily":
-        return CHECKIN_DIALOGUE
+        return Start(CHECKIN_DIALOGUE)
     if row.kind == "weekly":
-        return WEEKLY_REVIEW
+        return Start(WEEKLY_REVIEW)
     if not row.ref.isdigit():
         return None
     assignment = await t.session.get(Assignment, int(row.ref))
     if assignment is None or not assignment.active or assignment.client_id != t.user_id:
         return None
-    return assignment.exercise_slug
+    if assignment.exercise_id is not None:
+        exercise = await t.session.get(Exercise, assignment.exercise_id)
+        return None if exercise is None else custom_exercise_start(exercise)
+    return Start(assignment.exercise_slug or "")
 
 
 async def _busy(t: Turn, now: datetime) -> bool:
@@ -334,8 +340,8 @@ def _user_gone(user: User, now: datetime) -> bool:
 
 
 async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
-                  now: datetime) -> tuple[str, str | None]:
-    """(status, dialogue id to start) for a claimed row inside its user's turn."""
+                  now: datetime) -> tuple[str, Start | None]:
+    """(status, what to start) for a claimed row inside its user's turn."""
     profile = profile_of(t.user)
     if _user_gone(t.user, now):
         return "cancelled", None
@@ -345,13 +351,13 @@ async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
         verdict = await _daily_verdict(t, row, profile, now)
         if verdict is not None:
             return verdict, None
-    dialogue_id = await _dialogue_for(t, row, dialogues)
-    if dialogue_id is None or dialogue_id not in dialogues:
-        log.warning("check-in %s (%s): no dialogue %r to start", row.id, row.kind, dialogue_id)
+    action = await _start_for(t, row)
+    if action is None or action.dialogue_id not in dialogues:
+        log.warning("check-in %s (%s): nothing to start", row.id, row.kind)
         return "cancelled", None
     if await _busy(t, now):
         return "postponed", None
-    return "started", dialogue_id
+    return "started", action
 
 
 async def _set_status(t: Turn, row: Claimed, status: str, now: datetime) -> None:
@@ -371,9 +377,9 @@ async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime
     """Inside the user's turn: start the row's dialogue into the outbox, or settle it."""
     if not await _still_mine(t, row, worker_id):
         return "lost"
-    status, dialogue_id = await _decide(t, row, dialogues, now)
-    if dialogue_id is not None:
-        outcome = await converse(t, dialogues, Start(dialogue_id), now)
+    status, action = await _decide(t, row, dialogues, now)
+    if action is not None:
+        outcome = await converse(t, dialogues, action, now)
         for reply in outcome.replies:
             t.enqueue(chat_id=t.user_id, payload=reply.to_payload())
     await _set_status(t, row, status, now)

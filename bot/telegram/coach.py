@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import time, timedelta
 
 from telegram import Update
 
@@ -29,7 +29,12 @@ SCHEDULES: dict[str, tuple[dict[str, object], int]] = {
     "d14": ({"kind": "daily", "days": 14}, 14),
     "d30": ({"kind": "daily", "days": 30}, 30),
     "mwf": ({"kind": "weekdays", "weekdays": [0, 2, 4]}, 28),
+    "tt": ({"kind": "weekdays", "weekdays": [1, 3]}, 28),
+    "wd": ({"kind": "weekdays", "weekdays": [0, 1, 2, 3, 4]}, 14),
 }
+# The hours a coach picks from, in the client's own time zone; "c" is the client's check-in.
+HOURS = ("c", "7", "8", "12", "18", "20")
+CUSTOM = "x"  # prefix of a coach's own exercise in button data: x<id>
 
 
 def say(t: StoreTurn, text: str, buttons: tuple[Button, ...] = ()) -> None:
@@ -42,8 +47,16 @@ def schedule_label(key: str, tr: Translator) -> str:
         "d14": tr.gettext("Every day for two weeks"),
         "d30": tr.gettext("Every day for a month"),
         "mwf": tr.gettext("Monday, Wednesday, Friday for four weeks"),
+        "tt": tr.gettext("Tuesday and Thursday for four weeks"),
+        "wd": tr.gettext("Monday to Friday for two weeks"),
     }
     return labels[key]
+
+
+def hour_label(key: str, tr: Translator) -> str:
+    if key == "c":
+        return tr.gettext("At their check-in time")
+    return tr.time(time(int(key)))
 
 
 @dataclass
@@ -56,7 +69,8 @@ class CoachHandlers:
     async def on_command(self, update: Update, command: str, argument: str) -> bool:
         """Handle a coach command; False when the command is not one of these."""
         handlers = {"invite": self._invite, "clients": self._clients, "assign": self._assign,
-                    "coach": self._coaches, "makecoach": self._make_coach}
+                    "coach": self._coaches, "makecoach": self._make_coach,
+                    "newexercise": self._new_exercise}
         if command == "progress" and argument:
             await self.respond(update, lambda t: self._progress(t, argument))
             return True
@@ -114,6 +128,17 @@ class CoachHandlers:
             .format(date=expires, link=link))
         return None
 
+    async def _new_exercise(self, t: StoreTurn, argument: str) -> Outcome | None:
+        if not t.user.is_coach:
+            say(t, translator_for(t.user.locale).gettext(
+                "Only coaches can write exercises. If you are a coach, ask the bot's "
+                "administrator to set you up."))
+            return None
+        outcome = await converse(t, self.dialogues, Start("new_exercise"), t.now)
+        for reply in outcome.replies:
+            t.enqueue(t.user_id, reply.to_payload())
+        return outcome
+
     async def _clients(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
         clients = await domain.clients_of(t.session, t.user_id)
@@ -164,50 +189,67 @@ class CoachHandlers:
         return None
 
     async def _assign_step(self, t: StoreTurn, rest: str) -> None:
-        """assign:<client> → pick an exercise; assign:<client>:<exercise> → pick a schedule;
-        assign:<client>:<exercise>:<schedule> → done. Checked again at every step."""
+        """assign:<client> → the exercise; …:<exercise> → how often; …:<schedule> → at what
+        time; …:<hour> → assigned. Every step checks again that this is the coach's client
+        and the coach's exercise, so a forged button gets nowhere."""
         tr = translator_for(t.user.locale)
         parts = rest.split(":")
-        if not parts[0].isdigit() or len(parts) > 3:
-            say(t, tr.gettext("That button is no longer valid. Send /assign to start again."))
+        invalid = tr.gettext("That button is no longer valid. Send /assign to start again.")
+        if not parts[0].isdigit() or len(parts) > 4:
+            say(t, invalid)
             return None
         client_id = int(parts[0])
-        linked = {c.user_id for c in await domain.clients_of(t.session, t.user_id)}
-        if client_id not in linked:
+        clients = {c.user_id: c for c in await domain.clients_of(t.session, t.user_id)}
+        if client_id not in clients:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
                               "them."))
             return None
-        known = domain.exercise_ids(self.dialogues)
+        choices = await self._exercise_choices(t, tr)
         if len(parts) == 1:
             say(t, tr.gettext("Which exercise?"), tuple(
-                Button(tr.gettext(self.dialogues[e].title), f"assign:{client_id}:{e}")
-                for e in sorted(known, key=lambda e: tr.gettext(self.dialogues[e].title))))
+                Button(title, f"assign:{client_id}:{key}") for key, title in choices.items()))
             return None
-        if parts[1] not in known:
-            say(t, tr.gettext("That button is no longer valid. Send /assign to start again."))
+        exercise = parts[1]
+        if exercise not in choices:
+            say(t, invalid)
             return None
+        prefix = f"assign:{client_id}:{exercise}"
         if len(parts) == 2:
-            say(t, tr.gettext("How often? It arrives at the client's own check-in time."), tuple(
-                Button(schedule_label(key, tr), f"assign:{client_id}:{parts[1]}:{key}")
-                for key in SCHEDULES))
+            say(t, tr.gettext("How often?"), tuple(
+                Button(schedule_label(key, tr), f"{prefix}:{key}") for key in SCHEDULES))
             return None
-        preset = SCHEDULES.get(parts[2])
-        if preset is None:
-            say(t, tr.gettext("That button is no longer valid. Send /assign to start again."))
+        if parts[2] not in SCHEDULES:
+            say(t, invalid)
             return None
-        schedule, days = preset
-        client = next(c for c in await domain.clients_of(t.session, t.user_id)
-                      if c.user_id == client_id)
-        hour = await self._client_hour(t, client_id)
+        if len(parts) == 3:
+            say(t, tr.gettext("At what time? It is the client's own local time."), tuple(
+                Button(hour_label(key, tr), f"{prefix}:{parts[2]}:{key}") for key in HOURS))
+            return None
+        if parts[3] not in HOURS:
+            say(t, invalid)
+            return None
+        schedule, days = SCHEDULES[parts[2]]
+        hour = await self._client_hour(t, client_id) if parts[3] == "c" else int(parts[3])
         today = t.now.date()
+        custom = int(exercise[len(CUSTOM):]) if exercise.startswith(CUSTOM) else None
         await domain.assign_exercise(
-            t.session, t.user_id, client_id, parts[1], {**schedule, "hour": hour}, today,
-            today + timedelta(days=days - 1), t.now, known)
-        say(t, tr.gettext("Assigned “{exercise}” to {client}: {schedule}.").format(
-            exercise=tr.gettext(self.dialogues[parts[1]].title),
-            client=tr.isolate(client.first_name or str(client_id)),
-            schedule=schedule_label(parts[2], tr).lower()))
+            t.session, t.user_id, client_id, exercise, {**schedule, "hour": hour}, today,
+            today + timedelta(days=days - 1), t.now, domain.exercise_ids(self.dialogues),
+            custom_exercise_id=custom)
+        assigned = tr.gettext("Assigned “{exercise}” to {client}.").format(
+            exercise=tr.isolate(choices[exercise]),
+            client=tr.isolate(clients[client_id].first_name or str(client_id)))
+        say(t, f"{assigned}\n{schedule_label(parts[2], tr)} · {hour_label(parts[3], tr)}")
         return None
+
+    async def _exercise_choices(self, t: StoreTurn, tr: Translator) -> dict[str, str]:
+        """Button key → title: the library's exercises, then the coach's own."""
+        library = {e: tr.gettext(self.dialogues[e].title)
+                   for e in domain.exercise_ids(self.dialogues)}
+        choices = dict(sorted(library.items(), key=lambda item: item[1]))
+        for exercise_id, title in await domain.own_exercises(t.session, t.user_id):
+            choices[f"{CUSTOM}{exercise_id}"] = title
+        return choices
 
     @staticmethod
     async def _client_hour(t: StoreTurn, client_id: int) -> int:

@@ -14,6 +14,7 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
+from bot.coaching.coach import exercise_ids
 from bot.coaching.conversation import (
     Action,
     Resume,
@@ -55,6 +56,7 @@ COACH_COMMANDS: tuple[tuple[str, str], ...] = (
     ("invite", N_("Invite a client (a link that works once)")),
     ("clients", N_("Your clients and their progress")),
     ("assign", N_("Assign an exercise to a client")),
+    ("newexercise", N_("Write an exercise of your own")),
     ("progress", N_("A client's progress: /progress name")),
 )
 DIALOGUE_COMMANDS = {"goal": "goal_setting", "checkin": "daily_checkin",
@@ -351,7 +353,7 @@ def delete_reply(locale: str) -> Reply:
 
 def exercises_reply(dialogues: DialogueSet, locale: str) -> Reply:
     tr = translator_for(locale)
-    exercises = sorted((d for d in dialogues.dialogues.values() if d.kind == "exercise"),
+    exercises = sorted((dialogues[i] for i in exercise_ids(dialogues)),
                        key=lambda d: tr.gettext(d.title))
     if not exercises:
         return Reply(tr.gettext("There are no exercises yet."))

@@ -4,11 +4,12 @@ what a coach must never reach."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
 from bot.coaching.coach import make_coach
-from bot.store import Assignment, CoachLink
+from bot.store import Assignment, CoachLink, Exercise, PlannedCheckin, User
 from tests.e2e.conftest import RunningBot
 
 COACH, CLIENT, OTHER_COACH, STRANGER = 401, 402, 403, 404
@@ -48,15 +49,17 @@ async def test_invite_consent_progress_assign_and_unlink(running_bot: RunningBot
     await coach.send("/assign")
     await coach.press("Luca")
     await coach.press("Three good things")
-    done = await coach.press("Every day for a week")
-    assert done[0].text == "Assigned “Three good things” to Luca: every day for a week."
+    await coach.press("Every day for a week")
+    done = await coach.press("8:00\u202fAM")
+    assert done[0].text == ("Assigned “Three good things” to Luca.\n"
+                            "Every day for a week · 8:00\u202fAM")
     async with running_bot.store.sessionmaker() as session:
         assignment = (await session.execute(select(Assignment))).scalar_one()
     assert (assignment.coach_id, assignment.client_id, assignment.exercise_slug) == (
         COACH, CLIENT, "three_good_things")
 
     # Another coach, with forged buttons and commands, gets nowhere.
-    for forged in (f"assign:{CLIENT}", f"assign:{CLIENT}:three_good_things:d7",
+    for forged in (f"assign:{CLIENT}", f"assign:{CLIENT}:three_good_things:d7:8",
                    f"client:{CLIENT}"):
         running_bot.fake.send_raw({"callback_query": {
             "id": forged, "chat_instance": "1", "data": forged,
@@ -85,3 +88,56 @@ async def test_only_coaches_invite(running_bot: RunningBot) -> None:
     answer = (await someone.send("/invite"))[0].text or ""
     assert "Only coaches can invite clients" in answer
     assert "can't find that client" in ((await someone.send("/progress 402"))[0].text or "")
+
+
+async def test_a_coach_writes_an_exercise_and_the_client_gets_it(
+    running_bot: RunningBot,
+) -> None:
+    await make_coaches(running_bot, COACH, OTHER_COACH)
+    coach = running_bot.user(COACH, first_name="Marta")
+    client = running_bot.user(CLIENT, first_name="Luca")
+    other = running_bot.user(OTHER_COACH, first_name="Eve")
+    invite = (await coach.send("/invite"))[0].text or ""
+    code = re.search(r"start=(invite_[A-Za-z0-9_-]+)", invite)
+    assert code is not None
+    await client.send(f"/start {code.group(1)}")
+    await client.press("Yes, share")
+    await client.send("/cancel")
+
+    await coach.send("/newexercise")
+    await coach.send("Morning pages")
+    await coach.send("Write three pages by hand every morning, before you check your phone.")
+    saved = await coach.press("Yes")
+    assert saved[0].text is not None and saved[0].text.startswith("Saved.")
+    await coach.send("/assign")
+    await coach.press("Luca")
+    await coach.press("Morning pages")
+    await coach.press("Monday to Friday for two weeks")
+    done = await coach.press("At their check-in time")
+    assert done[0].text == ("Assigned “Morning pages” to Luca.\n"
+                            "Monday to Friday for two weeks · At their check-in time")
+    # Another coach sees neither the exercise nor a way to assign it.
+    await other.send("/newexercise")
+    await other.send("Mine")
+    await other.send("Do it")
+    await other.press("Yes")
+    async with running_bot.store.sessionmaker() as session:
+        theirs = (await session.execute(select(Exercise.id).where(
+            Exercise.coach_id == COACH))).scalar_one()
+        assignment = (await session.execute(select(Assignment))).scalar_one()
+        assert assignment.exercise_id == theirs
+        # Due now, as the scheduler would plan it: the running bot's tick starts it.
+        client_row = await session.get(User, CLIENT)
+        assert client_row is not None
+        client_row.consent_at = datetime.now(UTC)
+        session.add(PlannedCheckin(user_id=CLIENT, kind="exercise", ref=str(assignment.id),
+                                   due_at=datetime.now(UTC) - timedelta(minutes=1)))
+        await session.commit()
+    exercise = await client.replies(timeout=30)
+    assert exercise[0].text == "An exercise from your coach: Morning pages"
+    assert exercise[1].text == ("Write three pages by hand every morning, before you check "
+                                "your phone.")
+    await client.press("I did it")
+    await client.send("My head felt lighter")
+    closing = await client.send("Keep going")
+    assert closing[-1].text == "Thank you, Luca. Your coach will see how it went."
