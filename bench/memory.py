@@ -28,7 +28,7 @@ from bot.store import Conversation, Store, User
 REPO = Path(__file__).parents[1]
 STORED_USERS = 100_000
 ACTIVE = (100, 1_000)
-MID_DIALOGUE = 8  # the first turns of the goal-setting script: /goal ... the target scale
+MID_DIALOGUE = 2  # the first turns of the goal-setting script: /goal, then the goal itself
 SETTLE = 1.0  # seconds before reading VmRSS
 TARGET_MB = 200
 ANSWERS = {"goal.title": "Run a 10k race", "goal.why": "To feel strong again",
@@ -75,7 +75,8 @@ def baseline_pickle(path: Path, users: int) -> None:
         pickle.dump(data, f)
 
 
-async def measure(module: str, args: Callable[[str], list[str]]) -> list[float | str]:
+async def measure(module: str, args: Callable[[str], list[str]],
+                  active_counts: tuple[int, ...] = ACTIVE) -> list[float | str]:
     """RSS (MB) idle, then with 100 and with 1,000 users mid-dialogue."""
     readings: list[float | str] = []
     async with LoadFake() as fake:
@@ -85,9 +86,10 @@ async def measure(module: str, args: Callable[[str], list[str]]) -> list[float |
             await asyncio.sleep(SETTLE)
             readings.append(bot.rss_mb())
             active = 0
-            for count in ACTIVE:
+            for count in active_counts:
                 wave = Wave(count - active)
-                done = await asyncio.gather(*(converse(fake, uid, wave, steps=MID_DIALOGUE)
+                done = await asyncio.gather(*(converse(fake, uid, wave, steps=MID_DIALOGUE,
+                                                       timeout=90)
                                               for uid in range(active + 1, count + 1)))
                 active = count
                 await asyncio.sleep(SETTLE)
@@ -107,7 +109,7 @@ async def measure_all() -> dict[str, list[float | str]]:
         await populate(empty, 0)
         await populate(full, STORED_USERS)
         results["coachbot, empty database"] = await measure(
-            "bench.run_coachbot", lambda url: [url, empty])
+            "bench.run_coachbot", lambda url: [url, empty], ())
         results[f"coachbot, {STORED_USERS:,} users stored"] = await measure(
             "bench.run_coachbot", lambda url: [url, full])
         baseline_empty, baseline_full = Path(tmp) / "empty.pickle", Path(tmp) / "full.pickle"
@@ -127,10 +129,11 @@ def report() -> str:
     results = asyncio.run(measure_all())
     rows: list[list[str]] = []
     for name, (idle, *active) in results.items():
-        few, many = active
+        few, many = active or ("-", "-")
         per_user = ((many - few) * 1024 / (ACTIVE[1] - ACTIVE[0])
                     if isinstance(many, float) and isinstance(few, float) else float("nan"))
-        rows.append([name, _mb(idle), _mb(few), _mb(many), f"{per_user:.1f} KB"])
+        rows.append([name, _mb(idle), _mb(few), _mb(many),
+                     "-" if per_user != per_user else f"{per_user:.1f} KB"])
     coach_empty = results["coachbot, empty database"][0]
     coach_full = results[f"coachbot, {STORED_USERS:,} users stored"]
     peak = coach_full[-1]
