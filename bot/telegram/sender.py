@@ -24,10 +24,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import regex
-from sqlalchemy import Update, bindparam, select, update
+from sqlalchemy import Table, Update, bindparam, select, update
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
@@ -171,7 +171,7 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-_OUTBOX = Outbox.__table__
+_OUTBOX = cast(Table, Outbox.__table__)
 _EARLIER = _OUTBOX.alias("earlier")
 
 
