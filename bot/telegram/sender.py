@@ -24,11 +24,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import regex
-from sqlalchemy import select, update
-from sqlalchemy.orm import aliased
+from sqlalchemy import Table, Update, bindparam, select, update
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
@@ -177,6 +176,42 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+_OUTBOX = cast(Table, Outbox.__table__)
+_EARLIER = _OUTBOX.alias("earlier")
+
+
+def _claim_statement(*, of_one_user: bool) -> Update:
+    """Claim up to :limit due rows (of :user_id), each the oldest undelivered of its chat.
+
+    Built once, in Core with bound parameters: building it per call (an ORM alias, the
+    subqueries, their cache key) and running it through the ORM cost more CPU than the
+    rest of a turn's delivery (see docs/performance.md)."""
+    t, earlier = _OUTBOX.c, _EARLIER.c
+    blocked = (select(earlier.id)
+               .where(earlier.chat_id == t.chat_id, earlier.id < t.id,
+                      earlier.status.in_(("pending", "sending"))).exists())
+    due = (select(t.id)
+           .where(t.status == "pending", t.next_attempt_at <= bindparam("due_by"), ~blocked)
+           .order_by(t.id).limit(bindparam("at_most")).with_for_update(skip_locked=True))
+    if of_one_user:
+        due = due.where(t.user_id == bindparam("of_user"))
+    return (update(_OUTBOX)
+            .where(t.id.in_(due.scalar_subquery()), t.status == "pending")
+            .values(status="sending",
+                    next_attempt_at=bindparam("lease_until", type_=t.next_attempt_at.type),
+                    attempts=t.attempts + 1)
+            .returning(t.id, t.user_id, t.chat_id, t.payload, t.attempts))
+
+
+_CLAIM_ANY = _claim_statement(of_one_user=False)
+_CLAIM_OF_USER = _claim_statement(of_one_user=True)
+_RECORD_SENT = (update(_OUTBOX)
+                .where(_OUTBOX.c.id.in_(bindparam("accepted", expanding=True)))
+                .values(status="sent", sent_at=bindparam("accepted_at",
+                                                         type_=_OUTBOX.c.sent_at.type),
+                        last_error=None))
+
+
 def _retry_seconds(exc: RetryAfter) -> float:
     value = exc.retry_after
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
@@ -312,24 +347,13 @@ class Sender:
             self._released_at = time.monotonic()
             await self.release_expired()
         now = utcnow()
-        earlier = aliased(Outbox)
-        blocked = (select(earlier.id)
-                   .where(earlier.chat_id == Outbox.chat_id, earlier.id < Outbox.id,
-                          earlier.status.in_(("pending", "sending"))).exists())
-        due = (select(Outbox.id)
-               .where(Outbox.status == "pending", Outbox.next_attempt_at <= now, ~blocked)
-               .order_by(Outbox.id).limit(limit).with_for_update(skip_locked=True))
+        params: dict[str, Any] = {"due_by": now, "at_most": limit,
+                                  "lease_until": now + self.lease}
         if user_id is not None:
-            due = due.where(Outbox.user_id == user_id)
-        async with self.store.sessionmaker() as session, session.begin():
-            rows = await session.execute(
-                update(Outbox)
-                .where(Outbox.id.in_(due.scalar_subquery()), Outbox.status == "pending")
-                .values(status="sending", next_attempt_at=now + self.lease,
-                        attempts=Outbox.attempts + 1)
-                .returning(Outbox.id, Outbox.user_id, Outbox.chat_id, Outbox.payload,
-                           Outbox.attempts)
-                .execution_options(synchronize_session=False))
+            params["of_user"] = user_id
+        statement = _CLAIM_ANY if user_id is None else _CLAIM_OF_USER
+        async with self.store.engine.begin() as connection:
+            rows = await connection.execute(statement, params)
             claimed = [Claimed(r.id, r.user_id, r.chat_id, r.payload, r.attempts) for r in rows]
         return sorted(claimed, key=lambda c: c.id)
 
@@ -425,12 +449,9 @@ class Sender:
             await asyncio.sleep(RECORD_DELAY)  # let a few more acceptances join this commit
             batch, self._accepted = self._accepted, []
             try:
-                async with self.store.sessionmaker() as session, session.begin():
-                    await session.execute(
-                        update(Outbox)
-                        .where(Outbox.id.in_([row_id for row_id, _ in batch]))
-                        .values(status="sent", sent_at=utcnow(), last_error=None)
-                        .execution_options(synchronize_session=False))
+                async with self.store.engine.begin() as connection:
+                    await connection.execute(_RECORD_SENT, {
+                        "accepted": [row_id for row_id, _ in batch], "accepted_at": utcnow()})
             except Exception as exc:  # the rows stay 'sending'; their lease brings them back
                 for _, done in batch:
                     done.set_exception(exc)

@@ -1,0 +1,222 @@
+"""Message handling with many users: the real bot process against the fake Bot API.
+
+USERS simulated users go through the goal-setting conversation at the same time, each
+sending the next answer once the bot's replies to the previous one have arrived. Latency
+is from the fake enqueuing an update to the bot's first reply to it arriving at the fake;
+updates/s is all updates of a wave over the wave's wall time. Each configuration runs in
+its own subprocess (its CPU time is its own), warms up, then the best of RUNS waves of
+fresh users counts. A run only counts when every conversation completed, every message
+arrived and (coachbot) every answer is in the database / (baseline) in the pickle file.
+
+Baseline: the same conversation written the usual way (bench/baseline: ConversationHandler,
+PicklePersistence, reply_text), which keeps state in memory and pickles it every 60 s.
+Coachbot runs unpaced (see bench/run_coachbot.py): Telegram's send limits are not the bot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+from sqlalchemy import func, select
+
+from bench.common import machine, table
+from bench.load import (
+    ANSWERS_PER_CONVERSATION,
+    MESSAGES_PER_CONVERSATION,
+    UPDATES_PER_CONVERSATION,
+    BotProcess,
+    LoadFake,
+    Wave,
+    run_wave,
+    transcript,
+)
+from bot.store import Answer, Goal, Store
+
+USERS = int(os.environ.get("BENCH_USERS", 100))
+RUNS = int(os.environ.get("BENCH_RUNS", 1))
+WARMUP_USERS = 20
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
+PG_DATABASE = "coachbot_bench"
+
+
+@dataclass
+class Result:
+    name: str
+    best: Wave | None = None
+    alone: Wave | None = None  # one user alone: the latency without queueing
+    cpu_per_update: float = 0.0
+    checked: str = ""
+    problems: list[str] = field(default_factory=list)
+    transcript: list[tuple[str | None, list[str]]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.best is not None and not self.problems
+
+
+async def fresh_postgres(name: str = PG_DATABASE) -> str | None:
+    """An empty database `name` on the local PostgreSQL; None if there is none."""
+    try:
+        admin = await asyncpg.connect(PG_ADMIN, timeout=5)
+    except (OSError, asyncpg.PostgresError):
+        return None
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    return f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
+
+
+async def drive(name: str, module: str, args: Callable[[str], list[str]],
+                verify: Callable[[range], Awaitable[str]]) -> Result:
+    """Start the bot, warm up, run RUNS waves; `verify(user_ids)` runs after it stopped."""
+    result = Result(name)
+    async with LoadFake() as fake:
+        bot = BotProcess(module, *args(fake.url))
+        await bot.start(fake)
+        first = 1_000_000
+        try:
+            result.alone = await run_wave(fake, range(first, first + 1))
+            warm = await run_wave(fake, range(first + 1, first + 1 + WARMUP_USERS))
+            result.problems += result.alone.failures[:1] + warm.failures[:3]
+            first += 1 + WARMUP_USERS
+            for _ in range(RUNS):
+                users = range(first, first + USERS)
+                first += USERS
+                cpu = bot.cpu_seconds()
+                wave = await run_wave(fake, users)
+                spent = bot.cpu_seconds() - cpu
+                result.problems += wave.failures[:3]
+                if wave.completed != USERS:
+                    result.problems.append(f"{USERS - wave.completed} conversations incomplete")
+                if result.best is None or wave.rate > result.best.rate:
+                    result.best, result.cpu_per_update = wave, spent / max(wave.updates, 1)
+        finally:
+            code = await bot.stop()
+        if code not in (0, None):
+            result.problems.append(f"the bot exited with {code}")
+        everyone = range(1_000_000, first)
+        short = [uid for uid in everyone
+                 if len(fake.messages_to(uid)) != MESSAGES_PER_CONVERSATION]
+        if short:
+            result.problems.append(f"{len(short)} users got a wrong number of messages")
+        result.transcript = transcript(fake, 1_000_000)
+    result.checked = await verify(everyone)
+    expected = f"{len(everyone)} goals, {len(everyone) * ANSWERS_PER_CONVERSATION} answers"
+    if result.checked != expected:
+        result.problems.append(f"stored {result.checked}, expected {expected}")
+    return result
+
+
+async def coachbot(name: str, database_url: str) -> Result:
+    async def verify(users: range) -> str:
+        store = Store(database_url)
+        await store.start()
+        try:
+            async with store.sessionmaker() as session:
+                goals = await session.scalar(select(func.count()).select_from(Goal).where(
+                    Goal.user_id.between(users.start, users.stop - 1)))
+                answers = await session.scalar(select(func.count()).select_from(Answer).where(
+                    Answer.dialogue_id == "goal_setting",
+                    Answer.user_id.between(users.start, users.stop - 1)))
+        finally:
+            await store.close()
+        return f"{goals} goals, {answers} answers"
+
+    return await drive(name, "bench.run_coachbot", lambda url: [url, database_url], verify)
+
+
+async def baseline(data_file: Path) -> Result:
+    async def verify(users: range) -> str:
+        with data_file.open("rb") as f:
+            data = pickle.load(f)
+        user_data = data.get("user_data", {})
+        goals = [g for uid in users for g in user_data.get(uid, {}).get("goals", [])]
+        return f"{len(goals)} goals, {sum(len(g) for g in goals)} answers"
+
+    return await drive("baseline", "bench.baseline", lambda url: [url, str(data_file)], verify)
+
+
+async def measure_all() -> list[Result]:
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="coachbot-bench-") as tmp:
+        results.append(await baseline(Path(tmp) / "baseline.pickle"))
+        results.append(await coachbot("coachbot SQLite",
+                                      f"sqlite+aiosqlite:///{tmp}/coachbot.db"))
+        postgres = await fresh_postgres()
+        if postgres is not None:
+            results.append(await coachbot("coachbot PostgreSQL", postgres))
+        else:
+            results.append(Result("coachbot PostgreSQL", problems=["no PostgreSQL"]))
+    return results
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def report() -> str:
+    results = asyncio.run(measure_all())
+    base = results[0]
+    header = ["measure", *(r.name for r in results),
+              *(f"{r.name.removeprefix('coachbot ')}/baseline" for r in results[1:]),
+              "target", "met"]
+
+    def row(label: str, value: Callable[[Result], float], show: Callable[[float], str],
+            target: str, met: Callable[[Result], bool] | None) -> list[str]:
+        cells = [show(value(r)) if r.ok else "failed" for r in results]
+        ratios = [f"{value(r) / value(base):.2f}" if r.ok and base.ok and value(base) else ""
+                  for r in results[1:]]
+        coach = [r for r in results[1:] if r.ok]
+        verdict = "" if met is None else ("yes" if coach and all(met(r) for r in coach)
+                                          else "NO")
+        return [label, *cells, *ratios, target, verdict]
+
+    def rate(r: Result) -> float:
+        return r.best.rate if r.best else 0.0
+
+    def p50(r: Result) -> float:
+        return r.best.percentile(50) if r.best else 0.0
+
+    def p99(r: Result) -> float:
+        return r.best.percentile(99) if r.best else 0.0
+
+    rows = [
+        row("updates/s", rate, lambda v: f"{v:,.0f}",
+            "≥ baseline; ≥ 300 on SQLite",
+            lambda r: rate(r) >= rate(base) and (rate(r) >= 300 or "SQLite" not in r.name)),
+        row("latency p50", p50, _ms, "", None),
+        row("latency p99", p99, _ms, "< 50 ms", lambda r: p99(r) < 0.05),
+        row("latency p50, one user alone", lambda r: r.alone.percentile(50) if r.alone
+            else 0.0, _ms, "", None),
+        row("latency p99, one user alone", lambda r: r.alone.percentile(99) if r.alone
+            else 0.0, _ms, "< 50 ms", lambda r: r.alone is not None
+            and r.alone.percentile(99) < 0.05),
+        row("bot CPU per update", lambda r: r.cpu_per_update, _ms, "", None),
+    ]
+    rows.append(["stored after the run", *(r.checked or "-" for r in results),
+                 *[""] * (len(results) - 1), "all", "yes" if all(r.ok for r in results)
+                 else "NO"])
+    same = all(r.transcript == base.transcript for r in results[1:] if r.ok)
+    notes = [f"{USERS} users × {UPDATES_PER_CONVERSATION} updates "
+             f"({MESSAGES_PER_CONVERSATION} replies) each, best of {RUNS} waves after a "
+             f"{WARMUP_USERS}-user warm-up; each bot in its own process.",
+             f"Transcripts identical to the baseline's: {'yes' if same else 'NO'}.",
+             "Users answer at once (closed loop), so under load latency ≈ users ÷ updates/s "
+             "(Little's law): p99 < 50 ms with this many users needs thousands of updates/s; "
+             "'one user alone' is the latency without queueing."]
+    notes += [f"{r.name}: {p}" for r in results for p in r.problems]
+    return table(f"Messages, {USERS} concurrent users ({machine()})", header, rows) \
+        + "\n" + "\n".join(notes) + "\n"
+
+
+if __name__ == "__main__":
+    print(report())
