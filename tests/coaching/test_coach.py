@@ -19,7 +19,17 @@ from bot.coaching import coach as c
 from bot.coaching.chart import weekly_points, weekly_trend_png
 from bot.dialogue import load_dialogues
 from bot.i18n import FSI, PDI, translator_for
-from bot.store import Answer, Assignment, CoachEvent, CoachLink, Goal, Invite, PlannedCheckin, Store
+from bot.store import (
+    Answer,
+    Assignment,
+    CoachEvent,
+    CoachLink,
+    Exercise,
+    Goal,
+    Invite,
+    PlannedCheckin,
+    Store,
+)
 from bot.store import User as UserRow
 
 REPO = Path(__file__).parents[2]
@@ -469,3 +479,30 @@ async def test_export_and_erase_cover_coach_events(db: Store) -> None:
     await db.erase_user(CLIENT)
     assert await rows(db, CoachEvent) == []
     assert await tx(db, lambda s: c.due_digests(s, NOW)) == []
+
+
+async def test_a_coach_assigns_only_their_own_written_exercises(db: Store) -> None:
+    await link(db, COACH, CLIENT)
+    await link(db, OTHER_COACH, OTHER_CLIENT)
+    assert "custom_exercise" not in EXERCISES  # it needs a coach's text to run
+
+    async def write(s: AsyncSession, coach_id: int) -> int:
+        exercise = Exercise(coach_id=coach_id, slug=f"custom_{coach_id}", title="Pages",
+                            instructions="Write.", questions=[])
+        s.add(exercise)
+        await s.flush()
+        return exercise.id
+
+    mine = await tx(db, lambda s: write(s, COACH))
+    theirs = await tx(db, lambda s: write(s, OTHER_COACH))
+
+    def assign(exercise_id: int) -> Callable[[AsyncSession], Awaitable[int]]:
+        return lambda s: c.assign_exercise(s, COACH, CLIENT, "", DAILY, NOW.date(), None, NOW,
+                                           EXERCISES, custom_exercise_id=exercise_id)
+
+    with pytest.raises(c.UnknownExercise):
+        await tx(db, assign(theirs))
+    await tx(db, assign(mine))
+    assert [(a.exercise_slug, a.exercise_id) for a in await rows(db, Assignment)] == [
+        ("custom_exercise", mine)]
+    assert await tx(db, lambda s: c.own_exercises(s, COACH)) == [(mine, "Pages")]

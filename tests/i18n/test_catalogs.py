@@ -73,6 +73,7 @@ def test_every_dialogue_text_is_translated(locale: str) -> None:
         for _, text in texts_of(dialogue):
             source = text if isinstance(text, str) else text[1]
             shown = tr.gettext(text) if isinstance(text, str) else tr.ngettext(*text, 5)
-            if shown == source and source not in SAME_EVERYWHERE:
+            only_placeholders = not render(source, {}).strip()  # the coach's own words
+            if shown == source and source not in SAME_EVERYWHERE and not only_placeholders:
                 untranslated.append(f"{dialogue.id}: {source}")
     assert untranslated == []
