@@ -361,7 +361,7 @@ async def test_progress_report_is_translated_and_isolates_client_words(db: Store
     await _client_with_history(db)
     p = await tx(db, lambda s: c.client_progress(s, COACH, CLIENT, NOW))
     text = c.progress_report(p, EN)
-    for expected in ("Progress of Ana", "• Run 5 km", "Started at 3, now at 5, aiming for 8",
+    for expected in ("Progress of Ana", "• Run 5 km", "Baseline 3, now 5, target 8",
                      "Check-ins in a row: 5 days.", "2 done, 1 partly, 1 skipped",
                      "Completion rate: 50%.", "Latest reflections:", "keep going"):
         assert expected in text
