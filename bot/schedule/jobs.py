@@ -396,18 +396,23 @@ async def release_expired(store: Store, now: datetime, lease: timedelta) -> int:
 async def claim(store: Store, now: datetime, *, worker_id: str, batch: int) -> list[Claimed]:
     """Claim up to ``batch`` due rows, oldest first (SKIP LOCKED on PostgreSQL; SQLite's
     single writer lock elsewhere)."""
+    # A materialised CTE: as a plain ``IN (subquery)`` PostgreSQL may run the LIMIT …
+    # SKIP LOCKED subquery again for every row it scans, each time skipping the rows it
+    # has just locked, and so claim several batches at once.
     due = (
         select(PlannedCheckin.id)
         .where(PlannedCheckin.status == "planned", PlannedCheckin.due_at <= now)
         .order_by(PlannedCheckin.due_at, PlannedCheckin.id)
         .limit(batch)
         .with_for_update(skip_locked=True)
+        .cte("due")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
     )
     pc = PlannedCheckin
     async with store.sessionmaker() as session, session.begin():
         rows = await session.execute(
             update(pc)
-            .where(pc.id.in_(due.scalar_subquery()), pc.status == "planned")
+            .where(pc.id.in_(select(due.c.id)), pc.status == "planned")
             .values(status="claimed", claimed_by=worker_id, claimed_at=now)
             .returning(pc.id, pc.user_id, pc.kind, pc.ref, pc.due_at)
             .execution_options(synchronize_session=False)

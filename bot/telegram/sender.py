@@ -311,10 +311,13 @@ class Sender:
                .order_by(Outbox.id).limit(limit).with_for_update(skip_locked=True))
         if user_id is not None:
             due = due.where(Outbox.user_id == user_id)
+        # Materialised: as a plain ``IN (subquery)`` PostgreSQL may rerun the LIMIT … SKIP
+        # LOCKED subquery per scanned row and claim more than ``limit`` rows.
+        chosen = due.cte("due").prefix_with("MATERIALIZED", dialect="postgresql")
         async with self.store.sessionmaker() as session, session.begin():
             rows = await session.execute(
                 update(Outbox)
-                .where(Outbox.id.in_(due.scalar_subquery()), Outbox.status == "pending")
+                .where(Outbox.id.in_(select(chosen.c.id)), Outbox.status == "pending")
                 .values(status="sending", next_attempt_at=now + self.lease,
                         attempts=Outbox.attempts + 1)
                 .returning(Outbox.id, Outbox.user_id, Outbox.chat_id, Outbox.payload,

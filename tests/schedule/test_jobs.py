@@ -263,3 +263,15 @@ async def test_plan_proposes_exactly_what_the_rules_say_for_each_user(store: Sto
                 profile, a.schedule, a.starts_on, a.ends_on, now, horizon)}
     assert got == expected
     assert {k for _, k, _, _ in got} == {"daily", "weekly", "exercise"}
+
+
+async def test_claim_takes_at_most_a_batch(store: Store) -> None:
+    """On PostgreSQL an ``id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`` can claim
+    several batches at once (the subquery rerun per row, skipping what it just locked)."""
+    now = now_utc()
+    await add_users(store, range(1, 31), now=now)
+    await add_due(store, range(1, 31), now - timedelta(minutes=1))
+    rows = await claim(store, now, worker_id="w", batch=10)
+    assert len(rows) == 10
+    assert await count(store, "planned_checkins", "status = 'claimed'") == 10
+    assert [r.user_id for r in rows] == list(range(1, 11))  # oldest first, then by id

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import telegram
 from sqlalchemy import insert, select, update
+from sqlalchemy.dialects import postgresql
 from telegram.request import HTTPXRequest
 
 from bot.store import Outbox, PlannedCheckin, Store, User
@@ -43,8 +44,10 @@ def now() -> datetime:
 async def enqueue(store: Store, messages: list[tuple[int, dict[str, Any]]]) -> None:
     users = sorted({chat for chat, _ in messages})
     async with store.sessionmaker() as session, session.begin():
-        await session.execute(insert(User).prefix_with("OR IGNORE"),
-                              [{"id": u, "created_at": now()} for u in users])
+        ignore = (postgresql.insert(User).on_conflict_do_nothing()
+                  if store.engine.dialect.name == "postgresql"
+                  else insert(User).prefix_with("OR IGNORE"))
+        await session.execute(ignore, [{"id": u, "created_at": now()} for u in users])
         session.add_all(Outbox(user_id=chat, chat_id=chat, payload=payload, created_at=now(),
                                next_attempt_at=now()) for chat, payload in messages)
 
@@ -240,3 +243,12 @@ async def test_deliver_now_only_sends_that_user(
         pending = (await session.execute(select(Outbox.chat_id)
                                           .where(Outbox.status == "pending"))).scalars().all()
     assert pending == [22]
+
+
+async def test_claim_takes_at_most_limit_rows(store: Store, bot: telegram.Bot) -> None:
+    """Outbox claims never overshoot ``limit`` (on PostgreSQL too, see jobs.claim)."""
+    await enqueue(store, [(500 + i, {"text": f"m{i}"}) for i in range(30)])
+    sender = Sender(store, bot, rate=50)
+    rows = await sender.claim(10)
+    assert len(rows) == 10
+    assert await count(store, "outbox", "status = 'sending'") == 10
