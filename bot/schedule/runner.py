@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler  # type: ignore[import-untyped]
 
 from bot.config import Settings
 from bot.dialogue.model import DialogueSet
-from bot.schedule.jobs import claim_and_start, default_worker_id, plan
+from bot.schedule.jobs import DEFAULT_LEASE, claim_and_start, default_worker_id, plan
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,10 @@ class Nudgeable(Protocol):
 
 
 def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker_id: str,
-              plan_every: float = PLAN_EVERY_SECONDS) -> Callable[[], Awaitable[None]]:
+              plan_every: float = PLAN_EVERY_SECONDS, batch: int = CLAIM_BATCH,
+              lease: timedelta = DEFAULT_LEASE) -> Callable[[], Awaitable[None]]:
+    """One tick: plan (at most every ``plan_every`` seconds), then claim and start due rows
+    ``batch`` at a time until fewer come back, taking back claims older than ``lease``."""
     last_plan = -float("inf")
 
     async def tick() -> None:
@@ -38,10 +41,10 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
             await plan(store, now)
         while True:
             results = await claim_and_start(store, dialogues, now, worker_id=worker_id,
-                                            batch=CLAIM_BATCH)
+                                            batch=batch, lease=lease)
             if results.get("started"):
                 sender.nudge()
-            if sum(results.values()) < CLAIM_BATCH:
+            if sum(results.values()) < batch:
                 return
 
     return tick
