@@ -94,7 +94,7 @@ def profile_of(row: Any) -> Profile:
 # -- planning ---------------------------------------------------------------------------
 #
 # plan() walks the plannable users in id order, ``batch`` at a time. Per batch it reads
-# everything planning needs with five set-based SELECTs (users, active goals, active
+# everything planning needs with four set-based SELECTs (users, active goals, active
 # assignments, and one aggregate over each user's recent daily check-ins and answers), in a
 # short transaction of its own; computes the rows in Python outside any transaction (the
 # pure rules of ``planning``, with each answer reused for every user who asks the same
@@ -286,7 +286,7 @@ async def _insert_planned(conn: AsyncConnection,
     """Bulk-insert planned rows, ignoring those already there (ON CONFLICT DO NOTHING).
 
     PostgreSQL: one INSERT … SELECT FROM unnest(arrays) per chunk, a single statement with
-    five array parameters. SQLite: one DBAPI executemany per chunk of the compiled Core
+    four array parameters. SQLite: one DBAPI executemany per chunk of the compiled Core
     insert, with the due times converted by the column type's own bind processor (the
     per-row parameter handling of a Core executemany cost as much as the insert itself).
     """
