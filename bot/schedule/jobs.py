@@ -25,18 +25,33 @@ keeps ticking (the lease brings back claims of dead workers).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, case, func, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    Row,
+    String,
+    Table,
+    and_,
+    bindparam,
+    case,
+    func,
+    literal_column,
+    or_,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from bot.coaching.checkins import CHECKIN_DIALOGUE
 from bot.coaching.conversation import WEEKLY_REVIEW, Start, converse, custom_exercise_start
@@ -54,6 +69,7 @@ from bot.store import (
     Turn,
     User,
 )
+from bot.store.types import UTCDateTime
 
 log = logging.getLogger(__name__)
 
@@ -72,18 +88,20 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _insert(store: Store) -> Any:
-    if store.engine.dialect.name == "postgresql":
-        return postgresql.insert(PlannedCheckin)
-    return sqlite.insert(PlannedCheckin)
-
-
 def profile_of(row: Any) -> Profile:
     return Profile(row.time_zone, row.checkin_hour, row.quiet_start, row.quiet_end,
                    row.paused_until)
 
 
 # -- planning ---------------------------------------------------------------------------
+#
+# plan() walks the plannable users in id order, ``batch`` at a time. Per batch it reads
+# everything planning needs with four set-based SELECTs (users, active goals, active
+# assignments, and one aggregate over each user's recent daily check-ins and answers), in a
+# short transaction of its own; computes the rows in Python outside any transaction (the
+# pure rules of ``planning``, with each answer reused for every user who asks the same
+# question); and writes them in another short transaction as bulk inserts that ignore rows
+# already there (the unique (user_id, kind, ref, due_at)). No ORM objects are loaded.
 
 
 @dataclass(frozen=True)
@@ -95,29 +113,46 @@ class Rhythm:
     unanswered: int = 0
 
 
-def _rhythm_query(first: int, last: int, now: datetime) -> Any:
-    answered = (
-        select(Answer.user_id, func.max(Answer.answered_at).label("last"))
-        .where(Answer.dialogue_id == CHECKIN_DIALOGUE, Answer.user_id.between(first, last))
-        .group_by(Answer.user_id)
-        .subquery()
-    )
+def _daily_history(first: int, last: int, now: datetime) -> Any:
+    """Per user of ``[first, last]`` with any recent daily check-in: the last one started,
+    how many of those started since the last check-in answer went unanswered, and how many
+    are open (planned or claimed).
+
+    One pass over the union of the users' recent daily check-ins and check-in answers, the
+    last answer spread over each user's rows by a window function: no join, so no plan
+    that depends on statistics (without them PostgreSQL nested-looped a join of the two
+    and took a second per batch). Answers older than the look-back cannot change the
+    count: every started check-in looked at is newer than them.
+    """
+    since = now - RHYTHM_LOOKBACK
     pc = PlannedCheckin
-    unanswered = case((or_(answered.c.last.is_(None), pc.started_at > answered.c.last), 1))
+    answer = literal_column("'answer'", String)
+    both = union_all(
+        # Only started rows have a started_at; saying it this way (not "status = started
+        # and …") keeps SQLite on the (user_id, …) index instead of scanning by status.
+        select(pc.user_id.label("user_id"), pc.status.label("status"),
+               pc.started_at.label("at"))
+        .where(pc.kind == "daily", pc.user_id.between(first, last),
+               or_(pc.status.in_(OPEN), pc.started_at > since)),
+        select(Answer.user_id, answer, Answer.answered_at)
+        .where(Answer.dialogue_id == CHECKIN_DIALOGUE, Answer.user_id.between(first, last),
+               Answer.answered_at > since),
+    ).subquery()
+    rows = select(
+        both.c.user_id, both.c.status, both.c.at,
+        func.max(case((both.c.status == answer, both.c.at)))
+        .over(partition_by=both.c.user_id).label("last_answer"),
+    ).subquery()
+    started = rows.c.status == "started"
+    unanswered = case((and_(started, or_(rows.c.last_answer.is_(None),
+                                         rows.c.at > rows.c.last_answer)), 1))
     return (
-        select(pc.user_id, func.max(pc.started_at).label("last_started"),
-               func.count(unanswered).label("unanswered"))
-        .outerjoin(answered, answered.c.user_id == pc.user_id)
-        .where(pc.kind == "daily", pc.status == "started", pc.user_id.between(first, last),
-               pc.started_at > now - RHYTHM_LOOKBACK)
-        .group_by(pc.user_id)
+        select(rows.c.user_id,
+               func.max(case((started, rows.c.at))).label("last_started"),
+               func.count(unanswered).label("unanswered"),
+               func.count(case((rows.c.status.in_(OPEN), 1))).label("open"))
+        .group_by(rows.c.user_id)
     )
-
-
-async def rhythms(session: AsyncSession, first: int, last: int,
-                  now: datetime) -> dict[int, Rhythm]:
-    rows = await session.execute(_rhythm_query(first, last, now))
-    return {r.user_id: Rhythm(r.last_started, int(r.unanswered)) for r in rows}
 
 
 def planning_rhythm(rhythm: Rhythm, now: datetime, profile: Profile) -> Rhythm:
@@ -129,51 +164,13 @@ def planning_rhythm(rhythm: Rhythm, now: datetime, profile: Profile) -> Rhythm:
     return rhythm
 
 
-async def _plan_batch(session: AsyncSession, users: Sequence[Row[Any]], now: datetime,
-                      horizon: timedelta) -> list[dict[str, Any]]:
-    first, last = users[0].id, users[-1].id
-    open_daily = set((await session.execute(
-        select(PlannedCheckin.user_id).distinct()
-        .where(PlannedCheckin.kind == "daily", PlannedCheckin.status.in_(OPEN),
-               PlannedCheckin.user_id.between(first, last))
-    )).scalars())
-    goals: dict[int, list[tuple[int, datetime]]] = {}
-    for g in await session.execute(
-        select(Goal.id, Goal.user_id, Goal.created_at)
-        .where(Goal.status == "active", Goal.user_id.between(first, last))
-    ):
-        goals.setdefault(g.user_id, []).append((g.id, g.created_at))
-    assignments: dict[int, list[Row[Any]]] = {}
-    for a in await session.execute(
-        select(Assignment.id, Assignment.client_id, Assignment.schedule, Assignment.starts_on,
-               Assignment.ends_on)
-        .where(Assignment.active, Assignment.client_id.between(first, last),
-               or_(Assignment.ends_on.is_(None),
-                   Assignment.ends_on >= (now - timedelta(days=2)).date()))
-    ):
-        assignments.setdefault(a.client_id, []).append(a)
-    recent = await rhythms(session, first, last, now)
-    rows: list[dict[str, Any]] = []
-    for user in users:
-        profile = profile_of(user)
-        if user.id in goals and user.id not in open_daily:
-            rhythm = planning_rhythm(recent.get(user.id, Rhythm()), now, profile)
-            due = planning.next_daily(profile, now, last_started=rhythm.last_started,
-                                      unanswered=rhythm.unanswered, horizon=horizon)
-            if due is not None:
-                rows.append(_row(user.id, "daily", "", due))
-        for goal_id, created in goals.get(user.id, ()):
-            rows.extend(_row(user.id, "weekly", str(goal_id), due)
-                        for due in planning.weekly_reviews(profile, created, now, horizon))
-        for a in assignments.get(user.id, ()):
-            schedule = a.schedule if isinstance(a.schedule, dict) else {}
-            rows.extend(_row(user.id, "exercise", str(a.id), due) for due in planning.exercises(
-                profile, schedule, a.starts_on, a.ends_on, now, horizon))
-    return rows
-
-
-def _row(user_id: int, kind: str, ref: str, due: datetime) -> dict[str, Any]:
-    return {"user_id": user_id, "kind": kind, "ref": ref, "due_at": due, "status": "planned"}
+@dataclass
+class _Batch:
+    users: Sequence[Any]  # rows of _plannable()
+    goals: dict[int, list[tuple[int, datetime]]]
+    assignments: dict[int, list[Row[Any]]]
+    recent: dict[int, Rhythm]
+    open_daily: set[int]
 
 
 def _plannable(now: datetime, horizon: timedelta, after: int, batch: int) -> Any:
@@ -187,27 +184,191 @@ def _plannable(now: datetime, horizon: timedelta, after: int, batch: int) -> Any
     )
 
 
+async def _read_batch(conn: AsyncConnection, now: datetime, horizon: timedelta, after: int,
+                      batch: int) -> _Batch | None:
+    users = (await conn.execute(_plannable(now, horizon, after, batch))).all()
+    if not users:
+        return None
+    first, last = users[0].id, users[-1].id
+    goals: dict[int, list[tuple[int, datetime]]] = {}
+    for goal_id, user_id, created in (await conn.execute(
+        select(Goal.id, Goal.user_id, Goal.created_at)
+        .where(Goal.status == "active", Goal.user_id.between(first, last))
+    )).all():
+        goals.setdefault(user_id, []).append((goal_id, created))
+    assignments: dict[int, list[Row[Any]]] = {}
+    for a in (await conn.execute(
+        select(Assignment.id, Assignment.client_id, Assignment.schedule, Assignment.starts_on,
+               Assignment.ends_on)
+        .where(Assignment.active, Assignment.client_id.between(first, last),
+               or_(Assignment.ends_on.is_(None),
+                   Assignment.ends_on >= (now - timedelta(days=2)).date()))
+    )).all():
+        assignments.setdefault(a.client_id, []).append(a)
+    recent: dict[int, Rhythm] = {}
+    open_daily: set[int] = set()
+    for user_id, last_started, unanswered, is_open in (
+            await conn.execute(_daily_history(first, last, now))).all():
+        if last_started is not None:
+            recent[user_id] = Rhythm(last_started, int(unanswered))
+        if is_open:
+            open_daily.add(user_id)
+    return _Batch(users, goals, assignments, recent, open_daily)
+
+
+class _Planner:
+    """The rows to propose for a batch of users, at one ``now``. Users who share a profile
+    (zone, hour, quiet hours, pause) and the same question share the answer: it is computed
+    once per plan() run."""
+
+    def __init__(self, now: datetime, horizon: timedelta) -> None:
+        self.now = now
+        self.horizon = horizon
+        self._profiles: dict[tuple[Any, ...], tuple[int, Profile]] = {}
+        self._dailies: dict[tuple[int, date | None], datetime | None] = {}
+        self._reviews: dict[tuple[int, date], list[datetime]] = {}
+
+    def daily(self, key: int, profile: Profile, rhythm: Rhythm) -> datetime | None:
+        rhythm = planning_rhythm(rhythm, self.now, profile)
+        earliest = planning.earliest_daily_day(profile, rhythm.last_started,
+                                               rhythm.unanswered)
+        try:
+            return self._dailies[key, earliest]
+        except KeyError:
+            due = planning.next_daily_from(profile, self.now, earliest, self.horizon)
+            self._dailies[key, earliest] = due
+            return due
+
+    def reviews(self, key: int, profile: Profile, created: datetime) -> list[datetime]:
+        day = planning.local_date(created, profile.zone)
+        try:
+            return self._reviews[key, day]
+        except KeyError:
+            dues = planning.weekly_reviews_from(profile, day, self.now, self.horizon)
+            self._reviews[key, day] = dues
+            return dues
+
+    def rows(self, batch: _Batch) -> list[tuple[int, str, str, datetime]]:
+        rows: list[tuple[int, str, str, datetime]] = []
+        no_rhythm = Rhythm()
+        profiles = self._profiles
+        for uid, zone, hour, quiet_start, quiet_end, paused_until in batch.users:
+            goals = batch.goals.get(uid)
+            assignments = batch.assignments.get(uid)
+            if not goals and not assignments:
+                continue
+            profile_key = (zone, hour, quiet_start, quiet_end, paused_until)
+            known = profiles.get(profile_key)
+            if known is None:
+                known = profiles[profile_key] = (len(profiles), Profile(*profile_key))
+            key, profile = known
+            if goals:
+                if uid not in batch.open_daily:
+                    due = self.daily(key, profile, batch.recent.get(uid, no_rhythm))
+                    if due is not None:
+                        rows.append((uid, "daily", "", due))
+                for goal_id, created in goals:
+                    ref = str(goal_id)
+                    rows.extend((uid, "weekly", ref, due)
+                                for due in self.reviews(key, profile, created))
+            for a in assignments or ():
+                schedule = a.schedule if isinstance(a.schedule, dict) else {}
+                ref = str(a.id)
+                rows.extend((uid, "exercise", ref, due) for due in planning.exercises(
+                    profile, schedule, a.starts_on, a.ends_on, self.now, self.horizon))
+        return rows
+
+
+INSERT_CHUNK = 10_000
+_PLANNED_COLUMNS = ("user_id", "kind", "ref", "due_at")
+
+
+async def _insert_planned(conn: AsyncConnection,
+                          rows: Sequence[tuple[int, str, str, datetime]]) -> None:
+    """Bulk-insert planned rows, ignoring those already there (ON CONFLICT DO NOTHING).
+
+    PostgreSQL: one INSERT … SELECT FROM unnest(arrays) per chunk, a single statement with
+    four array parameters. SQLite: one DBAPI executemany per chunk of the compiled Core
+    insert, with the due times converted by the column type's own bind processor (the
+    per-row parameter handling of a Core executemany cost as much as the insert itself).
+    """
+    table = PlannedCheckin.__table__
+    assert isinstance(table, Table)
+    dialect = conn.dialect
+    for start in range(0, len(rows), INSERT_CHUNK):
+        chunk = rows[start:start + INSERT_CHUNK]
+        if dialect.name == "postgresql":
+            source = select(*(func.unnest(bindparam(name, type_=_ARRAY_TYPES[name]))
+                              for name in _PLANNED_COLUMNS))
+            statement = (postgresql.insert(table)
+                         .from_select(list(_PLANNED_COLUMNS), source)
+                         .on_conflict_do_nothing())
+            columns = [list(column) for column in zip(*chunk, strict=True)]
+            await conn.execute(statement, dict(zip(_PLANNED_COLUMNS, columns, strict=True)))
+        else:
+            compiled = (sqlite.insert(table).on_conflict_do_nothing()
+                        .values({name: bindparam(name)
+                                 for name in (*_PLANNED_COLUMNS, "status")})
+                        .compile(dialect=dialect))
+            order = compiled.positiontup or ()
+            due = table.c.due_at.type.bind_processor(dialect)
+            assert due is not None and list(order) == [*_PLANNED_COLUMNS, "status"]
+            await conn.exec_driver_sql(
+                compiled.string, [(u, k, r, due(d), "planned") for u, k, r, d in chunk])
+
+
+_ARRAY_TYPES: dict[str, Any] = {
+    "user_id": postgresql.ARRAY(BigInteger), "kind": postgresql.ARRAY(String),
+    "ref": postgresql.ARRAY(String), "due_at": postgresql.ARRAY(UTCDateTime),
+}
+
+
+async def _write_planned(store: Store, rows: Sequence[tuple[int, str, str, datetime]]) -> None:
+    async with store.engine.begin() as conn:
+        await _insert_planned(conn, rows)
+
+
 async def plan(store: Store, now: datetime, *, horizon: timedelta = DEFAULT_HORIZON,
                batch: int = PLAN_BATCH) -> int:
     """Make sure every reachable, consenting user has their next check-ins planned.
 
-    Set-based, ``batch`` users per transaction; duplicates are ignored by the unique
-    (user_id, kind, ref, due_at). Returns the number of rows proposed.
+    Set-based, ``batch`` users at a time (a short read, then a short write transaction);
+    duplicates are ignored by the unique (user_id, kind, ref, due_at). On PostgreSQL a
+    batch's write runs while the next batch is read and computed (at most one write in
+    flight); SQLite has one writer, so there they take turns. Returns the number of rows
+    proposed.
     """
+    overlap = store.engine.dialect.name == "postgresql"
     after = -(2**63)
     proposed = 0
-    while True:
-        async with store.sessionmaker() as session, session.begin():
-            users = (await session.execute(_plannable(now, horizon, after, batch))).all()
-            if not users:
-                return proposed
-            rows = await _plan_batch(session, users, now, horizon)
+    planner = _Planner(now, horizon)
+    writing: asyncio.Task[None] | None = None
+    try:
+        while True:
+            async with store.engine.begin() as conn:
+                found = await _read_batch(conn, now, horizon, after, batch)
+            if found is None:
+                break
+            rows = planner.rows(found)
+            if writing is not None:
+                await writing
+                writing = None
             if rows:
-                await session.execute(_insert(store).on_conflict_do_nothing(), rows)
+                if overlap:
+                    writing = asyncio.create_task(_write_planned(store, rows))
+                else:
+                    await _write_planned(store, rows)
             proposed += len(rows)
-        after = users[-1].id
-        if len(users) < batch:
-            return proposed
+            after = found.users[-1].id
+            if len(found.users) < batch:
+                break
+        if writing is not None:
+            await writing
+    finally:
+        if writing is not None and not writing.done():
+            writing.cancel()
+            await asyncio.gather(writing, return_exceptions=True)
+    return proposed
 
 
 # -- claiming -------------------------------------------------------------------------
@@ -237,18 +398,23 @@ async def release_expired(store: Store, now: datetime, lease: timedelta) -> int:
 async def claim(store: Store, now: datetime, *, worker_id: str, batch: int) -> list[Claimed]:
     """Claim up to ``batch`` due rows, oldest first (SKIP LOCKED on PostgreSQL; SQLite's
     single writer lock elsewhere)."""
+    # A materialised CTE: as a plain ``IN (subquery)`` PostgreSQL may run the LIMIT …
+    # SKIP LOCKED subquery again for every row it scans, each time skipping the rows it
+    # has just locked, and so claim several batches at once.
     due = (
         select(PlannedCheckin.id)
         .where(PlannedCheckin.status == "planned", PlannedCheckin.due_at <= now)
         .order_by(PlannedCheckin.due_at, PlannedCheckin.id)
         .limit(batch)
         .with_for_update(skip_locked=True)
+        .cte("due")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
     )
     pc = PlannedCheckin
     async with store.sessionmaker() as session, session.begin():
         rows = await session.execute(
             update(pc)
-            .where(pc.id.in_(due.scalar_subquery()), pc.status == "planned")
+            .where(pc.id.in_(select(due.c.id)), pc.status == "planned")
             .values(status="claimed", claimed_by=worker_id, claimed_at=now)
             .returning(pc.id, pc.user_id, pc.kind, pc.ref, pc.due_at)
             .execution_options(synchronize_session=False)

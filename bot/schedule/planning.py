@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -60,8 +61,10 @@ class Profile:
         return zone_of(self.time_zone)
 
 
+@lru_cache(maxsize=4096)
 def zone_of(name: str) -> ZoneInfo:
-    """The zone called ``name``; UTC for an unknown name."""
+    """The zone called ``name``; UTC for an unknown name. Cached: ``ZoneInfo``'s own cache
+    keeps only a few zones alive, and planning asks for one per user."""
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
@@ -77,8 +80,12 @@ def _exists(wall: datetime, zone: ZoneInfo) -> bool:
     return aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == wall
 
 
+@lru_cache(maxsize=65536)
 def wall_to_utc(day: date, minute: int, zone: ZoneInfo) -> datetime:
-    """The UTC instant of local ``day`` at ``minute`` after midnight (see the DST rules)."""
+    """The UTC instant of local ``day`` at ``minute`` after midnight (see the DST rules).
+
+    Cached: planning asks the same few (day, minute, zone) questions for every user; the
+    answer depends on nothing else (``tzdata`` does not change while a process runs)."""
     wall = datetime.combine(day, time()) + timedelta(minutes=minute)
     for _ in range(MINUTES_PER_DAY):  # a gap is at most a few hours long
         if _exists(wall, zone):
@@ -149,8 +156,16 @@ def next_daily(
     horizon: timedelta = timedelta(days=8),
 ) -> datetime | None:
     """The next daily check-in due after ``now`` (and within ``horizon``), or None."""
-    zone = profile.zone
     earliest = earliest_daily_day(profile, last_started, unanswered)
+    return next_daily_from(profile, now, earliest, horizon)
+
+
+def next_daily_from(profile: Profile, now: datetime, earliest: date | None,
+                    horizon: timedelta) -> datetime | None:
+    """:func:`next_daily` given the first local day the rhythm allows (None: any day).
+    The answer depends on nothing else, so a planner may reuse it for users who share
+    ``(profile, earliest)``."""
+    zone = profile.zone
     first = local_date(now, zone) - timedelta(days=1)
     if earliest is not None:
         first = max(first, earliest - timedelta(days=1))
@@ -176,8 +191,14 @@ def weekly_reviews(
     profile: Profile, goal_created: datetime, now: datetime, horizon: timedelta
 ) -> list[datetime]:
     """Weekly reviews of a goal due in ``(now, now + horizon]``."""
+    return weekly_reviews_from(profile, local_date(goal_created, profile.zone), now, horizon)
+
+
+def weekly_reviews_from(profile: Profile, created: date, now: datetime,
+                        horizon: timedelta) -> list[datetime]:
+    """:func:`weekly_reviews` of a goal created on local day ``created`` (all it depends
+    on, so a planner may reuse the answer for goals that share ``(profile, created)``)."""
     zone = profile.zone
-    created = local_date(goal_created, zone)
     weeks_before = max(1, (local_date(now, zone) - created).days // REVIEW_EVERY_DAYS)
     dues: list[datetime] = []
     week = weeks_before

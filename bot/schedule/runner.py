@@ -15,7 +15,7 @@ from bot.config import Settings
 from bot.dialogue.model import DialogueSet
 from bot.observability import CHECKINS_DUE, CHECKINS_SENT, OUTBOX_DEPTH
 from bot.schedule.digests import send_digests
-from bot.schedule.jobs import claim_and_start, default_worker_id, plan
+from bot.schedule.jobs import DEFAULT_LEASE, claim_and_start, default_worker_id, plan
 from bot.store import Outbox, Store
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,10 @@ async def outbox_depth(store: Store) -> int:
 
 
 def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker_id: str,
-              plan_every: float = PLAN_EVERY_SECONDS) -> Callable[[], Awaitable[None]]:
+              plan_every: float = PLAN_EVERY_SECONDS, batch: int = CLAIM_BATCH,
+              lease: timedelta = DEFAULT_LEASE) -> Callable[[], Awaitable[None]]:
+    """One tick: plan (at most every ``plan_every`` seconds), then claim and start due rows
+    ``batch`` at a time until fewer come back, taking back claims older than ``lease``."""
     last_plan = -float("inf")
 
     async def tick() -> None:
@@ -53,12 +56,12 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
         OUTBOX_DEPTH.set(await outbox_depth(store))
         while True:
             results = await claim_and_start(store, dialogues, now, worker_id=worker_id,
-                                            batch=CLAIM_BATCH)
+                                            batch=batch, lease=lease)
             CHECKINS_DUE.inc(sum(results.values()))
             CHECKINS_SENT.inc(results.get("started", 0))
             if results.get("started"):
                 sender.nudge()
-            if sum(results.values()) < CLAIM_BATCH:
+            if sum(results.values()) < batch:
                 return
 
     return tick

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -103,26 +104,77 @@ def keyboard(buttons: Sequence[dict[str, Any]]) -> InlineKeyboardMarkup | None:
 
 
 class TokenBucket:
-    """Paces sends at ``rate`` per second with no burst; :meth:`pause` stops every send."""
+    """Paces sends at ``rate`` per second with no burst; :meth:`pause` stops every send.
+
+    Senders take turns (first come, first served; ``first=True`` goes to the head of the
+    queue): one at a time waits for its release time, then hands the turn on. Release times
+    keep to a grid of ``1/rate`` as long as a release is late by less than a quarter of the
+    interval (so the event loop's timer lateness does not slow the rate down); after a
+    longer delay (a stalled loop, a pause, an idle spell) the grid restarts from the late
+    release instead of catching up, so a stall never turns into a burst: any second holds
+    at most ``rate + 1`` releases.
+    """
+
+    LATE = 0.25  # of the interval: later than this restarts the grid
 
     def __init__(self, rate: float, clock: Any = time.monotonic) -> None:
         self.interval = 1.0 / rate
         self._clock = clock
-        self._next = 0.0
+        self._next = -float("inf")
         self._paused_until = 0.0
+        self._busy = False  # a sender holds the turn (or was just handed it)
+        self._waiters: deque[tuple[asyncio.Future[None], bool]] = deque()  # (turn, first)
 
     def pause(self, seconds: float) -> None:
         self._paused_until = max(self._paused_until, self._clock() + seconds)
 
-    async def acquire(self) -> None:
-        while True:
-            now = self._clock()
-            slot = max(now, self._next, self._paused_until)
-            self._next = slot + self.interval
-            if slot > now:
+    async def acquire(self, *, first: bool = False) -> None:
+        if self._busy:
+            await self._wait_turn(first, front=first)
+        self._busy = holding = True
+        try:
+            while True:
+                now = self._clock()
+                slot = max(now, self._next, self._paused_until)
+                if slot <= now:
+                    break
+                if not first and self._waiters and self._waiters[0][1]:
+                    # A send retried after a 429 waits at the head: it goes first, then us.
+                    holding = False
+                    self._hand_on()
+                    await self._wait_turn(True, front=True)
+                    holding = True
+                    continue
                 await asyncio.sleep(slot - now)
-            if self._clock() >= self._paused_until:
+            on_grid = now - self._next < self.LATE * self.interval
+            self._next = (self._next if on_grid else now) + self.interval
+        finally:
+            if holding:
+                self._hand_on()
+
+    async def _wait_turn(self, first: bool, *, front: bool) -> None:
+        entry = (asyncio.get_running_loop().create_future(), first)
+        if front:
+            self._waiters.appendleft(entry)
+        else:
+            self._waiters.append(entry)
+        turn = entry[0]
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self._hand_on()  # we had been handed the turn: pass it on
+            else:
+                self._waiters.remove(entry)
+            raise
+
+    def _hand_on(self) -> None:
+        while self._waiters:
+            turn, _ = self._waiters.popleft()
+            if not turn.done():
+                turn.set_result(None)  # stays busy: the turn is theirs
                 return
+        self._busy = False
 
 
 class ChatPacer:
@@ -195,8 +247,11 @@ def _claim_statement(*, of_one_user: bool) -> Update:
            .order_by(t.id).limit(bindparam("at_most")).with_for_update(skip_locked=True))
     if of_one_user:
         due = due.where(t.user_id == bindparam("of_user"))
+    # Materialised: as a plain ``IN (subquery)`` PostgreSQL may rerun the LIMIT … SKIP
+    # LOCKED subquery per scanned row and claim more than ``at_most`` rows.
+    chosen = due.cte("due").prefix_with("MATERIALIZED", dialect="postgresql")
     return (update(_OUTBOX)
-            .where(t.id.in_(due.scalar_subquery()), t.status == "pending")
+            .where(t.id.in_(select(chosen.c.id)), t.status == "pending")
             .values(status="sending",
                     next_attempt_at=bindparam("lease_until", type_=t.next_attempt_at.type),
                     attempts=t.attempts + 1)
@@ -385,9 +440,10 @@ class Sender:
 
     async def _deliver_through_429(self, row: Claimed) -> None:
         """On a 429 every send waits ``retry_after``; then this row goes first."""
+        retry = False
         for _ in range(MAX_INLINE_RETRY_AFTER):
             try:
-                await self._deliver(row)
+                await self._deliver(row, first=retry)
                 return
             except RetryAfter as exc:
                 seconds = _retry_seconds(exc)
@@ -395,9 +451,10 @@ class Sender:
                 log.warning("outbox %s: 429, every send waits %.1fs", row.id, seconds)
                 if seconds > self.lease.total_seconds() / 4:
                     raise
-        await self._deliver(row)
+                retry = True
+        await self._deliver(row, first=True)
 
-    async def _deliver(self, row: Claimed) -> None:
+    async def _deliver(self, row: Claimed, *, first: bool = False) -> None:
         payload = row.payload
         if "photo" in payload:  # a chart: PNG bytes, hex-encoded to stay JSON
             await self.chats.wait(row.chat_id)
@@ -412,7 +469,7 @@ class Sender:
         markup = keyboard(payload.get("buttons") or ())
         for index, part in enumerate(parts):
             await self.chats.wait(row.chat_id)
-            await self.bucket.acquire()
+            await self.bucket.acquire(first=first)
             last = index == len(parts) - 1
             try:
                 await self.bot.send_message(row.chat_id, part,

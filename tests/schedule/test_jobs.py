@@ -6,10 +6,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 
-from bot.schedule.jobs import claim, claim_and_start, plan, start_one
-from bot.store import Answer, Conversation, Outbox, PlannedCheckin, Store, User
+from bot.schedule.jobs import (
+    RHYTHM_LOOKBACK,
+    Rhythm,
+    claim,
+    claim_and_start,
+    plan,
+    planning_rhythm,
+    start_one,
+)
+from bot.schedule.planning import Profile, exercises, next_daily, weekly_reviews
+from bot.store import Answer, Assignment, Conversation, Goal, Outbox, PlannedCheckin, Store, User
 from tests.schedule.helpers import (
     add_assignment,
     add_due,
@@ -175,3 +184,94 @@ async def test_unreachable_or_paused_users_are_cancelled(store: Store) -> None:
         await session.execute(update(User).where(User.id == 2)
                               .values(paused_until=now + timedelta(days=1)))
     assert await claim_and_start(store, dialogues(), now, worker_id="w") == {"cancelled": 2}
+
+
+async def test_plan_proposes_exactly_what_the_rules_say_for_each_user(store: Store) -> None:
+    """plan() reads in batches, reuses answers between users and aggregates the rhythm in
+    SQL: for a varied population (zones on a DST weekend, quiet hours, pauses, rhythms,
+    several goals, exercises) its rows are the rules' answers computed user by user."""
+    now = datetime(2026, 3, 28, 11, 17, tzinfo=UTC)  # Europe's spring-forward is tomorrow
+    horizon = timedelta(days=2)
+    zones = ["Europe/Rome", "America/New_York", "Asia/Kolkata", "UTC", "Australia/Sydney"]
+    users: list[dict[str, Any]] = []
+    for i in range(1, 121):
+        quiet = [(22 * 60, 7 * 60), (8 * 60, 10 * 60), (None, None), (None, None)][i % 4]
+        paused = now + timedelta(hours=(i % 5) * 12) if i % 7 == 0 else None
+        users.append({"id": i, "time_zone": zones[i % len(zones)], "checkin_hour": 1 + i % 23,
+                      "quiet_start": quiet[0], "quiet_end": quiet[1], "paused_until": paused,
+                      "consent_at": now - timedelta(days=90), "created_at": now,
+                      "reachable": i % 31 != 0})
+    async with store.sessionmaker() as session, session.begin():
+        await session.execute(insert(User), users)
+        await session.execute(insert(Goal), [
+            {"user_id": u["id"], "title": "Walk", "status": "active",
+             "created_at": now - timedelta(days=u["id"] % 20, hours=u["id"] % 11)}
+            for u in users for _ in range(1 + u["id"] % 2) if u["id"] % 9 != 0])
+        await session.execute(insert(Assignment), [
+            {"coach_id": 1, "client_id": u["id"], "exercise_slug": "breathing",
+             "schedule": {"kind": "weekdays", "hour": 7, "weekdays": [5, 6]} if u["id"] % 2
+             else {"kind": "daily", "hour": 20, "days": 5},
+             "starts_on": (now - timedelta(days=2)).date()} for u in users if u["id"] % 5 == 0])
+        for u in users:  # 0 to 7 started dailies, some answered, some answers very old
+            started = [now - timedelta(days=d, hours=u["id"] % 6)
+                       for d in range(u["id"] % 8, 0, -1)]
+            session.add_all(PlannedCheckin(user_id=u["id"], kind="daily", status="started",
+                                           due_at=s, started_at=s) for s in started)
+            if u["id"] % 3 == 0 and started:
+                session.add(Answer(user_id=u["id"], dialogue_id="daily_checkin", step_id="mood",
+                                   variable="checkin.mood", value=5,
+                                   answered_at=started[len(started) // 2] + timedelta(hours=1)))
+            if u["id"] % 3 == 1:
+                session.add(Answer(user_id=u["id"], dialogue_id="daily_checkin", step_id="mood",
+                                   variable="checkin.mood", value=5,
+                                   answered_at=now - timedelta(days=200)))
+        session.add(PlannedCheckin(user_id=11, kind="daily", status="planned",
+                                   due_at=now + timedelta(hours=5)))  # an open daily
+    await plan(store, now, horizon=horizon, batch=17)
+    got = {(r[0], r[1], r[2], as_utc(r[3])) for r in await raw(
+        store, "SELECT user_id, kind, ref, due_at FROM planned_checkins WHERE status = 'planned'")}
+
+    async with store.sessionmaker() as session:
+        goals = (await session.execute(select(Goal))).scalars().all()
+        assignments = (await session.execute(select(Assignment))).scalars().all()
+        checkins = (await session.execute(select(PlannedCheckin))).scalars().all()
+        answers = (await session.execute(select(Answer))).scalars().all()
+    expected = {(11, "daily", "", now + timedelta(hours=5))}
+    for u in users:
+        uid = u["id"]
+        profile = Profile(u["time_zone"], u["checkin_hour"], u["quiet_start"], u["quiet_end"],
+                          u["paused_until"])
+        if not u["reachable"] or (profile.paused_until and profile.paused_until > now + horizon):
+            continue
+        mine = [g for g in goals if g.user_id == uid]
+        if mine and uid != 11:
+            started = sorted(c.started_at for c in checkins if c.user_id == uid
+                             and c.started_at is not None and c.started_at > now - RHYTHM_LOOKBACK)
+            last_answer = max((a.answered_at for a in answers if a.user_id == uid), default=None)
+            unanswered = sum(1 for s in started if last_answer is None or s > last_answer)
+            rhythm = planning_rhythm(Rhythm(started[-1] if started else None, unanswered), now,
+                                     profile)
+            due = next_daily(profile, now, last_started=rhythm.last_started,
+                             unanswered=rhythm.unanswered, horizon=horizon)
+            if due is not None:
+                expected.add((uid, "daily", "", due))
+        for g in mine:
+            expected |= {(uid, "weekly", str(g.id), due)
+                         for due in weekly_reviews(profile, g.created_at, now, horizon)}
+        for a in (a for a in assignments if a.client_id == uid):
+            expected |= {(uid, "exercise", str(a.id), due) for due in exercises(
+                profile, a.schedule, a.starts_on, a.ends_on, now, horizon)}
+    assert got == expected
+    assert {k for _, k, _, _ in got} == {"daily", "weekly", "exercise"}
+
+
+async def test_claim_takes_at_most_a_batch(store: Store) -> None:
+    """On PostgreSQL an ``id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`` can claim
+    several batches at once (the subquery rerun per row, skipping what it just locked)."""
+    now = now_utc()
+    await add_users(store, range(1, 31), now=now)
+    await add_due(store, range(1, 31), now - timedelta(minutes=1))
+    rows = await claim(store, now, worker_id="w", batch=10)
+    assert len(rows) == 10
+    assert await count(store, "planned_checkins", "status = 'claimed'") == 10
+    assert [r.user_id for r in rows] == list(range(1, 11))  # oldest first, then by id

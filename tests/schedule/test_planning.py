@@ -4,11 +4,14 @@ the gentler rhythm, weekly reviews and exercise schedules."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.schedule.planning import (
+    MINUTES_PER_DAY,
     Profile,
     daily_allowed_on,
     exercises,
@@ -17,6 +20,7 @@ from bot.schedule.planning import (
     rhythm_days,
     wall_to_utc,
     weekly_reviews,
+    zone_of,
 )
 
 
@@ -161,3 +165,34 @@ def test_exercise_schedules() -> None:
     assert [d.day for d in dues] == [1, 3, 5, 8, 10]
     assert exercises(profile, {"kind": "monthly"}, date(2026, 6, 1), None, now,
                      timedelta(days=30)) == []
+
+
+ZONES = ("Europe/Rome", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "UTC",
+         "America/Sao_Paulo", "Pacific/Chatham", "No/Such_Zone")
+
+
+@settings(max_examples=300, deadline=None)
+@given(zone=st.sampled_from(ZONES), day=st.dates(date(2025, 1, 1), date(2028, 12, 31)),
+       minute=st.integers(0, MINUTES_PER_DAY - 1))
+def test_cached_local_times_are_the_rule(zone: str, day: date, minute: int) -> None:
+    """Planning caches zones and local times (it asks the same few for every user): a cached
+    answer is the rule's answer computed afresh, with an uncached zone object."""
+    cached = wall_to_utc(day, minute, zone_of(zone))
+    try:
+        fresh_zone = ZoneInfo.no_cache(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        fresh_zone = ZoneInfo.no_cache("UTC")
+    assert cached == wall_to_utc.__wrapped__(day, minute, fresh_zone)
+    assert wall_to_utc(day, minute, zone_of(zone)) is cached
+
+
+@pytest.mark.parametrize(("zone", "day"), SPRING)
+def test_cached_gap_answer_is_the_same_on_every_call(zone: str, day: date) -> None:
+    wall_to_utc.cache_clear()
+    z = zone_of(zone)
+    first = [wall_to_utc(day, m, z) for m in range(0, MINUTES_PER_DAY, 7)]
+    again = [wall_to_utc(day, m, z) for m in range(0, MINUTES_PER_DAY, 7)]
+    fresh = [wall_to_utc.__wrapped__(day, m, ZoneInfo.no_cache(zone))
+             for m in range(0, MINUTES_PER_DAY, 7)]
+    assert first == again == fresh
+    assert first == sorted(first)  # local order is kept across the gap

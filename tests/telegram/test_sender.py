@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import telegram
 from sqlalchemy import insert, select, update
+from sqlalchemy.dialects import postgresql
 from telegram.request import HTTPXRequest
 
 from bot.store import Outbox, PlannedCheckin, Store, User
@@ -43,8 +44,10 @@ def now() -> datetime:
 async def enqueue(store: Store, messages: list[tuple[int, dict[str, Any]]]) -> None:
     users = sorted({chat for chat, _ in messages})
     async with store.sessionmaker() as session, session.begin():
-        await session.execute(insert(User).prefix_with("OR IGNORE"),
-                              [{"id": u, "created_at": now()} for u in users])
+        ignore = (postgresql.insert(User).on_conflict_do_nothing()
+                  if store.engine.dialect.name == "postgresql"
+                  else insert(User).prefix_with("OR IGNORE"))
+        await session.execute(ignore, [{"id": u, "created_at": now()} for u in users])
         session.add_all(Outbox(user_id=chat, chat_id=chat, payload=payload, created_at=now(),
                                next_attempt_at=now()) for chat, payload in messages)
 
@@ -53,24 +56,64 @@ def send_times(fake: FakeBotApi) -> list[float]:
     return [r.time for r in fake.calls("sendMessage")]
 
 
-async def test_1000_messages_at_the_configured_rate(
+def busiest_second(times: list[float]) -> int:
+    """The most requests in any one-second window [t, t + 1)."""
+    most = end = 0
+    for start, at in enumerate(times):
+        while end < len(times) and times[end] < at + 1.0:
+            end += 1
+        most = max(most, end - start)
+    return most
+
+
+def achieved_rate(times: list[float]) -> float:
+    return (len(times) - 1) / (times[-1] - times[0])
+
+
+# In-process, the fake server, the HTTP client, the sender and SQLite share one Python
+# thread: about 5 ms of CPU per message, so 200/s would need the whole CPU and measured
+# 166/s here. These tests use 100/s, which this setup holds (bench.schedule measures more).
+RATE = 100.0
+
+
+async def test_2000_chats_at_the_configured_rate(
         sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi,
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)  # debug logs of every request would skew the timing
-    # In-process the fake server, the client and SQLite share one CPU: about 5 ms of CPU per
-    # message, so the test uses a rate this setup can hold (the bench measures more).
-    rate = 100.0
-    await enqueue(sqlite_store, [(1000 + i, {"text": f"Hello {i}"}) for i in range(1000)])
-    sender = Sender(sqlite_store, bot, rate=rate)
-    assert await sender.drain() == 1000
+    await enqueue(sqlite_store, [(1000 + i, {"text": f"Hello {i}"}) for i in range(2000)])
+    sender = Sender(sqlite_store, bot, rate=RATE)
+    assert await sender.drain() == 2000
     times = send_times(fake_bot_api)
-    assert len(times) == 1000
-    achieved = (len(times) - 1) / (times[-1] - times[0])
-    assert abs(achieved - rate) / rate < 0.10, achieved
-    # No burst: `rate` + 1 sends always span about a second (within the same 10%).
-    for i in range(0, len(times) - int(rate) - 1, 97):
-        assert times[i + int(rate) + 1] - times[i] > 0.9
-    assert await count(sqlite_store, "outbox", "status = 'sent'") == 1000
+    assert len(times) == 2000
+    assert abs(achieved_rate(times) - RATE) / RATE <= 0.05, achieved_rate(times)
+    assert busiest_second(times) <= RATE + 1  # no burst, not even after a stall
+    assert await count(sqlite_store, "outbox", "status = 'sent'") == 2000
+    assert {c.params["chat_id"] for c in fake_bot_api.calls("sendMessage")} == set(
+        range(1000, 3000))
+
+
+async def test_429_in_the_middle_of_2000_nothing_reaches_telegram_during_retry_after(
+        sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    await enqueue(sqlite_store, [(1000 + i, {"text": f"Hello {i}"}) for i in range(2000)])
+    sender = Sender(sqlite_store, bot, rate=RATE)
+    draining = asyncio.create_task(sender.drain())
+    await fake_bot_api.wait_for_calls("sendMessage", 1000, timeout=30)
+    fake_bot_api.fail_next("sendMessage", status=429, retry_after=1)
+    assert await draining == 2000
+    calls = fake_bot_api.calls("sendMessage")
+    assert len(calls) == 2001 and [c.status for c in calls].count(429) == 1
+    at = next(i for i, c in enumerate(calls) if c.status == 429)
+    refused = calls[at]
+    assert calls[at + 1].time - refused.time >= 1.0  # nothing during retry_after
+    assert calls[at + 1].params["chat_id"] == refused.params["chat_id"]  # that row first
+    before = [c.time for c in calls[:at + 1]]
+    after = [c.time for c in calls[at + 1:]]
+    for times in (before, after):
+        assert abs(achieved_rate(times) - RATE) / RATE <= 0.05, achieved_rate(times)
+    assert busiest_second([c.time for c in calls]) <= RATE + 1
+    assert await count(sqlite_store, "outbox", "status = 'sent'") == 2000
 
 
 async def test_a_chats_messages_keep_their_order_one_per_second(
@@ -240,3 +283,12 @@ async def test_deliver_now_only_sends_that_user(
         pending = (await session.execute(select(Outbox.chat_id)
                                           .where(Outbox.status == "pending"))).scalars().all()
     assert pending == [22]
+
+
+async def test_claim_takes_at_most_limit_rows(store: Store, bot: telegram.Bot) -> None:
+    """Outbox claims never overshoot ``limit`` (on PostgreSQL too, see jobs.claim)."""
+    await enqueue(store, [(500 + i, {"text": f"m{i}"}) for i in range(30)])
+    sender = Sender(store, bot, rate=50)
+    rows = await sender.claim(10)
+    assert len(rows) == 10
+    assert await count(store, "outbox", "status = 'sending'") == 10
