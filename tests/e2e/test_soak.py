@@ -63,8 +63,11 @@ DIALOGUES = load_dialogues(REPO / "dialogues")
 # quiet hours must end on odd local minutes for the check-in to be due at one UTC instant.
 ZONES = ("UTC", "Asia/Kolkata", "Asia/Kathmandu", "America/Sao_Paulo", "Australia/Eucla")
 CHECKIN_LEAD = 25.0  # seconds at least between seeding and the check-ins' due time
-KILL_AFTER_DUE = 2.0  # kill this long after the due time, while check-ins are being started...
-KILL_PROGRESS = (0.2, 0.45)  # ...if the chatting is between these fractions; else at the bound
+# The kill: once the chatting is past the lower fraction, while the victim holds claimed check-ins
+# (it is starting them) or KILL_WINDOW seconds after they fell due, whichever comes first; at the
+# upper fraction at the latest.
+KILL_WINDOW = 12.0
+KILL_PROGRESS = (0.2, 0.45)
 RESTART_AFTER = 3.0  # seconds the killed replica stays down (one replica serves meanwhile)
 
 STARTUP_TIMEOUT = 60.0
@@ -481,14 +484,24 @@ class Soak:
         answered = sum(len(user.given) for user in self.chatters)
         return answered / sum(user.path_length for user in self.chatters)
 
+    async def claims_of(self, worker: str) -> int:
+        async with self.store.sessionmaker() as db:
+            return int(await db.scalar(select(func.count()).where(
+                PlannedCheckin.status == "claimed", PlannedCheckin.claimed_by == worker)) or 0)
+
     async def kill_and_restart(self, session: aiohttp.ClientSession) -> None:
-        low, high = KILL_PROGRESS
-        kill_time = self.due.timestamp() + KILL_AFTER_DUE
-        await wait_for(lambda: self.progress() >= high or (
-            self.progress() >= low and time.time() >= kill_time), STEP_TIMEOUT,
-            "the middle of the run", 0.05)
         victim = self.replicas[0]
         worker = victim.worker_id
+        low, high = KILL_PROGRESS
+        due = self.due.timestamp()
+
+        async def moment() -> bool:
+            progress, now = self.progress(), time.time()
+            if progress >= high or (progress >= low and now >= due + KILL_WINDOW):
+                return True
+            return progress >= low and now >= due and await self.claims_of(worker) > 0
+
+        await wait_for(moment, STEP_TIMEOUT, "the middle of the run", 0.05)
         self.kill_progress = self.progress()
         self.deliveries.refresh()
         self.delivered_at_kill = len(self.deliveries.ok)
