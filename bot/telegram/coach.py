@@ -139,16 +139,20 @@ class CoachHandlers:
             t.enqueue(t.user_id, reply.to_payload())
         return outcome
 
-    async def _clients(self, t: StoreTurn, argument: str) -> None:
+    async def _pick_client(self, t: StoreTurn, question: str, data_prefix: str) -> None:
+        """The coach's clients as buttons (`data_prefix:<client id>`), or how to get one."""
         tr = translator_for(t.user.locale)
         clients = await domain.clients_of(t.session, t.user_id)
         if not clients:
             say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
-            return None
-        say(t, tr.gettext("Your clients. Pick one to see their progress:"), tuple(
-            Button(client.first_name or str(client.user_id), f"client:{client.user_id}")
-            for client in clients))
-        return None
+            return
+        say(t, question, tuple(Button(c.first_name or str(c.user_id),
+                                      f"{data_prefix}:{c.user_id}") for c in clients))
+
+    async def _clients(self, t: StoreTurn, argument: str) -> None:
+        tr = translator_for(t.user.locale)
+        await self._pick_client(t, tr.gettext("Your clients. Pick one to see their progress:"),
+                                "client")
 
     async def _progress(self, t: StoreTurn, argument: str) -> None:
         """A coach asking for one client's progress: the report, and the weekly chart."""
@@ -180,13 +184,7 @@ class CoachHandlers:
 
     async def _assign(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
-        clients = await domain.clients_of(t.session, t.user_id)
-        if not clients:
-            say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
-            return None
-        say(t, tr.gettext("Who is the exercise for?"), tuple(
-            Button(c.first_name or str(c.user_id), f"assign:{c.user_id}") for c in clients))
-        return None
+        await self._pick_client(t, tr.gettext("Who is the exercise for?"), "assign")
 
     async def _assign_step(self, t: StoreTurn, rest: str) -> None:
         """assign:<client> → the exercise; …:<exercise> → how often; …:<schedule> → at what
