@@ -9,6 +9,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from .sqlite_async import one_trip_connector
 from .types import install_cipher, make_cipher
 
 DEFAULT_URL = "sqlite+aiosqlite:///coachbot.db"
@@ -30,9 +31,13 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
 
     On SQLite every transaction starts with ``BEGIN IMMEDIATE`` so writers are
     serialised across tasks and processes (waiting up to the busy timeout), the
-    journal is WAL and foreign keys are enforced.
+    journal is WAL, foreign keys are enforced, and statements take one trip to the
+    connection's thread (``sqlite_async``).
     """
-    engine = create_async_engine(url, pool_pre_ping=not is_sqlite(url))
+    if is_sqlite(url):
+        engine = create_async_engine(url, async_creator=one_trip_connector(make_url(url)))
+    else:
+        engine = create_async_engine(url, pool_pre_ping=True)
     cipher = make_cipher(encryption_key) if encryption_key else None
     install_cipher(engine.sync_engine.dialect, cipher)
     if is_sqlite(url):
