@@ -31,6 +31,7 @@ GOAL_SETTING = "goal_setting"
 EXERCISE_STATUS = "exercise.status"
 NEW_EXERCISE = "new_exercise"  # a coach writes an exercise of their own
 WEEKLY_REVIEW = "weekly_review"
+STREAK_VARIABLES = frozenset({"streak.days", "streak.best"})
 
 
 @dataclass(frozen=True)
@@ -48,17 +49,30 @@ class Resume:
 Action = Turn | Start | Resume
 
 
-async def context_for(session: AsyncSession, user: User, now: datetime) -> Context:
+async def context_for(session: AsyncSession, user: User, now: datetime, *,
+                      with_streak: bool = True) -> Context:
+    """What the engine knows of the user now; the streak (a query) only `with_streak`."""
     zone = user_zone(user)
     today = now.astimezone(zone).date()
-    current, best = streak(await checkin_days(session, user, zone), today)
+    provided: dict[str, Value] = {}
+    if with_streak:
+        current, best = streak(await checkin_days(session, user, zone), today)
+        provided = {"streak.days": current, "streak.best": best}
     return Context(
         translator=translator_for(user.locale),
         today=today,
         name=user.first_name or "",
         country=country_for_timezone(user.time_zone) or default_country_for_locale(user.locale),
-        provided={"streak.days": current, "streak.best": best},
+        provided=provided,
     )
+
+
+def reads_streak(dialogues: DialogueSet, state: ConversationState, action: Action) -> bool:
+    """Whether the dialogues this message may run read the streak."""
+    involved = {frame.dialogue for frame in state.stack}
+    if isinstance(action, Start):
+        involved.add(action.dialogue_id)
+    return not STREAK_VARIABLES.isdisjoint(dialogues.reads(involved))
 
 
 def declined_consent(outcome: Outcome) -> bool:
@@ -183,19 +197,26 @@ async def apply_new_exercise(session: AsyncSession, user: User, outcome: Outcome
     await session.flush()
 
 
+def enqueue_replies(t: StoreTurn, outcome: Outcome) -> None:
+    """Queue what the engine said for the user's chat, in order, in the same turn."""
+    for reply in outcome.replies:
+        t.enqueue(t.user_id, reply.to_payload())
+
+
 async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
                    now: datetime) -> Outcome:
     """Run one message through the engine inside the store turn `t` (not committed here)."""
     user = t.user
-    ctx = await context_for(t.session, user, now)
     state = ConversationState.from_dict(t.state)
+    with_streak = reads_streak(dialogues, state, action)
+    ctx = await context_for(t.session, user, now, with_streak=with_streak)
     outcome = run_engine(dialogues, state, action, ctx)
     saved = {a.variable for a in outcome.saved}
     locale_before = user.locale
     apply_profile(user, dict(outcome.state.variables), saved, now)
     if user.locale != locale_before:
         # The engine is pure: the same message again, now answered in the chosen language.
-        ctx = await context_for(t.session, user, now)
+        ctx = await context_for(t.session, user, now, with_streak=with_streak)
         outcome = run_engine(dialogues, state, action, ctx)
     for answer in outcome.saved:
         t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value)

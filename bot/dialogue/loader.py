@@ -270,6 +270,7 @@ class _FileParser:
             on_missing=on_missing,
             requires=frozenset(requires),
             kind=kind,  # type: ignore[arg-type]
+            reads=frozenset(name for r in reads.values() for name, _ in (*r.before, *r.after)),
         )
         return _ParsedDialogue(dialogue, reads, self.pos(fields["id"][1]), requires_pos)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -92,6 +92,7 @@ class Dialogue:
     on_missing: str | None = None
     requires: frozenset[str] = field(default_factory=frozenset)
     kind: Literal["dialogue", "exercise"] = "dialogue"
+    reads: frozenset[str] = field(default_factory=frozenset)  # variables its steps read
 
     @property
     def restart_step(self) -> str:
@@ -113,6 +114,20 @@ class DialogueSet:
                     for option in step.ask.options:
                         labels.setdefault(step.ask.save, {})[option.key] = option.label
         return labels
+
+    def reads(self, dialogue_ids: Iterable[str]) -> frozenset[str]:
+        """Every variable these dialogues, or the dialogues they call, may read."""
+        seen: set[str] = set()
+        found: set[str] = set()
+        todo = list(dialogue_ids)
+        while todo:
+            dialogue = self.dialogues.get(todo.pop())
+            if dialogue is None or dialogue.id in seen:
+                continue
+            seen.add(dialogue.id)
+            found |= dialogue.reads
+            todo += [b.call for step in dialogue.steps.values() for b in step.next if b.call]
+        return frozenset(found)
 
     def __contains__(self, dialogue_id: object) -> bool:
         return dialogue_id in self.dialogues

@@ -6,13 +6,14 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
-from bot.coaching.conversation import Resume, Start, context_for, converse
+from bot.coaching.conversation import Resume, Start, context_for, converse, reads_streak
 from bot.coaching.progress import current_streak, progress_text
 from bot.coaching.streaks import streak
 from bot.dialogue import DialogueSet, load_dialogues
-from bot.engine import Outcome, Turn
+from bot.engine import ConversationState, Outcome, Turn
+from bot.engine.state import Frame
 from bot.store import Answer, Goal, Store, User
 
 REPO = Path(__file__).parents[2]
@@ -110,3 +111,40 @@ async def test_progress_shows_goals_and_streak(store: Store, dialogues: Dialogue
         "  Started at 3, now at 5, aiming for 8 (on a scale of 1 to 10).",
         "Check-ins in a row: 2 days.",
     ]
+
+
+def test_the_streak_is_looked_up_only_for_dialogues_that_read_it(
+        dialogues: DialogueSet, tmp_path: Path) -> None:
+    idle = ConversationState()
+    assert not reads_streak(dialogues, idle, Start("goal_setting"))
+    assert reads_streak(dialogues, idle, Start("daily_checkin"))
+    checking_in = ConversationState((Frame("daily_checkin", "mood", ""),))
+    assert reads_streak(dialogues, checking_in, Turn(text="4"))
+    assert not reads_streak(dialogues, ConversationState((Frame("goal_setting", "why", ""),)),
+                            Turn(text="because"))
+    (tmp_path / "caller.yaml").write_text(
+        "id: caller\ntitle: Caller\nstart: a\nsteps:\n"
+        "  a: {say: 'Hi', next: {call: shower, then: b}}\n  b: {say: 'Bye', next: end}\n")
+    (tmp_path / "shower.yaml").write_text(
+        "id: shower\ntitle: Shower\nstart: a\nsteps:\n"
+        "  a: {say: 'Day {streak.days} of your streak', next: end}\n")
+    calling = load_dialogues(tmp_path)
+    assert reads_streak(calling, idle, Start("caller"))  # through the dialogue it calls
+
+
+async def test_a_turn_without_the_streak_makes_no_streak_query(
+        store: Store, dialogues: DialogueSet) -> None:
+    statements: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args):  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        await say(store, dialogues, Start("goal_setting"))
+        assert not any("answers" in s and s.lstrip().startswith("SELECT") for s in statements)
+        statements.clear()
+        await say(store, dialogues, Start("daily_checkin"))
+        assert any("answers" in s and s.lstrip().startswith("SELECT") for s in statements)
+    finally:
+        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
