@@ -12,10 +12,10 @@ import copy
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import String, Table, cast, delete, or_, select, update
+from sqlalchemy import String, Table, bindparam, cast, delete, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -47,6 +47,19 @@ T = TypeVar("T")
 _RETRY_SQLSTATES = frozenset({"40001", "40P01", "55P03"})  # serialization, deadlock, lock n/a
 
 
+# The user with their conversation, locked (on SQLite the turn's BEGIN IMMEDIATE locks).
+# Prepared once: building the statement costs more than running it.
+_LOCK_USER = (select(User, Conversation.state, Conversation.version)
+              .join(Conversation, Conversation.user_id == User.id)
+              .where(User.id == bindparam("user_id"))
+              .with_for_update(of=Conversation))
+# Whether a chat still has messages waiting or in flight (which must go out first).
+_CHAT_BUSY = (select(Outbox.id)
+              .where(Outbox.chat_id == bindparam("chat_id"),
+                     Outbox.status.in_(("pending", "sending")))
+              .limit(1))
+
+
 class ConflictError(RuntimeError):
     """The conversation was written by someone else since this turn read it."""
 
@@ -57,6 +70,10 @@ class Turn:
     ``duplicate`` is True when the update was already processed; the caller then does
     nothing and the turn commits nothing. ``state`` is a private copy of the committed
     conversation state: change it with :meth:`set_state`.
+
+    With ``hold_until`` set, the messages this turn queues for the user's own chat are
+    committed already claimed (``sending``, leased until then) and listed in ``held``, for
+    the caller to send right after the commit without claiming them again.
     """
 
     def __init__(
@@ -68,6 +85,7 @@ class Turn:
         version: int,
         duplicate: bool,
         now: datetime,
+        hold_until: datetime | None = None,
     ) -> None:
         self.session = session
         self.user = user
@@ -77,6 +95,9 @@ class Turn:
         self._version = version
         self._new_state: dict[str, Any] | None = None
         self._state_set = False
+        self._hold_until = hold_until
+        self.held: list[Outbox] = []
+        self.waiting = 0  # messages queued for a sender to claim
 
     @property
     def user_id(self) -> int:
@@ -110,15 +131,15 @@ class Turn:
     def enqueue(self, chat_id: int, payload: dict[str, Any]) -> None:
         """Queue a message; a sender delivers it after this turn commits."""
         self._writable()
-        self.session.add(
-            Outbox(
-                user_id=self.user.id,
-                chat_id=chat_id,
-                payload=payload,
-                created_at=self.now,
-                next_attempt_at=self.now,
-            )
-        )
+        row = Outbox(user_id=self.user.id, chat_id=chat_id, payload=payload,
+                     created_at=self.now, status="pending", attempts=0,
+                     next_attempt_at=self.now)
+        if self._hold_until is not None and chat_id == self.user.id:
+            row.status, row.attempts, row.next_attempt_at = "sending", 1, self._hold_until
+            self.held.append(row)
+        else:
+            self.waiting += 1
+        self.session.add(row)
 
     async def flush(self) -> None:
         """Send the pending writes to the database, still uncommitted (e.g. to get ids)."""
@@ -190,16 +211,20 @@ class Store:
     # -- turns ---------------------------------------------------------------------
 
     @asynccontextmanager
-    async def turn(self, user_id: int, *, update_id: int | None = None) -> AsyncIterator[Turn]:
+    async def turn(self, user_id: int, *, update_id: int | None = None,
+                   hold_for: timedelta | None = None) -> AsyncIterator[Turn]:
         """One transaction for one incoming update of ``user_id``.
 
         Turns of the same user are serialised (row lock on PostgreSQL, the database
         write lock on SQLite). On clean exit the state, answers, outbox rows and the
         processed update id are committed together; on an exception nothing is.
+        ``hold_for``: the caller will send the turn's messages itself right after the
+        commit, and holds them this long (see :class:`Turn`); only when nothing earlier
+        to the chat is still undelivered, so its messages keep their order.
         """
         session = self.sessionmaker()
         try:
-            t = await self._open_turn(session, user_id, update_id)
+            t = await self._open_turn(session, user_id, update_id, hold_for)
             if t.duplicate:
                 session.expunge(t.user)
                 await session.rollback()
@@ -223,6 +248,7 @@ class Store:
         fn: Callable[[Turn], Awaitable[T]],
         *,
         update_id: int | None = None,
+        hold_for: timedelta | None = None,
         attempts: int = 5,
     ) -> T | None:
         """Run ``fn`` inside a turn, retrying the whole turn on a version conflict,
@@ -234,7 +260,7 @@ class Store:
         """
         for attempt in range(1, attempts + 1):
             try:
-                async with self.turn(user_id, update_id=update_id) as t:
+                async with self.turn(user_id, update_id=update_id, hold_for=hold_for) as t:
                     if t.duplicate:
                         return None
                     return await fn(t)
@@ -244,39 +270,34 @@ class Store:
                 await asyncio.sleep(random.uniform(0, 0.02 * 2**attempt))
         raise AssertionError("unreachable")
 
-    async def _open_turn(self, session: AsyncSession, user_id: int, update_id: int | None) -> Turn:
+    async def _open_turn(self, session: AsyncSession, user_id: int, update_id: int | None,
+                         hold_for: timedelta | None) -> Turn:
         now = utcnow()
-        dialect = self.engine.dialect.name
-        # Get-or-create the user: a no-op when it exists, and race-safe when it doesn't.
-        await session.execute(
-            _insert(dialect, User.__table__)
-            .values(id=user_id, created_at=now)
-            .on_conflict_do_nothing(index_elements=["id"])
-        )
-        duplicate = False
+        found = (await session.execute(_LOCK_USER, {"user_id": user_id})).one_or_none()
+        if found is None:  # first contact: create both rows, race-safe, then lock
+            dialect = self.engine.dialect.name
+            await session.execute(_insert(dialect, User.__table__)
+                                  .values(id=user_id, created_at=now)
+                                  .on_conflict_do_nothing(index_elements=["id"]))
+            await session.execute(_insert(dialect, Conversation.__table__)
+                                  .values(user_id=user_id, state=None, version=0, updated_at=now)
+                                  .on_conflict_do_nothing(index_elements=["user_id"]))
+            found = (await session.execute(_LOCK_USER, {"user_id": user_id})).one()
+        user, state, version = found
         if update_id is not None:
             result = await session.execute(
-                _insert(dialect, ProcessedUpdate.__table__)
+                _insert(self.engine.dialect.name, ProcessedUpdate.__table__)
                 .values(update_id=update_id, user_id=user_id, processed_at=now)
                 .on_conflict_do_nothing(index_elements=["update_id"])
             )
-            duplicate = _rowcount(result) == 0
-        user = (await session.execute(select(User).where(User.id == user_id))).scalar_one()
-        if duplicate:
-            return Turn(session, user, state=None, version=0, duplicate=True, now=now)
-        await session.execute(
-            _insert(dialect, Conversation.__table__)
-            .values(user_id=user_id, state=None, version=0, updated_at=now)
-            .on_conflict_do_nothing(index_elements=["user_id"])
-        )
-        row = (
-            await session.execute(
-                select(Conversation.state, Conversation.version)
-                .where(Conversation.user_id == user_id)
-                .with_for_update()
-            )
-        ).one()
-        return Turn(session, user, state=row.state, version=row.version, duplicate=False, now=now)
+            if _rowcount(result) == 0:
+                return Turn(session, user, state=None, version=0, duplicate=True, now=now)
+        hold_until = None
+        if hold_for is not None and (await session.execute(
+                _CHAT_BUSY, {"chat_id": user_id})).first() is None:
+            hold_until = now + hold_for
+        return Turn(session, user, state=state, version=version, duplicate=False, now=now,
+                    hold_until=hold_until)
 
     async def prune_processed_updates(self, before: datetime) -> int:
         """Forget processed update ids older than ``before`` (Telegram stops redelivering
