@@ -12,7 +12,7 @@ from datetime import time, timedelta
 from telegram import Update
 
 from bot.coaching import coach as domain
-from bot.coaching.conversation import Start, converse
+from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
@@ -135,8 +135,7 @@ class CoachHandlers:
                 "administrator to set you up."))
             return None
         outcome = await converse(t, self.dialogues, Start("new_exercise"), t.now)
-        for reply in outcome.replies:
-            t.enqueue(t.user_id, reply.to_payload())
+        enqueue_replies(t, outcome)
         return outcome
 
     async def _pick_client(self, t: StoreTurn, question: str, data_prefix: str) -> None:
@@ -290,8 +289,7 @@ class CoachHandlers:
                           "To stop sharing, send /coach."))
         if t.user.consent_at is None:
             outcome = await converse(t, self.dialogues, Start("onboarding"), t.now)
-            for reply in outcome.replies:
-                t.enqueue(t.user_id, reply.to_payload())
+            enqueue_replies(t, outcome)
             return outcome
         return None
 

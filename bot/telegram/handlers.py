@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Protocol
 
 from telegram import Message, Update
@@ -22,6 +23,7 @@ from bot.coaching.conversation import (
     context_for,
     converse,
     declined_consent,
+    enqueue_replies,
 )
 from bot.coaching.progress import progress_text
 from bot.dialogue.model import DialogueSet
@@ -67,6 +69,10 @@ GOAL_SETTING = "goal_setting"
 
 
 class Deliverer(Protocol):
+    lease: timedelta
+
+    async def deliver_turn(self, t: StoreTurn, *, patient: bool = False) -> object: ...
+
     async def deliver_now(self, user_id: int, *, patient: bool = False) -> object: ...
 
 
@@ -91,19 +97,24 @@ class Handlers:
         if user is None:
             return
         telegram_user = user
+        committed: list[StoreTurn] = []  # the attempt that committed (a turn may be retried)
 
         async def body(t: StoreTurn) -> Outcome | None:
             if t.state is None:  # first contact: take Telegram's language until they choose
                 t.user.locale = normalize_locale(telegram_user.language_code)
             t.user.first_name = telegram_user.first_name
-            return await fn(t)
+            result = await fn(t)
+            committed[:] = [t]
+            return result
 
-        outcome = await self.store.run_turn(user.id, body, update_id=update.update_id)
-        if outcome is not None and declined_consent(outcome):
+        outcome = await self.store.run_turn(user.id, body, update_id=update.update_id,
+                                            hold_for=self.sender.lease)
+        declined = outcome is not None and declined_consent(outcome)
+        if committed:
+            await self.sender.deliver_turn(committed[0], patient=declined)
+        if declined:
             await self.sender.deliver_now(user.id, patient=True)  # the goodbye, then nothing
             await self.store.erase_user(user.id)  # as the bot promised: nothing is kept
-        else:
-            await self.sender.deliver_now(user.id)
 
     async def _converse(self, update: Update, action: Action, *,
                         note: str | None = None) -> None:
@@ -114,7 +125,7 @@ class Handlers:
                 t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(note))
                           .to_payload())
             outcome = await converse(t, self.dialogues, action, t.now)
-            enqueue_replies(t, outcome.replies)
+            enqueue_replies(t, outcome)
             return outcome
 
         await self._turn(update, run)
@@ -218,7 +229,7 @@ class Handlers:
                 t.enqueue(t.user_id, help_reply(t.user.locale).to_payload())
                 return None
             outcome = await converse(t, self.dialogues, action, t.now)
-            enqueue_replies(t, outcome.replies)
+            enqueue_replies(t, outcome)
             return outcome
 
         await self._turn(update, run)
@@ -233,7 +244,7 @@ class Handlers:
                     "Let's start there.")).to_payload())
                 action = Start(GOAL_SETTING)
             outcome = await converse(t, self.dialogues, action, t.now)
-            enqueue_replies(t, outcome.replies)
+            enqueue_replies(t, outcome)
             return outcome
 
         await self._turn(update, run)
@@ -289,7 +300,7 @@ class Handlers:
             if not state.active:
                 return None
             outcome = await converse(t, self.dialogues, Resume(), t.now)
-            enqueue_replies(t, outcome.replies)
+            enqueue_replies(t, outcome)
             return outcome
 
         await self._turn(update, run)
@@ -316,11 +327,6 @@ def _kind_of(update: Update) -> str:
     if text is None:
         return "other"
     return "command" if text.startswith("/") else "text"
-
-
-def enqueue_replies(t: StoreTurn, replies: tuple[Reply, ...]) -> None:
-    for reply in replies:
-        t.enqueue(t.user_id, reply.to_payload())
 
 
 def help_reply(locale: str, *, coach: bool = False) -> Reply:

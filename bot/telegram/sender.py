@@ -34,6 +34,7 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 
 from bot.observability import record_send
 from bot.store import Outbox, PlannedCheckin, Store, User
+from bot.store import Turn as StoreTurn
 
 log = logging.getLogger(__name__)
 
@@ -332,6 +333,24 @@ class Sender:
             sent += await self._send(rows[0])
         return sent
 
+    async def deliver_turn(self, t: StoreTurn, *, patient: bool = False) -> int:
+        """After the turn `t` committed: send the messages it held for us (see
+        :meth:`Store.turn`) in order, as far as the chat's pace allows (`patient`: all of
+        them, waiting for the pace), and leave the rest, and any it queued instead, to the
+        background loop. A message Telegram does not accept sends the rest of the turn's
+        back to the queue behind it. Returns how many were sent."""
+        for index, row in enumerate(t.held):
+            if not patient and not self.chats.ready(row.chat_id):
+                await self._requeue([later.id for later in t.held[index:]])
+                return index
+            claimed = Claimed(row.id, row.user_id, row.chat_id, row.payload, row.attempts)
+            if not await self._send(claimed):
+                await self._requeue([later.id for later in t.held[index + 1:]])
+                return index
+        if t.waiting:
+            self.nudge()
+        return len(t.held)
+
     async def drain(self) -> int:
         """Send everything that is due now (respecting the limits); for tests and tools."""
         before = self.sent_count
@@ -521,6 +540,17 @@ class Sender:
         attempts = row.attempts if count_attempt else row.attempts - 1
         await self._update(row.id, status="pending", attempts=attempts, last_error=error,
                            next_attempt_at=utcnow() + timedelta(seconds=delay))
+
+    async def _requeue(self, row_ids: list[int]) -> None:
+        """Claimed rows not sent after all: back to the queue, as if never claimed."""
+        if not row_ids:
+            return
+        async with self.store.sessionmaker() as session, session.begin():
+            await session.execute(
+                update(Outbox).where(Outbox.id.in_(row_ids), Outbox.status == "sending")
+                .values(status="pending", attempts=Outbox.attempts - 1, next_attempt_at=utcnow())
+                .execution_options(synchronize_session=False))
+        self.nudge()
 
     async def _fail(self, row: Claimed, error: str) -> None:
         await self._update(row.id, status="failed", last_error=error)

@@ -16,6 +16,7 @@ from sqlalchemy.dialects import postgresql
 from telegram.request import HTTPXRequest
 
 from bot.store import Outbox, PlannedCheckin, Store, User
+from bot.store import Turn as StoreTurn
 from bot.telegram.sender import MAX_TEXT, Sender, keyboard, split_text, utf16_len
 from tests.fakes import FakeBotApi
 from tests.store.store_helpers import count, raw
@@ -292,3 +293,79 @@ async def test_claim_takes_at_most_limit_rows(store: Store, bot: telegram.Bot) -
     rows = await sender.claim(10)
     assert len(rows) == 10
     assert await count(store, "outbox", "status = 'sending'") == 10
+
+
+async def held_turn(store: Store, user_id: int, texts: list[str]) -> StoreTurn:
+    """A committed turn that queued `texts` to the user, held for the caller to send."""
+    committed: list[StoreTurn] = []
+
+    async def queue(t: StoreTurn) -> None:
+        for text in texts:
+            t.enqueue(t.user_id, {"text": text})
+        committed[:] = [t]
+
+    await store.run_turn(user_id, queue, hold_for=timedelta(minutes=2))
+    return committed[0]
+
+
+async def test_a_turns_replies_are_sent_without_claiming_them_again(
+        store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    t = await held_turn(store, 31, ["one", "two", "three"])
+    assert len(t.held) == 3 and t.waiting == 0
+    assert [tuple(r) for r in await raw(store, "SELECT status, attempts FROM outbox")] == [
+        ("sending", 1)] * 3  # committed already claimed: no other sender takes them
+    sender = Sender(store, bot, rate=50)
+    assert await sender.claim(10) == []
+    assert await sender.deliver_turn(t) == 3
+    assert [m.text for m in fake_bot_api.messages_to(31)] == ["one", "two", "three"]
+    assert await count(store, "outbox", "status = 'sent'") == 3
+
+
+async def test_a_turn_behind_undelivered_messages_queues_its_own_behind_them(
+        store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    await enqueue(store, [(32, {"text": "earlier"})])
+    t = await held_turn(store, 32, ["later"])
+    assert t.held == [] and t.waiting == 1
+    sender = Sender(store, bot, rate=50, per_chat_interval=0)
+    assert await sender.deliver_turn(t) == 0
+    await sender.drain()
+    assert [m.text for m in fake_bot_api.messages_to(32)] == ["earlier", "later"]
+
+
+async def test_a_held_reply_telegram_refuses_sends_the_rest_back_in_order(
+        store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    fake_bot_api.fail_next("sendMessage", status=502)
+    t = await held_turn(store, 33, ["first", "second"])
+    sender = Sender(store, bot, rate=50, backoff=0.05, per_chat_interval=0)
+    assert await sender.deliver_turn(t) == 0
+    assert [tuple(r) for r in await raw(store, "SELECT status, attempts FROM outbox "
+                                        "ORDER BY id")] == [("pending", 1), ("pending", 0)]
+    for _ in range(50):
+        await sender.drain()
+        if len(fake_bot_api.messages_to(33)) == 2:
+            break
+        await asyncio.sleep(0.02)
+    assert [m.text for m in fake_bot_api.messages_to(33)] == ["first", "second"]
+
+
+async def test_a_held_reply_to_a_user_who_blocked_the_bot_fails_the_rest(
+        store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    fake_bot_api.block(34)
+    t = await held_turn(store, 34, ["first", "second"])
+    sender = Sender(store, bot, rate=50)
+    assert await sender.deliver_turn(t) == 0
+    assert [r[0] for r in await raw(store, "SELECT status FROM outbox")] == ["failed"] * 2
+    assert len(fake_bot_api.calls("sendMessage")) == 1
+
+
+async def test_held_replies_beyond_the_chats_pace_go_back_to_the_queue(
+        store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    t = await held_turn(store, 35, [f"part {i}" for i in range(5)])
+    sender = Sender(store, bot, rate=50)  # one a second per chat, a burst of 3
+    assert await sender.deliver_turn(t) == 3  # the update's handler does not wait for 4 and 5
+    assert [tuple(r) for r in await raw(store, "SELECT status, attempts FROM outbox "
+                                        "ORDER BY id")][3:] == [("pending", 0)] * 2
+    sender.start()
+    await fake_bot_api.wait_for_messages(35, 5, timeout=5)
+    await sender.stop()
+    assert [m.text for m in fake_bot_api.messages_to(35)] == [f"part {i}" for i in range(5)]
