@@ -54,7 +54,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from bot.coaching.checkins import CHECKIN_DIALOGUE
-from bot.coaching.conversation import WEEKLY_REVIEW, Start, converse, custom_exercise_start
+from bot.coaching.conversation import (
+    WEEKLY_REVIEW,
+    Start,
+    converse,
+    custom_exercise_start,
+    enqueue_replies,
+)
 from bot.dialogue.model import DialogueSet
 from bot.schedule import planning
 from bot.schedule.planning import Profile
@@ -77,6 +83,7 @@ DEFAULT_HORIZON = timedelta(days=2)
 DEFAULT_LEASE = timedelta(minutes=5)
 BUSY_WINDOW = timedelta(minutes=30)
 POSTPONE_BY = timedelta(minutes=30)
+START_CONCURRENCY = 8  # check-ins started at once within a tick
 #: How far back started check-ins are looked at for the gentler rhythm (≥ 6 weekly ones).
 RHYTHM_LOOKBACK = timedelta(days=60)
 PLAN_BATCH = 5000
@@ -546,8 +553,7 @@ async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime
     status, action = await _decide(t, row, dialogues, now)
     if action is not None:
         outcome = await converse(t, dialogues, action, now)
-        for reply in outcome.replies:
-            t.enqueue(chat_id=t.user_id, payload=reply.to_payload())
+        enqueue_replies(t, outcome)
     await _set_status(t, row, status, now)
     return status
 
@@ -562,14 +568,23 @@ async def claim_and_start(store: Store, dialogues: DialogueSet, now: datetime, *
     """
     await release_expired(store, now, lease)
     results: Counter[str] = Counter()
-    for row in await claim(store, now, worker_id=worker_id, batch=batch):
-        async def run(t: Turn, row: Claimed = row) -> str:
+    # Several at a time: each waits on its own database round trips, and a hundred due at
+    # once one after the other made the last ones late on a busy replica.
+    at_once = asyncio.Semaphore(START_CONCURRENCY)
+
+    async def start(row: Claimed) -> None:
+        async def run(t: Turn) -> str:
             return await start_one(t, row, dialogues, now, worker_id)
 
-        try:
-            status = await store.run_turn(row.user_id, run)
-        except Exception:
-            log.exception("check-in %s of user %s could not be started", row.id, row.user_id)
-            status = "error"  # stays claimed; the lease brings it back
+        async with at_once:
+            try:
+                status = await store.run_turn(row.user_id, run)
+            except Exception:
+                log.exception("check-in %s of user %s could not be started", row.id,
+                              row.user_id)
+                status = "error"  # stays claimed; the lease brings it back
         results[status or "lost"] += 1
+
+    await asyncio.gather(*(start(row) for row in await claim(store, now, worker_id=worker_id,
+                                                             batch=batch)))
     return results
