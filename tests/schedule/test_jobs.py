@@ -10,6 +10,7 @@ from sqlalchemy import insert, select, update
 
 from bot.schedule.jobs import (
     RHYTHM_LOOKBACK,
+    START_CONCURRENCY,
     Rhythm,
     claim,
     claim_and_start,
@@ -76,7 +77,8 @@ async def test_claim_and_start_writes_the_outbox_in_the_turn(store: Store) -> No
     assert [tuple(r) for r in rows] == [(1, "daily", "started"), (3, "daily", "cancelled"),
                                         (2, "weekly", "started"), (2, "daily", "planned")]
     async with store.sessionmaker() as session:
-        out = (await session.execute(select(Outbox).order_by(Outbox.id))).scalars().all()
+        out = (await session.execute(select(Outbox).order_by(Outbox.chat_id, Outbox.id))
+               ).scalars().all()  # users start concurrently: order within a chat only
     assert [(o.chat_id, o.status) for o in out] == [(1, "pending"), (2, "pending"),
                                                     (2, "pending")]
     assert out[0].payload["text"].startswith("How are you feeling")
@@ -275,3 +277,26 @@ async def test_claim_takes_at_most_a_batch(store: Store) -> None:
     assert len(rows) == 10
     assert await count(store, "planned_checkins", "status = 'claimed'") == 10
     assert [r.user_id for r in rows] == list(range(1, 11))  # oldest first, then by id
+
+
+async def test_claimed_check_ins_start_several_at_a_time(store: Store,
+                                                         monkeypatch: Any) -> None:
+    now = now_utc()
+    users = list(range(1, 21))
+    await add_users(store, users, now=now, zone=noon_zone(now))
+    await add_due(store, users, now - timedelta(minutes=5))
+    running = most = 0
+    run_turn = store.run_turn
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        try:
+            return await run_turn(*args, **kwargs)
+        finally:
+            running -= 1
+
+    monkeypatch.setattr(store, "run_turn", counted)
+    assert await claim_and_start(store, dialogues(), now, worker_id="w1") == {"started": 20}
+    assert most == START_CONCURRENCY
