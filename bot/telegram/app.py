@@ -70,6 +70,10 @@ class PerChatUpdateProcessor(BaseUpdateProcessor):
         return None
 
 
+HTTP_CONNECTIONS = 8
+HTTP_POOL_WAIT = 30.0  # seconds
+
+
 def _chat_key(update: object) -> int:
     if isinstance(update, Update):
         if update.effective_chat is not None:
@@ -162,6 +166,11 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
         Application.builder().token(settings.telegram_token)
         .base_url(f"{base}/bot").base_file_url(f"{base}/file/bot")
         .concurrent_updates(PerChatUpdateProcessor(64))
+        # httpcore walks (and polls the socket of) every pooled connection on every
+        # request, so PTB's default pool of 256 cost more CPU than the sends themselves
+        # (docs/performance.md). A few keep-alive connections carry Telegram's 30 messages
+        # a second; a request waits for a free one rather than failing after PTB's 1 s.
+        .connection_pool_size(HTTP_CONNECTIONS).pool_timeout(HTTP_POOL_WAIT)
         .build()
     )
     sender = Sender(store, application.bot, rate=settings.send_rate)
