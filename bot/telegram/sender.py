@@ -42,7 +42,8 @@ MAX_TEXT = 4096  # UTF-16 code units
 LONG_LABEL = 20  # characters: any longer label puts every button on its own row
 BUTTONS_PER_ROW = 5
 MAX_INLINE_RETRY_AFTER = 3
-RECORD_DELAY = 0.02  # seconds; group commit of accepted rows
+# Accepted rows are recorded together: those accepted while a commit runs join the next one.
+# No added wait: it would hold up the next update of every chat by as much.
 _GRAPHEME = regex.compile(r"\X")
 
 
@@ -343,7 +344,7 @@ class Sender:
             if not patient and not self.chats.ready(row.chat_id):
                 await self._requeue([later.id for later in t.held[index:]])
                 return index
-            claimed = Claimed(row.id, row.user_id, row.chat_id, row.payload, row.attempts)
+            claimed = Claimed(row.id, t.user_id, row.chat_id, row.payload, attempts=1)
             if not await self._send(claimed):
                 await self._requeue([later.id for later in t.held[index + 1:]])
                 return index
@@ -522,7 +523,7 @@ class Sender:
 
     async def _record_accepted(self) -> None:
         while self._accepted:
-            await asyncio.sleep(RECORD_DELAY)  # let a few more acceptances join this commit
+            await asyncio.sleep(0)  # let acceptances already made join this commit
             batch, self._accepted = self._accepted, []
             try:
                 async with self.store.engine.begin() as connection:
