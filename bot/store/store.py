@@ -12,10 +12,12 @@ import copy
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import String, Table, bindparam, cast, delete, or_, select, update
+from sqlalchemy import String, Table, bindparam, delete, insert, or_, select, update
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -60,6 +62,20 @@ _CHAT_BUSY = (select(Outbox.id)
               .limit(1))
 
 
+_ANSWERS = cast(Table, Answer.__table__)
+_OUTBOX = cast(Table, Outbox.__table__)
+_CONVERSATIONS = cast(Table, Conversation.__table__)
+
+
+@dataclass(frozen=True)
+class HeldMessage:
+    """A message a turn committed already claimed, for its caller to send."""
+
+    id: int
+    chat_id: int
+    payload: dict[str, Any]
+
+
 class ConflictError(RuntimeError):
     """The conversation was written by someone else since this turn read it."""
 
@@ -96,8 +112,10 @@ class Turn:
         self._new_state: dict[str, Any] | None = None
         self._state_set = False
         self._hold_until = hold_until
-        self.held: list[Outbox] = []
-        self.waiting = 0  # messages queued for a sender to claim
+        self._answers: list[dict[str, Any]] = []
+        self._messages: list[dict[str, Any]] = []
+        self.held: list[HeldMessage] = []  # after the commit
+        self.waiting = 0  # messages queued for a sender to claim, after the commit
 
     @property
     def user_id(self) -> int:
@@ -117,43 +135,51 @@ class Turn:
     def record_answer(self, dialogue_id: str, step_id: str, variable: str, value: Any) -> None:
         """Append an answer to the user's history."""
         self._writable()
-        self.session.add(
-            Answer(
-                user_id=self.user.id,
-                dialogue_id=dialogue_id,
-                step_id=step_id,
-                variable=variable,
-                value=value,
-                answered_at=self.now,
-            )
-        )
+        self._answers.append({"user_id": self.user.id, "dialogue_id": dialogue_id,
+                              "step_id": step_id, "variable": variable, "value": value,
+                              "answered_at": self.now})
 
     def enqueue(self, chat_id: int, payload: dict[str, Any]) -> None:
         """Queue a message; a sender delivers it after this turn commits."""
         self._writable()
-        row = Outbox(user_id=self.user.id, chat_id=chat_id, payload=payload,
-                     created_at=self.now, status="pending", attempts=0,
-                     next_attempt_at=self.now)
-        if self._hold_until is not None and chat_id == self.user.id:
-            row.status, row.attempts, row.next_attempt_at = "sending", 1, self._hold_until
-            self.held.append(row)
-        else:
-            self.waiting += 1
-        self.session.add(row)
+        held = self._hold_until is not None and chat_id == self.user.id
+        self._messages.append({
+            "user_id": self.user.id, "chat_id": chat_id, "payload": payload,
+            "created_at": self.now, "status": "sending" if held else "pending",
+            "attempts": 1 if held else 0,
+            "next_attempt_at": self._hold_until if held else self.now})
 
     async def flush(self) -> None:
         """Send the pending writes to the database, still uncommitted (e.g. to get ids)."""
+        await self._write_rows()
         await self._write_state()
         await self.session.flush()
+
+    async def _write_rows(self) -> None:
+        """Answers and messages in one multi-row INSERT each (the ORM's unit of work cost
+        more than the rest of a turn's writes)."""
+        if self._answers:
+            await self.session.execute(insert(_ANSWERS), self._answers)
+            self._answers = []
+        if self._messages:
+            ids = (await self.session.execute(
+                insert(_OUTBOX).returning(_OUTBOX.c.id, sort_by_parameter_order=True),
+                self._messages)).scalars().all()
+            for row_id, row in zip(ids, self._messages, strict=True):
+                if row["status"] == "sending":
+                    self.held.append(HeldMessage(row_id, row["chat_id"], row["payload"]))
+                else:
+                    self.waiting += 1
+            self._messages = []
 
     async def _write_state(self) -> None:
         if not self._state_set:
             return
+        conversations = _CONVERSATIONS.c
         result = await self.session.execute(
-            update(Conversation)
-            .where(Conversation.user_id == self.user.id, Conversation.version == self._version)
+            update(_CONVERSATIONS)
+            .where(conversations.user_id == self.user.id, conversations.version == self._version)
             .values(state=self._new_state, version=self._version + 1, updated_at=self.now)
-            .execution_options(synchronize_session=False)
         )
         if _rowcount(result) != 1:
             raise ConflictError(f"conversation of user {self.user.id} changed concurrently")
@@ -231,6 +257,7 @@ class Store:
                 yield t
                 return
             yield t
+            await t._write_rows()
             await t._write_state()
             await session.commit()
         except BaseException:
@@ -348,7 +375,7 @@ class Store:
         async with self.sessionmaker() as session, session.begin():
             involved = or_(Assignment.coach_id == user_id, Assignment.client_id == user_id)
             own_exercises = select(Exercise.id).where(Exercise.coach_id == user_id)
-            assignment_ids = select(cast(Assignment.id, String)).where(
+            assignment_ids = select(sql_cast(Assignment.id, String)).where(
                 or_(involved, Assignment.exercise_id.in_(own_exercises))
             )
             # Other people's exercise check-ins that depended on those assignments.
