@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .sqlite_async import one_trip_connector
@@ -35,7 +35,14 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
     connection's thread (``sqlite_async``).
     """
     if is_sqlite(url):
-        engine = create_async_engine(url, async_creator=one_trip_connector(make_url(url)))
+        # One connection: SQLite lets one writer in at a time anyway, and writers queued in
+        # the pool take turns at once, where a second connection's BEGIN IMMEDIATE would
+        # poll the lock with sleeps of up to 100 ms (docs/performance.md). Other processes
+        # on the same file still wait through the busy timeout.
+        one_connection = {} if _in_memory(url) else {  # in memory: one already (StaticPool)
+            "pool_size": 1, "max_overflow": 0, "pool_timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        engine = create_async_engine(url, async_creator=one_trip_connector(make_url(url)),
+                                     **one_connection)
     else:
         engine = create_async_engine(url, pool_pre_ping=True)
     cipher = make_cipher(encryption_key) if encryption_key else None
@@ -43,6 +50,10 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
     if is_sqlite(url):
         _configure_sqlite(engine)
     return engine
+
+
+def _in_memory(url: str | URL) -> bool:
+    return make_url(url).database in (None, "", ":memory:")
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
@@ -56,7 +67,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys = ON")
-            if engine.url.database not in (None, "", ":memory:"):
+            if not _in_memory(engine.url):
                 cursor.execute("PRAGMA journal_mode = WAL")
                 cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
