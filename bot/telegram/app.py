@@ -20,6 +20,7 @@ from telegram.ext import Application, BaseUpdateProcessor, ContextTypes, TypeHan
 from bot.config import Settings
 from bot.dialogue import check_dialogues
 from bot.dialogue.model import DialogueSet
+from bot.engine import warm_up
 from bot.i18n import SOURCE_LOCALE, SUPPORTED_LOCALES, translator_for
 from bot.schedule.runner import start_scheduler
 from bot.store import Store
@@ -158,6 +159,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
         raise StartupError("COACHBOT_WEBHOOK_SECRET must be set in webhook mode, so that only "
                            "Telegram can post updates")
     dialogues = load_dialogue_set(settings)
+    warm_up()
     stop = stop or asyncio.Event()
     store = Store(settings.database_url, encryption_key=settings.encryption_key)
     await store.start()

@@ -7,9 +7,9 @@ accepted it), ``failed`` (gave up: blocked by the user, rejected, or out of atte
 Order and limits: only the oldest undelivered row of a chat can be claimed, so a chat's
 messages never overtake each other and a chat has at most one message in flight. The replies
 of an update skip the claim: its turn commits them already ``sending`` when the chat has
-nothing undelivered, and the handler sends them one after the other (:meth:`deliver_turn`). Sends are
-paced by a token bucket (``rate`` messages/s overall, no burst) and at most one message per
-second per chat. A 429 pauses every send for ``retry_after`` and retries the row.
+nothing undelivered, and the handler sends them one after the other (:meth:`deliver_turn`).
+Sends are paced by a token bucket (``rate`` messages/s overall, no burst) and at most one
+message per second per chat. A 429 pauses every send for ``retry_after`` and retries the row.
 
 Delivery bounds: a row is marked ``sent`` only after Telegram accepted it, so nothing is
 lost (at least once). If the process dies between Telegram's answer and that write, the
