@@ -44,8 +44,9 @@ MAX_TEXT = 4096  # UTF-16 code units
 LONG_LABEL = 20  # characters: any longer label puts every button on its own row
 BUTTONS_PER_ROW = 5
 MAX_INLINE_RETRY_AFTER = 3
-# Accepted rows are recorded together: those accepted while a commit runs join the next one.
-# No added wait: it would hold up the next update of every chat by as much.
+# Rows the background loop sent wait this long for others to join their "sent" commit. A
+# reply sent by its update's handler is recorded at once: the chat's next update waits for it.
+RECORD_DELAY = 0.02  # seconds
 _GRAPHEME = regex.compile(r"\X")
 
 
@@ -312,6 +313,7 @@ class Sender:
         self._runner: asyncio.Task[None] | None = None
         self._accepted: list[tuple[int, asyncio.Future[None]]] = []
         self._recorder: asyncio.Task[None] | None = None
+        self._record_now = asyncio.Event()
         self.sent_count = 0
 
     # ---- public API
@@ -347,7 +349,7 @@ class Sender:
                 await self._requeue([later.id for later in t.held[index:]])
                 return index
             claimed = Claimed(row.id, t.user_id, row.chat_id, row.payload, attempts=1)
-            if not await self._send(claimed):
+            if not await self._send(claimed, prompt=True):
                 await self._requeue([later.id for later in t.held[index + 1:]])
                 return index
         if t.waiting:
@@ -436,8 +438,9 @@ class Sender:
 
     # ---- sending
 
-    async def _send(self, row: Claimed) -> int:
-        """Send one claimed row and record the result; 1 if Telegram accepted it."""
+    async def _send(self, row: Claimed, *, prompt: bool = False) -> int:
+        """Send one claimed row and record the result; 1 if Telegram accepted it. `prompt`:
+        record it as sent without waiting for company (see RECORD_DELAY)."""
         try:
             await self._deliver_through_429(row)
         except RetryAfter as exc:
@@ -456,7 +459,7 @@ class Sender:
             await self._after_error(row, _describe(exc))
         else:
             record_send("ok")
-            await self._mark_sent(row)
+            await self._mark_sent(row, prompt=prompt)
             return 1
         return 0
 
@@ -514,10 +517,12 @@ class Sender:
             await session.execute(update(Outbox).where(Outbox.id == row_id).values(**values)
                                   .execution_options(synchronize_session=False))
 
-    async def _mark_sent(self, row: Claimed) -> None:
+    async def _mark_sent(self, row: Claimed, *, prompt: bool) -> None:
         """Record an accepted row; rows accepted meanwhile are committed together."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._accepted.append((row.id, done))
+        if prompt:
+            self._record_now.set()
         if self._recorder is None or self._recorder.done():
             self._recorder = asyncio.create_task(self._record_accepted())
         await done
@@ -525,7 +530,9 @@ class Sender:
 
     async def _record_accepted(self) -> None:
         while self._accepted:
-            await asyncio.sleep(0)  # let acceptances already made join this commit
+            with contextlib.suppress(TimeoutError):  # a few more may join this commit
+                await asyncio.wait_for(self._record_now.wait(), RECORD_DELAY)
+            self._record_now.clear()
             batch, self._accepted = self._accepted, []
             try:
                 async with self.store.engine.begin() as connection:
