@@ -74,6 +74,7 @@ from bot.store import (
     Store,
     Turn,
     User,
+    off_the_loop,
 )
 from bot.store.types import UTCDateTime
 
@@ -350,31 +351,32 @@ async def plan(store: Store, now: datetime, *, horizon: timedelta = DEFAULT_HORI
     proposed = 0
     planner = _Planner(now, horizon)
     writing: asyncio.Task[None] | None = None
-    try:
-        while True:
-            async with store.engine.begin() as conn:
-                found = await _read_batch(conn, now, horizon, after, batch)
-            if found is None:
-                break
-            rows = planner.rows(found)
+    with off_the_loop():  # statements over thousands of rows
+        try:
+            while True:
+                async with store.engine.begin() as conn:
+                    found = await _read_batch(conn, now, horizon, after, batch)
+                if found is None:
+                    break
+                rows = planner.rows(found)
+                if writing is not None:
+                    await writing
+                    writing = None
+                if rows:
+                    if overlap:
+                        writing = asyncio.create_task(_write_planned(store, rows))
+                    else:
+                        await _write_planned(store, rows)
+                proposed += len(rows)
+                after = found.users[-1].id
+                if len(found.users) < batch:
+                    break
             if writing is not None:
                 await writing
-                writing = None
-            if rows:
-                if overlap:
-                    writing = asyncio.create_task(_write_planned(store, rows))
-                else:
-                    await _write_planned(store, rows)
-            proposed += len(rows)
-            after = found.users[-1].id
-            if len(found.users) < batch:
-                break
-        if writing is not None:
-            await writing
-    finally:
-        if writing is not None and not writing.done():
-            writing.cancel()
-            await asyncio.gather(writing, return_exceptions=True)
+        finally:
+            if writing is not None and not writing.done():
+                writing.cancel()
+                await asyncio.gather(writing, return_exceptions=True)
     return proposed
 
 

@@ -20,6 +20,7 @@ from .models import (
     ProcessedUpdate,
     User,
 )
+from .sqlite_async import off_the_loop
 from .store import ConflictError, Store, Turn, is_retryable
 from .types import DecryptionError
 
@@ -45,5 +46,6 @@ __all__ = [
     "database_url",
     "ensure_schema",
     "is_retryable",
+    "off_the_loop",
     "upgrade",
 ]

@@ -9,7 +9,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from .sqlite_async import one_trip_connector
+from .sqlite_async import sqlite_connector
 from .types import install_cipher, make_cipher
 
 DEFAULT_URL = "sqlite+aiosqlite:///coachbot.db"
@@ -31,8 +31,8 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
 
     On SQLite every transaction starts with ``BEGIN IMMEDIATE`` so writers are
     serialised across tasks and processes (waiting up to the busy timeout), the
-    journal is WAL, foreign keys are enforced, and statements take one trip to the
-    connection's thread (``sqlite_async``).
+    journal is WAL, foreign keys are enforced, and statements run on the event loop's
+    thread, waiting for a lock on the connection's own (``sqlite_async``).
     """
     if is_sqlite(url):
         # One connection: SQLite lets one writer in at a time anyway, and writers queued in
@@ -41,8 +41,8 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
         # on the same file still wait through the busy timeout.
         one_connection = {} if _in_memory(url) else {  # in memory: one already (StaticPool)
             "pool_size": 1, "max_overflow": 0, "pool_timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
-        engine = create_async_engine(url, async_creator=one_trip_connector(make_url(url)),
-                                     **one_connection)
+        connector = sqlite_connector(make_url(url), lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
+        engine = create_async_engine(url, async_creator=connector, **one_connection)
     else:
         engine = create_async_engine(url, pool_pre_ping=True)
     cipher = make_cipher(encryption_key) if encryption_key else None
@@ -65,7 +65,6 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys = ON")
             if not _in_memory(engine.url):
                 cursor.execute("PRAGMA journal_mode = WAL")

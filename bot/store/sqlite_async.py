@@ -1,18 +1,34 @@
-"""An aiosqlite connection that goes to its thread once per statement.
+"""The SQLite connection SQLAlchemy's aiosqlite dialect gets: statements run on the event
+loop's own thread, and only a wait for another process's lock goes to a thread.
 
-aiosqlite runs every call on the connection's own thread, and SQLAlchemy's adapter makes
-three or four such calls per statement (open a cursor, execute, fetch, close). Each trip
-is a thread hand-off both ways, which on a small machine costs more than the statement:
-measured here, ``SELECT 1`` took 0.57 ms of CPU that way and 0.23 ms in one trip (see
-docs/performance.md). This cursor executes, fetches every row and closes in a single trip,
-then answers SQLAlchemy from what it kept. Rows are fetched at once, as SQLAlchemy's
-adapter does anyway.
+aiosqlite runs every call on the connection's thread, and SQLAlchemy's adapter makes three
+or four calls per statement (open a cursor, execute, fetch, close). A statement itself takes
+microseconds; each hand-off to the thread and back (and the fight for the GIL it starts)
+cost far more: measured here, a bot's turn (8 statements) took 4.6 ms of CPU through the
+thread and 1.35 ms inline (see docs/performance.md). So the cursor executes, fetches every
+row and closes in one call, and calls run inline.
+
+What must not run inline is waiting: the connection's busy timeout is 0, so a call that finds
+the database locked (another process writing) fails at once, and is then run again on the
+connection's thread, which waits up to ``lock_wait_ms`` for the lock while the loop goes on.
+A call that fails busy has done nothing, so running it again is safe. Calls made while one
+waits there queue behind it on the thread (a cancelled turn's rollback, say), in order.
+
+Two things keep the loop going otherwise: a run of inline calls gives the loop a turn every
+``YIELD_EVERY`` (a hundred check-ins started in a row would hold up every chat), and work that
+reads or writes thousands of rows at a time (planning) runs its calls on the thread, within
+:func:`off_the_loop`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import partial
 from typing import Any
 
@@ -20,27 +36,43 @@ import aiosqlite
 from sqlalchemy.dialects.sqlite.aiosqlite import dialect as aiosqlite_dialect
 from sqlalchemy.engine import URL
 
+_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+YIELD_EVERY = 0.005  # seconds of inline calls before the loop gets a turn
+_on_the_loop: ContextVar[bool] = ContextVar("sqlite_on_the_loop", default=True)
 
-class OneTripCursor:
-    """The part of aiosqlite's cursor SQLAlchemy uses, one thread trip per execute."""
+
+@contextmanager
+def off_the_loop() -> Iterator[None]:
+    """Within, this task's (and the tasks it starts') SQLite calls run on the connection's
+    thread: for statements over thousands of rows, which inline would stop the loop for tens
+    of milliseconds each. No effect on other databases."""
+    token = _on_the_loop.set(False)
+    try:
+        yield
+    finally:
+        _on_the_loop.reset(token)
+
+
+class SQLiteCursor:
+    """The part of aiosqlite's cursor SQLAlchemy uses, one connection call per execute."""
 
     arraysize = 1
 
-    def __init__(self, connection: OneTripConnection) -> None:
+    def __init__(self, connection: SQLiteConnection) -> None:
         self._connection = connection
         self._rows: list[Any] = []
         self.description: Any = None
         self.rowcount = -1
         self.lastrowid: int | None = None
 
-    async def __aenter__(self) -> OneTripCursor:
+    async def __aenter__(self) -> SQLiteCursor:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._rows = []
 
     def _run(self, method: str, sql: str, parameters: Any) -> None:
-        """On the connection's thread: run, keep what SQLAlchemy will ask for, close."""
+        """Run, keep what SQLAlchemy will ask for, close."""
         cursor = self._connection._conn.cursor()
         try:
             getattr(cursor, method)(sql, parameters)
@@ -50,14 +82,12 @@ class OneTripCursor:
         finally:
             cursor.close()
 
-    async def execute(self, sql: str, parameters: Any = ()) -> OneTripCursor:
-        await self._connection._execute(  # type: ignore[no-untyped-call]
-            self._run, "execute", sql, parameters)
+    async def execute(self, sql: str, parameters: Any = ()) -> SQLiteCursor:
+        await self._connection._execute(self._run, "execute", sql, parameters)
         return self
 
-    async def executemany(self, sql: str, parameters: Any) -> OneTripCursor:
-        await self._connection._execute(  # type: ignore[no-untyped-call]
-            self._run, "executemany", sql, parameters)
+    async def executemany(self, sql: str, parameters: Any) -> SQLiteCursor:
+        await self._connection._execute(self._run, "executemany", sql, parameters)
         return self
 
     async def fetchall(self) -> list[Any]:
@@ -76,19 +106,59 @@ class OneTripCursor:
         self._rows = []
 
 
-class OneTripConnection(aiosqlite.Connection):
-    def cursor(self) -> OneTripCursor:  # type: ignore[override]
-        return OneTripCursor(self)
+class SQLiteConnection(aiosqlite.Connection):
+    """aiosqlite's connection, calling SQLite inline unless it has to wait for a lock."""
+
+    def __init__(self, connector: Callable[[], sqlite3.Connection], *, lock_wait_ms: int) -> None:
+        super().__init__(connector, iter_chunk_size=64)
+        self._thread.daemon = True  # as SQLAlchemy does for the connections it opens itself
+        self._lock_wait_ms = lock_wait_ms
+        self._on_thread = 0  # calls handed to the thread and not finished there yet
+        self._counting = threading.Lock()  # the thread counts down, the loop up
+        self._yield_at = 0.0  # perf_counter() after which the next inline call yields first
+
+    def cursor(self) -> SQLiteCursor:  # type: ignore[override]
+        return SQLiteCursor(self)
+
+    async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        inline = _on_the_loop.get()
+        if inline and time.perf_counter() >= self._yield_at:
+            await asyncio.sleep(0)
+            self._yield_at = time.perf_counter() + YIELD_EVERY
+        if inline and not self._on_thread:
+            try:
+                return fn(*args, **kwargs)
+            except sqlite3.OperationalError as error:
+                if error.sqlite_errorcode & 0xFF not in _BUSY:
+                    raise
+        with self._counting:
+            self._on_thread += 1
+        return await super()._execute(self._waiting, fn, args, kwargs)  # type: ignore[no-untyped-call]
+
+    def _waiting(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        """On the connection's thread: ``fn``, waiting for the database's lock if need be."""
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {self._lock_wait_ms}")
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._conn.execute("PRAGMA busy_timeout = 0")
+        finally:
+            with self._counting:
+                self._on_thread -= 1
 
 
-def one_trip_connector(url: URL) -> Callable[[], Any]:
-    """An ``async_creator`` for ``create_async_engine``: the connection SQLAlchemy's
-    aiosqlite dialect would open for ``url``, with the one-trip cursor."""
+def sqlite_connector(url: URL, *, lock_wait_ms: int) -> Callable[[], Any]:
+    """An ``async_creator`` for ``create_async_engine``: the connection SQLAlchemy's aiosqlite
+    dialect would open for ``url``, as a :class:`SQLiteConnection`."""
     args, kwargs = aiosqlite_dialect().create_connect_args(url)
+    # Opened on the connection's thread, then used from the loop's: SQLite serialises calls
+    # on one connection itself, and the pool lends it to one task at a time.
+    kwargs = {**kwargs, "timeout": 0, "check_same_thread": False}
     connect = partial(sqlite3.connect, *args, **kwargs)
 
-    async def creator() -> OneTripConnection:
-        connection = OneTripConnection(connect, iter_chunk_size=64)
+    async def creator() -> SQLiteConnection:
+        connection = SQLiteConnection(connect, lock_wait_ms=lock_wait_ms)
         await connection  # starts its thread and connects there
         return connection
 

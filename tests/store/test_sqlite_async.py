@@ -1,45 +1,123 @@
-"""The SQLite connection that takes one trip to its thread per statement."""
+"""The SQLite connection: statements inline on the loop, waits for a lock on its thread."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.store import engine as engine_module
+from bot.store import off_the_loop
 from bot.store.engine import make_engine
-from bot.store.sqlite_async import OneTripConnection
 
 
 @pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    e = make_engine(f"sqlite+aiosqlite:///{tmp_path / 'trips.db'}")
+def database(tmp_path: Path) -> Path:
+    return tmp_path / "inline.db"
+
+
+@pytest.fixture
+async def engine(database: Path) -> AsyncIterator[AsyncEngine]:
+    e = make_engine(f"sqlite+aiosqlite:///{database}")
     async with e.begin() as conn:
         await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"))
     yield e
     await e.dispose()
 
 
-async def test_a_statement_is_one_trip_to_the_connection_thread(
-        engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch) -> None:
-    trips: list[str] = []
-    original = OneTripConnection._execute
+@pytest.fixture
+def thread_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What the connection hands to its thread (aiosqlite's own ``_execute``)."""
+    calls: list[str] = []
+    original = aiosqlite.Connection._execute
 
-    async def counted(self: OneTripConnection, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        trips.append(getattr(fn, "__name__", repr(fn)))
-        return await original(self, fn, *args, **kwargs)
+    async def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(getattr(args[0], "__name__", repr(args[0])) if args else repr(fn))
+        return await original(self, fn, *args, **kwargs)  # type: ignore[no-untyped-call]
 
-    monkeypatch.setattr(OneTripConnection, "_execute", counted)
+    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    return calls
+
+
+@contextmanager
+def write_lock_held_elsewhere(database: Path) -> Iterator[None]:
+    """Another process's writer, as far as SQLite can tell: its own connection."""
+    other = sqlite3.connect(database, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+async def longest_stall_while(work: asyncio.Future[Any]) -> float:
+    """The longest the event loop went without running a 5 ms ticker until ``work`` ended."""
+    longest, last = 0.0, time.monotonic()
+    while not work.done():
+        await asyncio.sleep(0.005)
+        now = time.monotonic()
+        longest, last = max(longest, now - last), now
+    return longest
+
+
+async def test_statements_run_on_the_loop_without_a_trip_to_the_thread(
+        engine: AsyncEngine, thread_calls: list[str]) -> None:
     async with engine.begin() as conn:
-        trips.clear()
         await conn.execute(text("INSERT INTO t (v) VALUES ('a'), ('b'), ('c')"))
         rows = (await conn.execute(text("SELECT id, v FROM t ORDER BY id"))).all()
-        assert len(trips) == 2  # aiosqlite's own cursor takes 3 or 4 per statement
     assert [tuple(r) for r in rows] == [(1, "a"), (2, "b"), (3, "c")]
+    assert thread_calls == []
+
+
+async def test_a_long_run_of_statements_lets_other_tasks_in(
+        engine: AsyncEngine, thread_calls: list[str]) -> None:
+    other_task_turns = 0
+    seen: list[int] = []  # what the writer saw of them, at its first and its last statement
+
+    async def write() -> None:  # awaits nothing but the database
+        async with engine.begin() as conn:
+            for i in range(5000):
+                await conn.execute(text("INSERT INTO t (v) VALUES (:v)"), {"v": str(i)})
+                if i in (0, 4999):
+                    seen.append(other_task_turns)
+
+    writing = asyncio.ensure_future(write())
+    while not writing.done():
+        await asyncio.sleep(0)
+        other_task_turns += 1
+    await writing
+    assert seen[1] - seen[0] >= 2  # 5000 statements take well over 10 ms: a turn every 5 ms
+    assert thread_calls == []
+
+
+async def test_bulk_work_runs_on_the_thread(engine: AsyncEngine,
+                                            thread_calls: list[str]) -> None:
+    async def count() -> int:
+        async with engine.connect() as conn:
+            return int((await conn.execute(text("SELECT count(*) FROM t"))).scalar_one())
+
+    with off_the_loop():
+        async with engine.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES (:v)"),
+                               [{"v": str(i)} for i in range(100)])
+        assert {"_run", "commit"} <= set(thread_calls)
+        thread_calls.clear()
+        assert await asyncio.create_task(count()) == 100  # tasks started within, too
+        assert thread_calls
+    thread_calls.clear()
+    assert await count() == 100
+    assert thread_calls == []
 
 
 async def test_rowcounts_ids_many_rows_and_errors_come_through(engine: AsyncEngine) -> None:
@@ -57,3 +135,78 @@ async def test_rowcounts_ids_many_rows_and_errors_come_through(engine: AsyncEngi
             await conn.execute(text("INSERT INTO t (id, v) VALUES (1, 'taken')"))
     async with engine.connect() as conn:  # the connection is still good after the error
         assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar_one() == 501
+
+
+async def test_waiting_for_another_writer_happens_off_the_loop(
+        engine: AsyncEngine, database: Path, thread_calls: list[str]) -> None:
+    async def write() -> None:
+        async with engine.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('after the wait')"))
+
+    with write_lock_held_elsewhere(database):
+        writing = asyncio.ensure_future(write())
+        await asyncio.sleep(0.3)
+        assert not writing.done()  # still waiting for the lock
+    stall = await longest_stall_while(writing)
+    await writing
+    assert stall < 0.2
+    assert thread_calls == ["_run"]  # BEGIN IMMEDIATE waited there, the rest ran inline
+    thread_calls.clear()
+    async with engine.connect() as conn:  # back inline, and not waiting there any more
+        assert (await conn.execute(text("PRAGMA busy_timeout"))).scalar_one() == 0
+        assert (await conn.execute(text("SELECT v FROM t"))).scalars().all() == ["after the wait"]
+    assert thread_calls == []
+
+
+async def test_the_loop_keeps_running_while_a_writer_waits(
+        engine: AsyncEngine, database: Path) -> None:
+    async def write() -> None:
+        async with engine.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('x')"))
+
+    with write_lock_held_elsewhere(database):
+        writing = asyncio.ensure_future(write())
+        waited = asyncio.ensure_future(asyncio.sleep(0.5))
+        stall = await longest_stall_while(waited)
+        assert not writing.done()
+    await writing
+    assert stall < 0.2  # inline, the busy wait would have stalled the loop for all 0.5 s
+
+
+async def test_a_writer_gives_up_after_the_lock_wait_and_the_connection_recovers(
+        engine: AsyncEngine, database: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await engine.dispose()
+    monkeypatch.setattr(engine_module, "SQLITE_BUSY_TIMEOUT_MS", 200)
+    short = make_engine(f"sqlite+aiosqlite:///{database}")
+    try:
+        with write_lock_held_elsewhere(database):
+            started = time.monotonic()
+            with pytest.raises(OperationalError, match="database is locked"):
+                async with short.begin() as conn:
+                    await conn.execute(text("INSERT INTO t (v) VALUES ('x')"))
+            assert 0.15 < time.monotonic() - started < 5
+        async with short.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('y')"))
+            assert (await conn.execute(text("SELECT v FROM t"))).scalars().all() == ["y"]
+    finally:
+        await short.dispose()
+
+
+async def test_a_turn_cancelled_while_waiting_rolls_back_behind_the_wait(
+        engine: AsyncEngine, database: Path) -> None:
+    async def write() -> None:
+        async with engine.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('cancelled')"))
+
+    with write_lock_held_elsewhere(database):
+        writing = asyncio.ensure_future(write())
+        await asyncio.sleep(0.1)
+        writing.cancel()
+        waited = asyncio.ensure_future(asyncio.sleep(0.4))
+        stall = await longest_stall_while(waited)
+    assert stall < 0.2  # the cleanup queued behind the wait instead of blocking the loop
+    with pytest.raises(asyncio.CancelledError):
+        await writing
+    async with engine.begin() as conn:
+        await conn.execute(text("INSERT INTO t (v) VALUES ('next')"))
+        assert (await conn.execute(text("SELECT v FROM t"))).scalars().all() == ["next"]
