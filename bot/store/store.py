@@ -22,6 +22,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session
 
 from .engine import make_engine
 from .migrate import upgrade_engine
@@ -62,9 +63,32 @@ _CHAT_BUSY = (select(Outbox.id)
               .limit(1))
 
 
+def _insert(dialect: str, table: Any) -> Any:
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    if dialect == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"unsupported database {dialect!r}")
+
+
 _ANSWERS = cast(Table, Answer.__table__)
 _OUTBOX = cast(Table, Outbox.__table__)
 _CONVERSATIONS = cast(Table, Conversation.__table__)
+_INSERT_OUTBOX = insert(_OUTBOX).returning(_OUTBOX.c.id, sort_by_parameter_order=True)
+_WRITE_STATE = (update(_CONVERSATIONS)
+                .where(_CONVERSATIONS.c.user_id == bindparam("user"),
+                       _CONVERSATIONS.c.version == bindparam("version"))
+                .values(state=bindparam("state"), version=bindparam("new_version"),
+                        updated_at=bindparam("updated_at")))
+_DIALECTS = ("sqlite", "postgresql")
+_CREATE_USER = {d: _insert(d, User.__table__).on_conflict_do_nothing(index_elements=["id"])
+                for d in _DIALECTS}
+_CREATE_CONVERSATION = {
+    d: _insert(d, _CONVERSATIONS).values(state=None, version=0)
+    .on_conflict_do_nothing(index_elements=["user_id"]) for d in _DIALECTS}
+_MARK_PROCESSED = {
+    d: _insert(d, ProcessedUpdate.__table__).on_conflict_do_nothing(index_elements=["update_id"])
+    for d in _DIALECTS}
 
 
 @dataclass(frozen=True)
@@ -151,40 +175,35 @@ class Turn:
 
     async def flush(self) -> None:
         """Send the pending writes to the database, still uncommitted (e.g. to get ids)."""
-        await self._write_rows()
-        await self._write_state()
+        await self.session.run_sync(self._write)
         await self.session.flush()
 
-    async def _write_rows(self) -> None:
+    def _write_and_commit(self, sync: Session) -> None:
+        self._write(sync)
+        sync.commit()
+
+    def _write(self, sync: Session) -> None:
         """Answers and messages in one multi-row INSERT each (the ORM's unit of work cost
-        more than the rest of a turn's writes)."""
+        more than the rest of a turn's writes), then the state."""
         if self._answers:
-            await self.session.execute(insert(_ANSWERS), self._answers)
+            sync.execute(insert(_ANSWERS), self._answers)
             self._answers = []
         if self._messages:
-            ids = (await self.session.execute(
-                insert(_OUTBOX).returning(_OUTBOX.c.id, sort_by_parameter_order=True),
-                self._messages)).scalars().all()
+            ids = sync.execute(_INSERT_OUTBOX, self._messages).scalars().all()
             for row_id, row in zip(ids, self._messages, strict=True):
                 if row["status"] == "sending":
                     self.held.append(HeldMessage(row_id, row["chat_id"], row["payload"]))
                 else:
                     self.waiting += 1
             self._messages = []
-
-    async def _write_state(self) -> None:
-        if not self._state_set:
-            return
-        conversations = _CONVERSATIONS.c
-        result = await self.session.execute(
-            update(_CONVERSATIONS)
-            .where(conversations.user_id == self.user.id, conversations.version == self._version)
-            .values(state=self._new_state, version=self._version + 1, updated_at=self.now)
-        )
-        if _rowcount(result) != 1:
-            raise ConflictError(f"conversation of user {self.user.id} changed concurrently")
-        self._version += 1
-        self._state_set = False
+        if self._state_set:
+            result = sync.execute(_WRITE_STATE, {
+                "user": self.user.id, "version": self._version, "state": self._new_state,
+                "new_version": self._version + 1, "updated_at": self.now})
+            if _rowcount(result) != 1:
+                raise ConflictError(f"conversation of user {self.user.id} changed concurrently")
+            self._version += 1
+            self._state_set = False
 
 
 class Store:
@@ -250,16 +269,14 @@ class Store:
         """
         session = self.sessionmaker()
         try:
-            t = await self._open_turn(session, user_id, update_id, hold_for)
+            t = await session.run_sync(self._open_turn, session, user_id, update_id, hold_for)
             if t.duplicate:
                 session.expunge(t.user)
                 await session.rollback()
                 yield t
                 return
             yield t
-            await t._write_rows()
-            await t._write_state()
-            await session.commit()
+            await session.run_sync(t._write_and_commit)
         except BaseException:
             # Don't let a failing rollback (e.g. a dead connection) hide the real error;
             # closing the session below releases the connection either way.
@@ -297,31 +314,25 @@ class Store:
                 await asyncio.sleep(random.uniform(0, 0.02 * 2**attempt))
         raise AssertionError("unreachable")
 
-    async def _open_turn(self, session: AsyncSession, user_id: int, update_id: int | None,
-                         hold_for: timedelta | None) -> Turn:
+    def _open_turn(self, sync: Session, session: AsyncSession, user_id: int,
+                   update_id: int | None, hold_for: timedelta | None) -> Turn:
+        """The turn's first statements, run in one go by ``session.run_sync``."""
         now = utcnow()
-        found = (await session.execute(_LOCK_USER, {"user_id": user_id})).one_or_none()
+        dialect = self.engine.dialect.name
+        found = sync.execute(_LOCK_USER, {"user_id": user_id}).one_or_none()
         if found is None:  # first contact: create both rows, race-safe, then lock
-            dialect = self.engine.dialect.name
-            await session.execute(_insert(dialect, User.__table__)
-                                  .values(id=user_id, created_at=now)
-                                  .on_conflict_do_nothing(index_elements=["id"]))
-            await session.execute(_insert(dialect, Conversation.__table__)
-                                  .values(user_id=user_id, state=None, version=0, updated_at=now)
-                                  .on_conflict_do_nothing(index_elements=["user_id"]))
-            found = (await session.execute(_LOCK_USER, {"user_id": user_id})).one()
+            sync.execute(_CREATE_USER[dialect], {"id": user_id, "created_at": now})
+            sync.execute(_CREATE_CONVERSATION[dialect], {"user_id": user_id, "updated_at": now})
+            found = sync.execute(_LOCK_USER, {"user_id": user_id}).one()
         user, state, version = found
         if update_id is not None:
-            result = await session.execute(
-                _insert(self.engine.dialect.name, ProcessedUpdate.__table__)
-                .values(update_id=update_id, user_id=user_id, processed_at=now)
-                .on_conflict_do_nothing(index_elements=["update_id"])
-            )
+            result = sync.execute(_MARK_PROCESSED[dialect], {
+                "update_id": update_id, "user_id": user_id, "processed_at": now})
             if _rowcount(result) == 0:
                 return Turn(session, user, state=None, version=0, duplicate=True, now=now)
         hold_until = None
-        if hold_for is not None and (await session.execute(
-                _CHAT_BUSY, {"chat_id": user_id})).first() is None:
+        if hold_for is not None and sync.execute(
+                _CHAT_BUSY, {"chat_id": user_id}).first() is None:
             hold_until = now + hold_for
         return Turn(session, user, state=state, version=version, duplicate=False, now=now,
                     hold_until=hold_until)
@@ -428,14 +439,6 @@ def is_retryable(exc: BaseException) -> bool:
         code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
         return code in _RETRY_SQLSTATES
     return False
-
-
-def _insert(dialect: str, table: Any) -> Any:
-    if dialect == "postgresql":
-        return postgresql.insert(table)
-    if dialect == "sqlite":
-        return sqlite.insert(table)
-    raise NotImplementedError(f"unsupported database {dialect!r}")
 
 
 def _rowcount(result: Any) -> int:
