@@ -32,11 +32,12 @@ FSI = "\u2068"
 PDI = "\u2069"
 
 
+_BUNDLED_LOCALES = Path(__file__).resolve().parents[2] / "locales"
+
+
 def locales_dir() -> Path:
     configured = os.environ.get("COACHBOT_LOCALES")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[2] / "locales"
+    return Path(configured) if configured else _BUNDLED_LOCALES
 
 
 def normalize_locale(code: str | None, default: str = SOURCE_LOCALE) -> str:
