@@ -13,6 +13,7 @@ the database locked (another process writing) fails at once, and is then run aga
 connection's thread, which waits up to ``lock_wait_ms`` for the lock while the loop goes on.
 A call that fails busy has done nothing, so running it again is safe. Calls made while one
 waits there queue behind it on the thread (a cancelled turn's rollback, say), in order.
+Commits always go there: they wait for the disk.
 
 Two things keep the loop going otherwise: a run of inline calls gives the loop a turn every
 ``YIELD_EVERY`` (a hundred check-ins started in a row would hold up every chat), and work that
@@ -131,6 +132,13 @@ class SQLiteConnection(aiosqlite.Connection):
             except sqlite3.OperationalError as error:
                 if error.sqlite_errorcode & 0xFF not in _BUSY:
                     raise
+        return await self._on_the_thread(fn, *args, **kwargs)
+
+    async def commit(self) -> None:
+        """On the thread: a commit waits for the disk (fsync), and now and then checkpoints."""
+        await self._on_the_thread(self._conn.commit)
+
+    async def _on_the_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with self._counting:
             self._on_thread += 1
         return await super()._execute(self._waiting, fn, args, kwargs)  # type: ignore[no-untyped-call]
