@@ -39,11 +39,11 @@ import telegram
 from sqlalchemy import Table, delete, insert, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
-from telegram.request import HTTPXRequest
 
 from bench.common import machine, table
 from bot.schedule.jobs import claim, plan
 from bot.store import Answer, Assignment, Goal, Outbox, PlannedCheckin, Store, User
+from bot.telegram.http import AiohttpRequest
 from bot.telegram.sender import Sender
 from tests.fakes.bot_api import FakeBotApi
 
@@ -266,7 +266,7 @@ async def sending(store: Store, rate: float) -> dict[str, float]:
              "created_at": NOW, "next_attempt_at": NOW, "status": "pending", "attempts": 0}
             for i in range(MESSAGES)])
     async with FakeBotApi() as fake:
-        request = HTTPXRequest(connection_pool_size=8)
+        request = AiohttpRequest(connections=8)  # as bot.telegram.app serves
         async with telegram.Bot(fake.token, base_url=fake.base_url, request=request) as bot:
             sent = await Sender(store, bot, rate=rate).drain()
         times = [r.time for r in fake.calls("sendMessage")]

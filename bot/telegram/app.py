@@ -25,6 +25,7 @@ from bot.i18n import SOURCE_LOCALE, SUPPORTED_LOCALES, translator_for
 from bot.schedule.runner import start_scheduler
 from bot.store import Store
 from bot.telegram.handlers import COMMANDS, Handlers
+from bot.telegram.http import AiohttpRequest
 from bot.telegram.sender import Sender
 
 log = logging.getLogger(__name__)
@@ -164,15 +165,15 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
     store = Store(settings.database_url, encryption_key=settings.encryption_key)
     await store.start()
     base = settings.telegram_api_base_url.rstrip("/")
+    # A few keep-alive connections carry Telegram's 30 messages a second; a request waits
+    # for a free one rather than failing after PTB's 1 s.
+    requests = (AiohttpRequest(connections=HTTP_CONNECTIONS, pool_timeout=HTTP_POOL_WAIT),
+                AiohttpRequest(connections=1))
     application = (
         Application.builder().token(settings.telegram_token)
         .base_url(f"{base}/bot").base_file_url(f"{base}/file/bot")
         .concurrent_updates(PerChatUpdateProcessor(64))
-        # httpcore walks (and polls the socket of) every pooled connection on every
-        # request, so PTB's default pool of 256 cost more CPU than the sends themselves
-        # (docs/performance.md). A few keep-alive connections carry Telegram's 30 messages
-        # a second; a request waits for a free one rather than failing after PTB's 1 s.
-        .connection_pool_size(HTTP_CONNECTIONS).pool_timeout(HTTP_POOL_WAIT)
+        .request(requests[0]).get_updates_request(requests[1])
         .build()
     )
     sender = Sender(store, application.bot, rate=settings.send_rate)
@@ -220,6 +221,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
             await application.stop()
         with contextlib.suppress(Exception):
             await application.shutdown()
+        for request in requests:  # PTB leaves them open when initialize() failed
+            await request.shutdown()
         await store.close()
 
 

@@ -24,12 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import telegram
 from sqlalchemy import func, or_, select
-from telegram.request import HTTPXRequest
 
 from bot.dialogue import load_dialogues
 from bot.schedule import jobs
 from bot.schedule.runner import make_tick
 from bot.store import Outbox, PlannedCheckin, Store
+from bot.telegram.http import AiohttpRequest
 from bot.telegram.sender import Sender
 
 DIALOGUES = Path(__file__).parent / "dialogues"
@@ -87,7 +87,7 @@ async def main(config: dict[str, Any]) -> int:
     lease = timedelta(seconds=float(config["lease"]))
     store = Store(config["url"])
     await store.start()
-    request = HTTPXRequest(connection_pool_size=16)
+    request = AiohttpRequest(connections=16)
     async with KillingBot(config["token"], base_url=config["base_url"], request=request) as bot:
         sender = Sender(store, bot, rate=float(config["rate"]), lease=lease, release_every=0.1,
                         per_chat_interval=0.0)

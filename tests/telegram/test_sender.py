@@ -14,10 +14,10 @@ import pytest
 import telegram
 from sqlalchemy import insert, select, update
 from sqlalchemy.dialects import postgresql
-from telegram.request import HTTPXRequest
 
 from bot.store import Outbox, PlannedCheckin, Store, User
 from bot.store import Turn as StoreTurn
+from bot.telegram.http import AiohttpRequest
 from bot.telegram.sender import (
     MAX_TEXT,
     Sender,
@@ -40,7 +40,7 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[Store]:
 
 @pytest.fixture
 async def bot(fake_bot_api: FakeBotApi) -> AsyncIterator[telegram.Bot]:
-    request = HTTPXRequest(connection_pool_size=4)
+    request = AiohttpRequest(connections=4)
     async with telegram.Bot(fake_bot_api.token, base_url=fake_bot_api.base_url,
                             request=request) as b:
         yield b
