@@ -14,8 +14,6 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -105,6 +103,10 @@ def weekly_trend_png(
 ) -> bytes:
     """An 800x400 PNG of the weekly mood (``points``) and, if given, the goal's values.
     With no data at all it still is a valid PNG, saying so."""
+    # Imported on the first chart, not at start: matplotlib is 30-40 MB of a bot's memory.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     labels = labels or ChartLabels()
     figure = Figure(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI)
     FigureCanvasAgg(figure)

@@ -6,6 +6,8 @@ import asyncio
 import re
 import secrets
 import struct
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -386,6 +388,13 @@ def test_chart_is_a_png_of_the_expected_size() -> None:
     assert _png_size(weekly_trend_png(points, "Ana", goal_points=[(date(2026, 1, 5), 3.0)])) == (
         800, 400)
     assert _png_size(weekly_trend_png([], "Ana")) == (800, 400)
+
+
+def test_a_running_bot_loads_matplotlib_only_for_its_first_chart() -> None:
+    code = "import sys, bot.telegram.app, bot.console; print('matplotlib' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, timeout=60)
+    assert loaded.stdout.strip() == "False"  # 30-40 MB of memory that most bots never need
 
 
 async def test_weekly_points_average_each_week_since_consent(db: Store) -> None:
