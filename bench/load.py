@@ -132,6 +132,16 @@ async def run_wave(fake: LoadFake, user_ids: range, *, steps: int | None = None)
     return wave
 
 
+async def run_one_by_one(fake: LoadFake, user_ids: range) -> Wave:
+    """The users' conversations one after another: latencies without queueing."""
+    wave = Wave(1)
+    started = time.monotonic()
+    for user_id in user_ids:
+        wave.completed += await converse(fake, user_id, wave)
+    wave.seconds = time.monotonic() - started
+    return wave
+
+
 def transcript(fake: FakeBotApi, user_id: int) -> list[tuple[str | None, list[str]]]:
     """What one user saw: each text with its button labels."""
     return [(m.text, [b["text"] for row in (m.reply_markup or {}).get("inline_keyboard", [])

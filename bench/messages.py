@@ -34,6 +34,7 @@ from bench.load import (
     BotProcess,
     LoadFake,
     Wave,
+    run_one_by_one,
     run_wave,
     transcript,
 )
@@ -42,6 +43,7 @@ from bot.store import Answer, Goal, Store
 USERS = int(os.environ.get("BENCH_USERS", 100))
 RUNS = int(os.environ.get("BENCH_RUNS", 1))
 WARMUP_USERS = 20
+ALONE_USERS = 6  # one after another, after the warm-up
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 PG_DATABASE = "coachbot_bench"
 
@@ -84,10 +86,11 @@ async def drive(name: str, module: str, args: Callable[[str], list[str]],
         await bot.start(fake)
         first = 1_000_000
         try:
-            result.alone = await run_wave(fake, range(first, first + 1))
-            warm = await run_wave(fake, range(first + 1, first + 1 + WARMUP_USERS))
+            warm = await run_wave(fake, range(first + ALONE_USERS,
+                                              first + ALONE_USERS + WARMUP_USERS))
+            result.alone = await run_one_by_one(fake, range(first, first + ALONE_USERS))
             result.problems += result.alone.failures[:1] + warm.failures[:3]
-            first += 1 + WARMUP_USERS
+            first += ALONE_USERS + WARMUP_USERS
             for _ in range(RUNS):
                 users = range(first, first + USERS)
                 first += USERS
@@ -212,7 +215,9 @@ def report() -> str:
              f"Transcripts identical to the baseline's: {'yes' if same else 'NO'}.",
              "Users answer at once (closed loop), so under load latency ≈ users ÷ updates/s "
              "(Little's law): p99 < 50 ms with this many users needs thousands of updates/s; "
-             "'one user alone' is the latency without queueing."]
+             f"'one user alone' is the latency without queueing: {ALONE_USERS} users one "
+             "after another after the warm-up "
+             f"({ALONE_USERS * UPDATES_PER_CONVERSATION} updates)."]
     notes += [f"{r.name}: {p}" for r in results for p in r.problems]
     return table(f"Messages, {USERS} concurrent users ({machine()})", header, rows) \
         + "\n" + "\n".join(notes) + "\n"
