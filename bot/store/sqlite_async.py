@@ -13,7 +13,10 @@ the database locked (another process writing) fails at once, and is then run aga
 connection's thread, which waits up to ``lock_wait_ms`` for the lock while the loop goes on.
 A call that fails busy has done nothing, so running it again is safe. Calls made while one
 waits there queue behind it on the thread (a cancelled turn's rollback, say), in order.
-Commits always go there: they wait for the disk.
+Commits run inline too: in WAL mode with ``synchronous = NORMAL`` a commit does not wait for
+the disk (10 us here). The automatic checkpoint every 1,000 pages of WAL does, inside the
+commit that triggers it: measured here, 1 commit in about 400 took 1-9 ms, where sending
+every commit to the thread would cost 0.35 ms of CPU each.
 
 Two things keep the loop going otherwise: a run of inline calls gives the loop a turn every
 ``YIELD_EVERY`` (a hundred check-ins started in a row would hold up every chat), and work that
@@ -133,10 +136,6 @@ class SQLiteConnection(aiosqlite.Connection):
                 if error.sqlite_errorcode & 0xFF not in _BUSY:
                     raise
         return await self._on_the_thread(fn, *args, **kwargs)
-
-    async def commit(self) -> None:
-        """On the thread: a commit waits for the disk (fsync), and now and then checkpoints."""
-        await self._on_the_thread(self._conn.commit)
 
     async def _on_the_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with self._counting:
