@@ -193,9 +193,10 @@ def report() -> str:
         return r.best.percentile(99) if r.best else 0.0
 
     rows = [
-        row("updates/s", rate, lambda v: f"{v:,.0f}",
-            "≥ baseline; ≥ 300 on SQLite",
-            lambda r: rate(r) >= rate(base) and (rate(r) >= 300 or "SQLite" not in r.name)),
+        row("updates/s", rate, lambda v: f"{v:,.0f}", "≥ baseline",
+            lambda r: rate(r) >= rate(base)),
+        row("updates/s (absolute)", rate, lambda v: f"{v:,.0f}", "≥ 300 on SQLite",
+            lambda r: rate(r) >= 300 or "SQLite" not in r.name),
         row("latency p50", p50, _ms, "", None),
         row("latency p99", p99, _ms, "< 50 ms", lambda r: p99(r) < 0.05),
         row("latency p50, one user alone", lambda r: r.alone.percentile(50) if r.alone
