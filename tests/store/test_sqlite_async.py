@@ -61,6 +61,12 @@ def write_lock_held_elsewhere(database: Path) -> Iterator[None]:
         other.close()
 
 
+async def insert_value(engine: AsyncEngine, value: str) -> None:
+    """One row, in a transaction of its own (BEGIN IMMEDIATE: it takes the write lock)."""
+    async with engine.begin() as conn:
+        await conn.execute(text("INSERT INTO t (v) VALUES (:v)"), {"v": value})
+
+
 async def longest_stall_while(work: asyncio.Future[Any]) -> float:
     """The longest the event loop went without running a 5 ms ticker until ``work`` ended."""
     longest, last = 0.0, time.monotonic()
@@ -139,12 +145,8 @@ async def test_rowcounts_ids_many_rows_and_errors_come_through(engine: AsyncEngi
 
 async def test_waiting_for_another_writer_happens_off_the_loop(
         engine: AsyncEngine, database: Path, thread_calls: list[str]) -> None:
-    async def write() -> None:
-        async with engine.begin() as conn:
-            await conn.execute(text("INSERT INTO t (v) VALUES ('after the wait')"))
-
     with write_lock_held_elsewhere(database):
-        writing = asyncio.ensure_future(write())
+        writing = asyncio.ensure_future(insert_value(engine, "after the wait"))
         await asyncio.sleep(0.3)
         assert not writing.done()  # still waiting for the lock
     stall = await longest_stall_while(writing)
@@ -160,12 +162,8 @@ async def test_waiting_for_another_writer_happens_off_the_loop(
 
 async def test_the_loop_keeps_running_while_a_writer_waits(
         engine: AsyncEngine, database: Path) -> None:
-    async def write() -> None:
-        async with engine.begin() as conn:
-            await conn.execute(text("INSERT INTO t (v) VALUES ('x')"))
-
     with write_lock_held_elsewhere(database):
-        writing = asyncio.ensure_future(write())
+        writing = asyncio.ensure_future(insert_value(engine, "x"))
         waited = asyncio.ensure_future(asyncio.sleep(0.5))
         stall = await longest_stall_while(waited)
         assert not writing.done()
@@ -194,12 +192,8 @@ async def test_a_writer_gives_up_after_the_lock_wait_and_the_connection_recovers
 
 async def test_a_turn_cancelled_while_waiting_rolls_back_behind_the_wait(
         engine: AsyncEngine, database: Path) -> None:
-    async def write() -> None:
-        async with engine.begin() as conn:
-            await conn.execute(text("INSERT INTO t (v) VALUES ('cancelled')"))
-
     with write_lock_held_elsewhere(database):
-        writing = asyncio.ensure_future(write())
+        writing = asyncio.ensure_future(insert_value(engine, "cancelled"))
         await asyncio.sleep(0.1)
         writing.cancel()
         waited = asyncio.ensure_future(asyncio.sleep(0.4))
