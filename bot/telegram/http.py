@@ -36,8 +36,8 @@ class AiohttpRequest(BaseRequest):
                  ) -> None:
         self._connections = connections
         self._defaults = {"pool": pool_timeout, "connect": connect_timeout,
-                          "read": read_timeout, "write": write_timeout}
-        self._media_write_timeout = media_write_timeout
+                          "read": read_timeout, "write": write_timeout,
+                          "media_write": media_write_timeout}
         self._session: aiohttp.ClientSession | None = None
 
     @property
@@ -71,9 +71,7 @@ class AiohttpRequest(BaseRequest):
         pool = self._given(pool_timeout, "pool")
         connect = self._given(connect_timeout, "connect")
         read = self._given(read_timeout, "read")
-        write = (self._given(write_timeout, "write") if not files
-                 else write_timeout if not isinstance(write_timeout, DefaultValue)
-                 else self._media_write_timeout)
+        write = self._given(write_timeout, "media_write" if files else "write")
         timeout = aiohttp.ClientTimeout(
             total=_sum(pool, connect, write, read), connect=_sum(pool, connect),
             sock_connect=connect, sock_read=read)
