@@ -139,6 +139,14 @@ async def test_each_update_counts_once(running_bot: RunningBot) -> None:
     assert [m.text for m in ana.messages].count("Why does “Learn to swim” matter to you?") == 1
 
 
+async def test_a_new_telegram_name_is_stored_with_the_next_message(
+        running_bot: RunningBot) -> None:
+    await running_bot.user(112, first_name="Ana").send("/help")
+    await running_bot.user(112, first_name="Anna").send("/help")
+    user = await running_bot.store.get_user(112)
+    assert user is not None and user.first_name == "Anna"
+
+
 async def test_export_and_delete(running_bot: RunningBot) -> None:
     ana = running_bot.user(105)
     await ana.send("/goal")
