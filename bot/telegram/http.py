@@ -109,8 +109,10 @@ def _body(request_data: RequestData | None, files: UploadFileDict) -> Any:
     """A form (urlencoded), or multipart with files, as PTB's HTTPXRequest sends them."""
     if request_data is None:
         return None
-    if not files:
-        return request_data.json_parameters
+    if not files:  # encoded here: given a dict, aiohttp builds a multipart writer first
+        return aiohttp.BytesPayload(
+            request_data.url_encoded_parameters().encode(),
+            content_type="application/x-www-form-urlencoded")
     form = aiohttp.FormData()
     for name, value in request_data.json_parameters.items():
         form.add_field(name, value)
