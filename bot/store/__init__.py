@@ -19,6 +19,7 @@ from .models import (
     PlannedCheckin,
     ProcessedUpdate,
     User,
+    undelivered,
 )
 from .sqlite_async import off_the_loop
 from .store import ConflictError, Store, Turn, is_retryable
@@ -47,5 +48,6 @@ __all__ = [
     "ensure_schema",
     "is_retryable",
     "off_the_loop",
+    "undelivered",
     "upgrade",
 ]

@@ -41,6 +41,7 @@ from .models import (
     PlannedCheckin,
     ProcessedUpdate,
     User,
+    undelivered,
 )
 from .types import utcnow
 
@@ -72,8 +73,7 @@ _CONVERSATIONS = cast(Table, Conversation.__table__)
 # Whether a chat still has messages waiting or in flight (which must go out first). On the
 # table, not the ORM class: Core statements skip the ORM's execution path.
 _CHAT_BUSY = (select(_OUTBOX.c.id)
-              .where(_OUTBOX.c.chat_id == bindparam("chat_id"),
-                     _OUTBOX.c.status.in_(("pending", "sending")))
+              .where(_OUTBOX.c.chat_id == bindparam("chat_id"), undelivered(_OUTBOX.c.status))
               .limit(1))
 _INSERT_ANSWERS = insert(_ANSWERS)
 _INSERT_OUTBOX = insert(_OUTBOX).returning(_OUTBOX.c.id, sort_by_parameter_order=True)

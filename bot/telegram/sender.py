@@ -35,7 +35,7 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
 from bot.observability import record_send
-from bot.store import Outbox, PlannedCheckin, Store, User
+from bot.store import Outbox, PlannedCheckin, Store, User, undelivered
 from bot.store import Turn as StoreTurn
 
 log = logging.getLogger(__name__)
@@ -246,7 +246,7 @@ def _claim_statement(*, of_one_user: bool) -> Update:
     t, earlier = _OUTBOX.c, _EARLIER.c
     blocked = (select(earlier.id)
                .where(earlier.chat_id == t.chat_id, earlier.id < t.id,
-                      earlier.status.in_(("pending", "sending"))).exists())
+                      undelivered(earlier.status)).exists())
     due = (select(t.id)
            .where(t.status == "pending", t.next_attempt_at <= bindparam("due_by"), ~blocked)
            .order_by(t.id).limit(bindparam("at_most")).with_for_update(skip_locked=True))
