@@ -76,7 +76,9 @@ class SQLiteCursor:
         self._rows = []
 
     def _run(self, method: str, sql: str, parameters: Any) -> None:
-        """Run, keep what SQLAlchemy will ask for, close."""
+        """Run (after the transaction's BEGIN, if due), keep what SQLAlchemy will ask for,
+        close."""
+        self._connection._begin_if_due()
         cursor = self._connection._conn.cursor()
         try:
             getattr(cursor, method)(sql, parameters)
@@ -120,9 +122,30 @@ class SQLiteConnection(aiosqlite.Connection):
         self._on_thread = 0  # calls handed to the thread and not finished there yet
         self._counting = threading.Lock()  # the thread counts down, the loop up
         self._yield_at = 0.0  # perf_counter() after which the next inline call yields first
+        self._begin_due = False
 
     def cursor(self) -> SQLiteCursor:  # type: ignore[override]
         return SQLiteCursor(self)
+
+    def begin_immediate(self) -> None:
+        """Start a ``BEGIN IMMEDIATE`` transaction, sent with the next statement: the write
+        lock is taken (or waited for) there, and it costs no call of its own."""
+        self._begin_due = True
+
+    def _begin_if_due(self) -> None:
+        if self._begin_due:
+            self._conn.execute("BEGIN IMMEDIATE")  # if busy, the statement is run again
+            self._begin_due = False
+
+    async def commit(self) -> None:
+        if self._begin_due:  # no statement ran: there is no transaction to end
+            self._begin_due = False
+            return
+        await super().commit()
+
+    async def rollback(self) -> None:
+        self._begin_due = False
+        await super().rollback()
 
     async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         inline = _on_the_loop.get()

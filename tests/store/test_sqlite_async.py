@@ -86,6 +86,34 @@ async def test_statements_and_commits_run_on_the_loop_without_a_trip_to_the_thre
     assert thread_calls == []
 
 
+async def test_a_transaction_takes_the_write_lock_with_its_first_statement(
+        engine: AsyncEngine, database: Path) -> None:
+    other = sqlite3.connect(database, isolation_level=None, timeout=0)
+
+    def other_can_write() -> bool:
+        try:
+            other.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            assert "locked" in str(error)
+            return False
+        other.execute("ROLLBACK")
+        return True
+
+    try:
+        async with engine.begin():  # no statement: no lock taken, nothing to commit
+            assert other_can_write()
+        async with engine.connect() as conn:
+            await conn.begin()
+            await conn.rollback()
+        async with engine.begin() as conn:
+            await conn.execute(text("SELECT count(*) FROM t"))  # only a read, and yet
+            assert not other_can_write()
+        assert other_can_write()  # released at the commit
+        await insert_value(engine, "after empty transactions")
+    finally:
+        other.close()
+
+
 async def test_a_long_run_of_statements_lets_other_tasks_in(
         engine: AsyncEngine, thread_calls: list[str]) -> None:
     other_task_turns = 0
