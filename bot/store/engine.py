@@ -9,7 +9,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from .sqlite_async import sqlite_connector
+from .sqlite_async import SQLiteDBAPI, sqlite_connector
 from .types import install_cipher, make_cipher
 
 DEFAULT_URL = "sqlite+aiosqlite:///coachbot.db"
@@ -42,7 +42,8 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
         one_connection = {} if _in_memory(url) else {  # in memory: one already (StaticPool)
             "pool_size": 1, "max_overflow": 0, "pool_timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
         connector = sqlite_connector(make_url(url), lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
-        engine = create_async_engine(url, async_creator=connector, **one_connection)
+        engine = create_async_engine(url, async_creator=connector, module=SQLiteDBAPI(),
+                                     **one_connection)
     else:
         engine = create_async_engine(url, pool_pre_ping=True)
     cipher = make_cipher(encryption_key) if encryption_key else None

@@ -6,7 +6,10 @@ or four calls per statement (open a cursor, execute, fetch, close). A statement 
 microseconds; each hand-off to the thread and back (and the fight for the GIL it starts)
 cost far more: measured here, a bot's turn (8 statements) took 4.6 ms of CPU through the
 thread and 1.35 ms inline (see docs/performance.md). So the cursor executes, fetches every
-row and closes in one call, and calls run inline.
+row and closes in one call, and calls run inline. SQLAlchemy's adapter would still hand each
+call to ``await_`` (greenlet switches, a coroutine and a lock: about 10 us a statement, as
+much as the statement), so its cursor and connection are adapted too (``SQLiteDBAPI``, the
+engine's ``module``), calling straight through when a call may run inline.
 
 What must not run inline is waiting: the connection's busy timeout is 0, so a call that finds
 the database locked (another process writing) fails at once, and is then run again on the
@@ -27,6 +30,7 @@ reads or writes thousands of rows at a time (planning) runs its calls on the thr
 from __future__ import annotations
 
 import asyncio
+import collections
 import sqlite3
 import threading
 import time
@@ -34,11 +38,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import aiosqlite
+from sqlalchemy.dialects.sqlite.aiosqlite import (
+    AsyncAdapt_aiosqlite_connection,
+    AsyncAdapt_aiosqlite_cursor,
+    AsyncAdapt_aiosqlite_dbapi,
+)
 from sqlalchemy.dialects.sqlite.aiosqlite import dialect as aiosqlite_dialect
 from sqlalchemy.engine import URL
+from sqlalchemy.util.concurrency import await_
 
 _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 YIELD_EVERY = 0.005  # seconds of inline calls before the loop gets a turn
@@ -137,27 +147,45 @@ class SQLiteConnection(aiosqlite.Connection):
             self._conn.execute("BEGIN IMMEDIATE")  # if busy, the statement is run again
             self._begin_due = False
 
-    async def commit(self) -> None:
-        if self._begin_due:  # no statement ran: there is no transaction to end
+    def commit_now(self) -> None:
+        """COMMIT, on whichever thread calls it; nothing if no statement ran."""
+        if self._begin_due:
             self._begin_due = False
-            return
-        await super().commit()
+        else:
+            self._conn.commit()
+
+    def rollback_now(self) -> None:
+        self._begin_due = False
+        self._conn.rollback()
+
+    async def commit(self) -> None:
+        await self._execute(self.commit_now)
 
     async def rollback(self) -> None:
-        self._begin_due = False
-        await super().rollback()
+        await self._execute(self.rollback_now)
+
+    def try_inline(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:
+        """``(True, fn's result)`` if ``fn`` could run inline at once; ``(False, None)`` if it
+        must go through :meth:`_execute` instead: it found the database locked (having done
+        nothing), the thread has calls in hand, the loop is due a turn, or this work is kept
+        off the loop."""
+        if (not _on_the_loop.get() or self._on_thread
+                or time.perf_counter() >= self._yield_at):
+            return False, None
+        try:
+            return True, fn(*args, **kwargs)
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode & 0xFF not in _BUSY:
+                raise
+            return False, None
 
     async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        inline = _on_the_loop.get()
-        if inline and time.perf_counter() >= self._yield_at:
+        if _on_the_loop.get() and time.perf_counter() >= self._yield_at:
             await asyncio.sleep(0)
             self._yield_at = time.perf_counter() + YIELD_EVERY
-        if inline and not self._on_thread:
-            try:
-                return fn(*args, **kwargs)
-            except sqlite3.OperationalError as error:
-                if error.sqlite_errorcode & 0xFF not in _BUSY:
-                    raise
+        done, result = self.try_inline(fn, *args, **kwargs)
+        if done:
+            return result
         return await self._on_the_thread(fn, *args, **kwargs)
 
     async def _on_the_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -193,3 +221,71 @@ def sqlite_connector(url: URL, *, lock_wait_ms: int) -> Callable[[], Any]:
         return connection
 
     return creator
+
+
+
+class _AdaptedCursor(AsyncAdapt_aiosqlite_cursor):
+    """SQLAlchemy's cursor adapter, calling :class:`SQLiteCursor` directly when the call may
+    run inline: through ``await_`` each call cost two greenlet switches, a coroutine and a
+    lock, more than most statements themselves. Creating the cursor still goes through
+    ``await_``, which ``AsyncConnection.execute`` checks for."""
+
+    __slots__ = ()
+
+    def execute(self, operation: Any, parameters: Any = None) -> None:
+        self._run("execute", operation, () if parameters is None else parameters)
+
+    def executemany(self, operation: Any, seq_of_parameters: Any) -> None:
+        self._run("executemany", operation, seq_of_parameters)
+
+    def _run(self, method: str, sql: str, parameters: Any) -> None:
+        cursor = cast(SQLiteCursor, self._cursor)
+        try:
+            done, _ = cursor._connection.try_inline(cursor._run, method, sql, parameters)
+            if not done:
+                await_(getattr(cursor, method)(sql, parameters))
+        except Exception as error:
+            self._adapt_connection._handle_exception(error)
+        if cursor.description:
+            self._rows = collections.deque(cursor._rows)
+            cursor._rows = []
+
+    def close(self) -> None:  # a SQLiteCursor holds nothing to release
+        self._rows.clear()
+
+
+class _AdaptedConnection(AsyncAdapt_aiosqlite_connection):
+    """SQLAlchemy's connection adapter, committing and rolling back inline when it may."""
+
+    __slots__ = ()
+    _cursor_cls = _AdaptedCursor
+
+    def commit(self) -> None:
+        self._end(self._sqlite.commit_now, self._sqlite.commit)
+
+    def rollback(self) -> None:
+        self._end(self._sqlite.rollback_now, self._sqlite.rollback)
+
+    @property
+    def _sqlite(self) -> SQLiteConnection:
+        return cast(SQLiteConnection, self._connection)
+
+    def _end(self, now: Callable[[], None], through_execute: Callable[[], Any]) -> None:
+        try:
+            done, _ = self._sqlite.try_inline(now)
+            if not done:
+                await_(through_execute())
+        except Exception as error:
+            self._handle_exception(error)
+
+
+class SQLiteDBAPI(AsyncAdapt_aiosqlite_dbapi):
+    """SQLAlchemy's aiosqlite DB-API (``module=`` of the engine), opening connections with the
+    engine's ``async_creator`` and adapting them with :class:`_AdaptedConnection`."""
+
+    def __init__(self) -> None:
+        super().__init__(aiosqlite, sqlite3)
+
+    def connect(self, *args: Any, **kwargs: Any) -> _AdaptedConnection:
+        creator = kwargs.pop("async_creator_fn")
+        return _AdaptedConnection(self, await_(creator(*args, **kwargs)))
