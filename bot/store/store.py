@@ -186,12 +186,14 @@ class Turn:
 
     def _write(self, sync: Session) -> None:
         """Answers and messages in one multi-row INSERT each (the ORM's unit of work cost
-        more than the rest of a turn's writes), then the state."""
+        more than the rest of a turn's writes), then the state. On the session's connection:
+        Core statements through the session pay for its ORM execution path."""
+        connection = sync.connection()
         if self._answers:
-            sync.execute(_INSERT_ANSWERS, self._answers)
+            connection.execute(_INSERT_ANSWERS, self._answers)
             self._answers = []
         if self._messages:
-            ids = sync.execute(_INSERT_OUTBOX, self._messages).scalars().all()
+            ids = connection.execute(_INSERT_OUTBOX, self._messages).scalars().all()
             for row_id, row in zip(ids, self._messages, strict=True):
                 if row["status"] == "sending":
                     self.held.append(HeldMessage(row_id, row["chat_id"], row["payload"]))
@@ -199,7 +201,7 @@ class Turn:
                     self.waiting += 1
             self._messages = []
         if self._state_set:
-            result = sync.execute(_WRITE_STATE, {
+            result = connection.execute(_WRITE_STATE, {
                 "user": self.user.id, "version": self._version, "state": self._new_state,
                 "new_version": self._version + 1, "updated_at": self.now})
             if _rowcount(result) != 1:
@@ -327,13 +329,14 @@ class Store:
             sync.execute(_CREATE_CONVERSATION[dialect], {"user_id": user_id, "updated_at": now})
             found = sync.execute(_LOCK_USER, {"user_id": user_id}).one()
         user, state, version = found
+        connection = sync.connection()  # Core statements: see Turn._write
         if update_id is not None:
-            result = sync.execute(_MARK_PROCESSED[dialect], {
+            result = connection.execute(_MARK_PROCESSED[dialect], {
                 "update_id": update_id, "user_id": user_id, "processed_at": now})
             if _rowcount(result) == 0:
                 return Turn(session, user, state=None, version=0, duplicate=True, now=now)
         hold_until = None
-        if hold_for is not None and sync.execute(
+        if hold_for is not None and connection.execute(
                 _CHAT_BUSY, {"chat_id": user_id}).first() is None:
             hold_until = now + hold_for
         return Turn(session, user, state=state, version=version, duplicate=False, now=now,
