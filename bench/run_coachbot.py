@@ -32,7 +32,7 @@ def main(argv: list[str]) -> None:
     settings = Settings(telegram_token=TOKEN, telegram_api_base_url=api_url,
                         database_url=database_url, dialogues=REPO / "dialogues",
                         send_rate=25.0 if paced else 1_000_000.0)
-    asyncio.run(app.serve(settings))  # SIGTERM stops it cleanly
+    asyncio.run(app.serve(settings, own_process=True))  # SIGTERM stops it cleanly
 
 
 if __name__ == "__main__":

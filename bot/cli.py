@@ -117,7 +117,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                   f"{settings.metrics_port}: {exc.strerror or exc}", file=sys.stderr)
             return 1
     try:
-        asyncio.run(serve(settings, listen=(args.host, args.port)))
+        asyncio.run(serve(settings, listen=(args.host, args.port), own_process=True))
     except StartupError as exc:
         print(f"coachbot: {exc}", file=sys.stderr)
         return 1

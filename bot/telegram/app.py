@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hmac
 import logging
 import signal
@@ -151,8 +152,10 @@ def webhook_app(application: Application[Any, Any, Any, Any, Any, Any], store: S
 
 
 async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
-                listen: tuple[str, int] = ("0.0.0.0", 8080)) -> None:
-    """Run until `stop` is set (or SIGINT/SIGTERM), then finish what is in flight."""
+                listen: tuple[str, int] = ("0.0.0.0", 8080), own_process: bool = False) -> None:
+    """Run until `stop` is set (or SIGINT/SIGTERM), then finish what is in flight.
+    `own_process`: nothing else runs in this process, so its garbage collection may be set
+    up for a long-running server once started (see `_settle_garbage_collection`)."""
     if not settings.telegram_token:
         raise StartupError("TELEGRAM_BOT_TOKEN is not set; to try the dialogues without "
                            "Telegram, run `coachbot chat`")
@@ -204,6 +207,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
         else:
             assert application.updater is not None
             await application.updater.start_polling(allowed_updates=ALLOWED_UPDATES)
+        if own_process:
+            _settle_garbage_collection()
         log.info("coachbot is running (%s)", "webhook" if settings.webhook_url else "polling")
         _stop_on_signals(stop)
         await stop.wait()
@@ -224,6 +229,16 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
         for request in requests:  # PTB leaves them open when initialize() failed
             await request.shutdown()
         await store.close()
+
+
+def _settle_garbage_collection() -> None:
+    """Once started: what start-up loaded lives as long as the process, so the collector stops
+    scanning it (a full collection of it took about 110 ms), and looks for cycles every
+    10,000 new objects rather than 700. Measured under load (docs/performance.md): time in the
+    collector from 0.23 to 0.02 ms per update."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000)
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:

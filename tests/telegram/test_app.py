@@ -1,0 +1,34 @@
+"""How `coachbot run` sets up the process it serves in."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from bot import cli
+from bot.telegram import app
+
+
+def test_coachbot_run_serves_in_a_process_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    given: dict[str, Any] = {}
+
+    async def serve(settings: Any, **kwargs: Any) -> None:
+        given.update(kwargs)
+
+    monkeypatch.setattr(app, "serve", serve)
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123456:TEST-TOKEN")
+    monkeypatch.delenv("COACHBOT_METRICS_PORT", raising=False)
+    assert cli.main(["run"]) == 0
+    assert given["own_process"] is True
+
+
+def test_a_started_server_stops_scanning_what_start_up_loaded() -> None:
+    # In a fresh interpreter: the settings are the whole process's.
+    probe = ("import gc; from bot.telegram.app import _settle_garbage_collection as settle; "
+             "settle(); print(gc.get_threshold()[0], gc.get_freeze_count() > 10_000)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["10000", "True"]
