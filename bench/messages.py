@@ -162,6 +162,17 @@ async def measure_all() -> list[Result]:
     return results
 
 
+def _verdict(results: list[Result], met: Callable[[Result], bool]) -> str:
+    """"yes" or "NO" for all of them, else each database's own."""
+    verdicts = [met(r) for r in results]
+    if results and all(verdicts):
+        return "yes"
+    if not any(verdicts):
+        return "NO"
+    return ", ".join(f"{r.name.removeprefix('coachbot ')} {'yes' if ok else 'NO'}"
+                     for r, ok in zip(results, verdicts, strict=True))
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
@@ -179,9 +190,7 @@ def report() -> str:
         ratios = [f"{value(r) / value(base):.2f}" if r.ok and base.ok and value(base) else ""
                   for r in results[1:]]
         coach = [r for r in results[1:] if r.ok]
-        verdict = "" if met is None else ("yes" if coach and all(met(r) for r in coach)
-                                          else "NO")
-        return [label, *cells, *ratios, target, verdict]
+        return [label, *cells, *ratios, target, "" if met is None else _verdict(coach, met)]
 
     def rate(r: Result) -> float:
         return r.best.rate if r.best else 0.0
