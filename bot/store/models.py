@@ -265,12 +265,12 @@ class Outbox(Base):
     )
 
 
-
 def undelivered(status: ColumnElement[str]) -> ColumnElement[bool]:
     """Outbox rows waiting to be sent or being sent. Two comparisons rather than an IN of a
     literal tuple, which SQLAlchemy renders again on every execution (a fifth of a lookup's
     CPU)."""
     return or_(status == "pending", status == "sending")
+
 
 #: What a coach is told about, in batches; never the content of what the client wrote.
 COACH_EVENT_KINDS = ("exercise_done", "exercise_partly", "exercise_skipped", "crisis")

@@ -223,7 +223,6 @@ def sqlite_connector(url: URL, *, lock_wait_ms: int) -> Callable[[], Any]:
     return creator
 
 
-
 class _AdaptedCursor(AsyncAdapt_aiosqlite_cursor):
     """SQLAlchemy's cursor adapter, calling :class:`SQLiteCursor` directly when the call may
     run inline: through ``await_`` each call cost two greenlet switches, a coroutine and a
@@ -271,6 +270,8 @@ class _AdaptedConnection(AsyncAdapt_aiosqlite_connection):
         return cast(SQLiteConnection, self._connection)
 
     def _end(self, now: Callable[[], None], through_execute: Callable[[], Any]) -> None:
+        if not self._sqlite._connection:  # closed already: nothing to end (as SQLAlchemy's)
+            return
         try:
             done, _ = self._sqlite.try_inline(now)
             if not done:
