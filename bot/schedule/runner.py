@@ -16,7 +16,7 @@ from bot.dialogue.model import DialogueSet
 from bot.observability import CHECKINS_DUE, CHECKINS_SENT, OUTBOX_DEPTH
 from bot.schedule.digests import send_digests
 from bot.schedule.jobs import DEFAULT_LEASE, claim_and_start, default_worker_id, plan
-from bot.store import Outbox, Store
+from bot.store import Outbox, Store, undelivered
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class Nudgeable(Protocol):
 async def outbox_depth(store: Store) -> int:
     async with store.sessionmaker() as session:
         return int(await session.scalar(
-            select(func.count()).where(Outbox.status.in_(("pending", "sending")))) or 0)
+            select(func.count()).where(undelivered(Outbox.status))) or 0)
 
 
 def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker_id: str,

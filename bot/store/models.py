@@ -23,7 +23,7 @@ from sqlalchemy import (
     or_,
     text,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, QueryableAttribute, mapped_column
 
 from .types import EncryptedJSON, EncryptedText, UTCDateTime, utcnow
 
@@ -265,7 +265,7 @@ class Outbox(Base):
     )
 
 
-def undelivered(status: ColumnElement[str]) -> ColumnElement[bool]:
+def undelivered(status: ColumnElement[str] | QueryableAttribute[str]) -> ColumnElement[bool]:
     """Outbox rows waiting to be sent or being sent. Two comparisons rather than an IN of a
     literal tuple, which SQLAlchemy renders again on every execution (a fifth of a lookup's
     CPU)."""

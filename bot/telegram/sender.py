@@ -581,7 +581,7 @@ class Sender:
             await session.execute(
                 update(Outbox)
                 .where(Outbox.chat_id == row.chat_id,
-                       Outbox.status.in_(("pending", "sending")) | (Outbox.id == row.id))
+                       undelivered(Outbox.status) | (Outbox.id == row.id))
                 .values(status="failed", last_error=error)
                 .execution_options(synchronize_session=False))
 
