@@ -179,6 +179,12 @@ class SQLiteConnection(aiosqlite.Connection):
                 raise
             return False, None
 
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` from SQLAlchemy's synchronous side (its greenlet): inline if it may
+        run inline, else through :meth:`_execute` by way of ``await_``."""
+        done, result = self.try_inline(fn, *args)
+        return result if done else await_(self._execute(fn, *args))
+
     async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if _on_the_loop.get() and time.perf_counter() >= self._yield_at:
             await asyncio.sleep(0)
@@ -240,9 +246,7 @@ class _AdaptedCursor(AsyncAdapt_aiosqlite_cursor):
     def _run(self, method: str, sql: str, parameters: Any) -> None:
         cursor = cast(SQLiteCursor, self._cursor)
         try:
-            done, _ = cursor._connection.try_inline(cursor._run, method, sql, parameters)
-            if not done:
-                await_(getattr(cursor, method)(sql, parameters))
+            cursor._connection.call(cursor._run, method, sql, parameters)
         except Exception as error:
             self._adapt_connection._handle_exception(error)
         if cursor.description:
@@ -260,22 +264,20 @@ class _AdaptedConnection(AsyncAdapt_aiosqlite_connection):
     _cursor_cls = _AdaptedCursor
 
     def commit(self) -> None:
-        self._end(self._sqlite.commit_now, self._sqlite.commit)
+        self._end(self._sqlite.commit_now)
 
     def rollback(self) -> None:
-        self._end(self._sqlite.rollback_now, self._sqlite.rollback)
+        self._end(self._sqlite.rollback_now)
 
     @property
     def _sqlite(self) -> SQLiteConnection:
         return cast(SQLiteConnection, self._connection)
 
-    def _end(self, now: Callable[[], None], through_execute: Callable[[], Any]) -> None:
+    def _end(self, now: Callable[[], None]) -> None:
         if not self._sqlite._connection:  # closed already: nothing to end (as SQLAlchemy's)
             return
         try:
-            done, _ = self._sqlite.try_inline(now)
-            if not done:
-                await_(through_execute())
+            self._sqlite.call(now)
         except Exception as error:
             self._handle_exception(error)
 
