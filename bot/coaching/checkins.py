@@ -8,21 +8,21 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.store import Answer, User
+from bot.store import Answer, UserView
 
 CHECKIN_DIALOGUE = "daily_checkin"
 CHECKIN_MARKER = "checkin.mood"  # answered once per check-in, so it marks the day
 STREAK_LOOKBACK = 400
 
 
-def user_zone(user: User) -> ZoneInfo:
+def user_zone(user: UserView) -> ZoneInfo:
     try:
         return ZoneInfo(user.time_zone)
     except (ZoneInfoNotFoundError, ValueError):
         return ZoneInfo("UTC")
 
 
-async def checkin_days(session: AsyncSession, user: User, zone: ZoneInfo) -> list[date]:
+async def checkin_days(session: AsyncSession, user: UserView, zone: ZoneInfo) -> list[date]:
     rows = await session.execute(
         select(Answer.answered_at)
         .where(Answer.user_id == user.id, Answer.dialogue_id == CHECKIN_DIALOGUE,

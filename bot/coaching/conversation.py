@@ -23,7 +23,7 @@ from bot.engine import Context, ConversationState, Outcome, Turn, handle, resume
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
 from bot.i18n import normalize_locale, translator_for
-from bot.store import Exercise, Goal, User
+from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
 
 # Contracts with the dialogues (see docs/dialogue-language.md, "What the platform reads").
@@ -49,7 +49,7 @@ class Resume:
 Action = Turn | Start | Resume
 
 
-async def context_for(session: AsyncSession, user: User, now: datetime, *,
+async def context_for(session: AsyncSession, user: UserView, now: datetime, *,
                       with_streak: bool = True) -> Context:
     """What the engine knows of the user now; the streak (a query) only `with_streak`."""
     zone = user_zone(user)
@@ -96,7 +96,8 @@ def run_engine(dialogues: DialogueSet, state: ConversationState, action: Action,
     return handle(dialogues, state, action, ctx)
 
 
-def apply_profile(user: User, variables: dict[str, Value], saved: set[str], now: datetime) -> None:
+def apply_profile(user: TurnUser, variables: dict[str, Value], saved: set[str],
+                  now: datetime) -> None:
     """Answers that set up the client's profile take effect at once."""
     if "profile.consent" in saved:
         user.consent_at = now if variables["profile.consent"] is True else None
@@ -138,14 +139,14 @@ def _date(value: Value) -> date | None:
         return None
 
 
-async def _active_goal(session: AsyncSession, user: User) -> Goal | None:
+async def _active_goal(session: AsyncSession, user: UserView) -> Goal | None:
     return (await session.execute(
         select(Goal).where(Goal.user_id == user.id, Goal.status == "active")
         .order_by(Goal.created_at.desc(), Goal.id.desc()).limit(1)
     )).scalar_one_or_none()
 
 
-async def apply_goals(session: AsyncSession, user: User, outcome: Outcome,
+async def apply_goals(session: AsyncSession, user: UserView, outcome: Outcome,
                       now: datetime) -> None:
     """Reviews and completions update the goal in progress, in the order they were answered;
     a finished goal setting then creates the new goal (a completion may lead straight to it)."""
@@ -183,7 +184,7 @@ async def apply_goals(session: AsyncSession, user: User, outcome: Outcome,
         await session.flush()
 
 
-async def apply_new_exercise(session: AsyncSession, user: User, outcome: Outcome,
+async def apply_new_exercise(session: AsyncSession, user: UserView, outcome: Outcome,
                              now: datetime) -> None:
     """A coach who wrote an exercise and chose to save it gets it in their library."""
     variables = outcome.state.variables

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.streaks import streak
 from bot.engine import Context
-from bot.store import Goal, User
+from bot.store import Goal, UserView
 
 
 def current_streak(days: list[date], today: date) -> tuple[int, int]:
@@ -22,7 +22,7 @@ def current_streak(days: list[date], today: date) -> tuple[int, int]:
     return (streak(days, yesterday)[0] if yesterday in days else 0), best
 
 
-async def progress_text(session: AsyncSession, user: User, ctx: Context) -> str:
+async def progress_text(session: AsyncSession, user: UserView, ctx: Context) -> str:
     tr = ctx.translator
     goals = list((await session.execute(
         select(Goal).where(Goal.user_id == user.id).order_by(Goal.created_at, Goal.id)

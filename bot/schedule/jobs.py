@@ -74,6 +74,7 @@ from bot.store import (
     Store,
     Turn,
     User,
+    UserView,
     off_the_loop,
 )
 from bot.store.types import UTCDateTime
@@ -509,7 +510,7 @@ async def _busy(t: Turn, now: datetime) -> bool:
     return updated is not None and updated > now - BUSY_WINDOW
 
 
-def _user_gone(user: User, now: datetime) -> bool:
+def _user_gone(user: UserView, now: datetime) -> bool:
     paused = user.paused_until is not None and user.paused_until > now
     return not user.reachable or user.consent_at is None or paused
 

@@ -22,7 +22,7 @@ from .models import (
     undelivered,
 )
 from .sqlite_async import off_the_loop
-from .store import ConflictError, Store, Turn, is_retryable
+from .store import ConflictError, Store, Turn, TurnUser, UserView, is_retryable
 from .types import DecryptionError
 
 __all__ = [
@@ -43,7 +43,9 @@ __all__ = [
     "ProcessedUpdate",
     "Store",
     "Turn",
+    "TurnUser",
     "User",
+    "UserView",
     "database_url",
     "ensure_schema",
     "is_retryable",

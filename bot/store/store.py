@@ -12,17 +12,16 @@ import copy
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date, datetime, time, timedelta
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from sqlalchemy import String, Table, bindparam, delete, insert, or_, select, update
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
-from sqlalchemy.orm import Session
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from .engine import make_engine
 from .migrate import upgrade_engine
@@ -51,14 +50,6 @@ T = TypeVar("T")
 _RETRY_SQLSTATES = frozenset({"40001", "40P01", "55P03"})  # serialization, deadlock, lock n/a
 
 
-# The user with their conversation, locked (on SQLite the turn's BEGIN IMMEDIATE locks).
-# Prepared once: building the statement costs more than running it.
-_LOCK_USER = (select(User, Conversation.state, Conversation.version)
-              .join(Conversation, Conversation.user_id == User.id)
-              .where(User.id == bindparam("user_id"))
-              .with_for_update(of=Conversation))
-
-
 def _insert(dialect: str, table: Any) -> Any:
     if dialect == "postgresql":
         return postgresql.insert(table)
@@ -67,6 +58,55 @@ def _insert(dialect: str, table: Any) -> Any:
     raise NotImplementedError(f"unsupported database {dialect!r}")
 
 
+class UserView(Protocol):
+    """What is read of a user: an ORM :class:`User` or a turn's :class:`TurnUser`."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def first_name(self) -> str | None: ...
+    @property
+    def locale(self) -> str: ...
+    @property
+    def time_zone(self) -> str: ...
+    @property
+    def checkin_hour(self) -> int: ...
+    @property
+    def quiet_start(self) -> int | None: ...
+    @property
+    def quiet_end(self) -> int | None: ...
+    @property
+    def paused_until(self) -> datetime | None: ...
+    @property
+    def reachable(self) -> bool: ...
+    @property
+    def consent_at(self) -> datetime | None: ...
+    @property
+    def is_coach(self) -> bool: ...
+
+
+@dataclass(slots=True, eq=False)
+class TurnUser:
+    """The turn's user: the columns of their ``users`` row, plain attributes. The columns a
+    turn changes are written when it commits, and only those (a plain row, not the ORM's
+    User: loading and tracking that cost more than the rest of the turn's reads)."""
+
+    id: int
+    first_name: str | None
+    locale: str
+    time_zone: str
+    checkin_hour: int
+    quiet_start: int | None
+    quiet_end: int | None
+    paused_until: datetime | None
+    reachable: bool
+    consent_at: datetime | None
+    is_coach: bool
+    created_at: datetime
+
+
+_USERS = cast(Table, User.__table__)
+_USER_FIELDS = tuple(f.name for f in fields(TurnUser))
 _ANSWERS = cast(Table, Answer.__table__)
 _OUTBOX = cast(Table, Outbox.__table__)
 _CONVERSATIONS = cast(Table, Conversation.__table__)
@@ -82,6 +122,13 @@ _WRITE_STATE = (update(_CONVERSATIONS)
                        _CONVERSATIONS.c.version == bindparam("version"))
                 .values(state=bindparam("state"), version=bindparam("new_version"),
                         updated_at=bindparam("updated_at")))
+# The user with their conversation, locked (on SQLite the turn's BEGIN IMMEDIATE locks).
+# Prepared once: building the statement costs more than running it.
+_LOCK_USER = (select(*(_USERS.c[name] for name in _USER_FIELDS),
+                     _CONVERSATIONS.c.state, _CONVERSATIONS.c.version)
+              .join(_CONVERSATIONS, _CONVERSATIONS.c.user_id == _USERS.c.id)
+              .where(_USERS.c.id == bindparam("user_id"))
+              .with_for_update(of=_CONVERSATIONS))
 _DIALECTS = ("sqlite", "postgresql")
 _CREATE_USER = {d: _insert(d, User.__table__).on_conflict_do_nothing(index_elements=["id"])
                 for d in _DIALECTS}
@@ -111,7 +158,9 @@ class Turn:
 
     ``duplicate`` is True when the update was already processed; the caller then does
     nothing and the turn commits nothing. ``state`` is a private copy of the committed
-    conversation state: change it with :meth:`set_state`.
+    conversation state: change it with :meth:`set_state`. ``user`` is the user's row:
+    assign its attributes, they are written at the commit. ``session``, an ORM session
+    in the turn's transaction, is opened the first time it is used.
 
     With ``hold_until`` set, the messages this turn queues for the user's own chat are
     committed already claimed (``sending``, leased until then) and listed in ``held``, for
@@ -120,8 +169,8 @@ class Turn:
 
     def __init__(
         self,
-        session: AsyncSession,
-        user: User,
+        connection: AsyncConnection,
+        user: TurnUser,
         *,
         state: dict[str, Any] | None,
         version: int,
@@ -129,11 +178,13 @@ class Turn:
         now: datetime,
         hold_until: datetime | None = None,
     ) -> None:
-        self.session = session
+        self.connection = connection
         self.user = user
         self.state = state
         self.duplicate = duplicate
         self.now = now
+        self._session: AsyncSession | None = None
+        self._user_as_read = tuple(getattr(user, name) for name in _USER_FIELDS)
         self._version = version
         self._new_state: dict[str, Any] | None = None
         self._state_set = False
@@ -146,6 +197,13 @@ class Turn:
     @property
     def user_id(self) -> int:
         return self.user.id
+
+    @property
+    def session(self) -> AsyncSession:
+        """An ORM session in this turn's transaction (flushed, not committed, by the turn)."""
+        if self._session is None:
+            self._session = AsyncSession(bind=self.connection, expire_on_commit=False)
+        return self._session
 
     def _writable(self) -> None:
         if self.duplicate:
@@ -177,18 +235,22 @@ class Turn:
 
     async def flush(self) -> None:
         """Send the pending writes to the database, still uncommitted (e.g. to get ids)."""
-        await self.session.run_sync(self._write)
-        await self.session.flush()
+        await self.connection.run_sync(self._write)
 
-    def _write_and_commit(self, sync: Session) -> None:
-        self._write(sync)
-        sync.commit()
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
 
-    def _write(self, sync: Session) -> None:
-        """Answers and messages in one multi-row INSERT each (the ORM's unit of work cost
-        more than the rest of a turn's writes), then the state. On the session's connection:
-        Core statements through the session pay for its ORM execution path."""
-        connection = sync.connection()
+    def _write_and_commit(self, connection: Connection) -> None:
+        self._write(connection)
+        connection.commit()
+
+    def _write(self, connection: Connection) -> None:
+        """The session's changes, then answers and messages in one multi-row INSERT each
+        (the ORM's unit of work cost more than the rest of a turn's writes), the user's
+        changed columns and the state."""
+        if self._session is not None:
+            self._session.sync_session.flush()
         if self._answers:
             connection.execute(_INSERT_ANSWERS, self._answers)
             self._answers = []
@@ -200,6 +262,12 @@ class Turn:
                 else:
                     self.waiting += 1
             self._messages = []
+        changed = {name: value for name, was in zip(_USER_FIELDS, self._user_as_read, strict=True)
+                   if (value := getattr(self.user, name)) != was}
+        if changed:
+            connection.execute(update(_USERS).where(_USERS.c.id == self.user.id)
+                               .values(changed))
+            self._user_as_read = tuple(getattr(self.user, name) for name in _USER_FIELDS)
         if self._state_set:
             result = connection.execute(_WRITE_STATE, {
                 "user": self.user.id, "version": self._version, "state": self._new_state,
@@ -271,24 +339,26 @@ class Store:
         commit, and holds them this long (see :class:`Turn`); only when nothing earlier
         to the chat is still undelivered, so its messages keep their order.
         """
-        session = self.sessionmaker()
-        try:
-            t = await session.run_sync(self._open_turn, session, user_id, update_id, hold_for)
-            if t.duplicate:
-                session.expunge(t.user)
-                await session.rollback()
+        async with self.engine.connect() as connection:
+            t: Turn | None = None
+            try:
+                t = await connection.run_sync(self._open_turn, connection, user_id, update_id,
+                                              hold_for)
+                if t.duplicate:
+                    await connection.rollback()
+                    yield t
+                    return
                 yield t
-                return
-            yield t
-            await session.run_sync(t._write_and_commit)
-        except BaseException:
-            # Don't let a failing rollback (e.g. a dead connection) hide the real error;
-            # closing the session below releases the connection either way.
-            with contextlib.suppress(Exception):
-                await session.rollback()
-            raise
-        finally:
-            await session.close()
+                await connection.run_sync(t._write_and_commit)
+            except BaseException:
+                # Don't let a failing rollback (e.g. a dead connection) hide the real error;
+                # closing the connection releases it either way.
+                with contextlib.suppress(Exception):
+                    await connection.rollback()
+                raise
+            finally:
+                if t is not None:
+                    await t.close()
 
     async def run_turn(
         self,
@@ -318,9 +388,9 @@ class Store:
                 await asyncio.sleep(random.uniform(0, 0.02 * 2**attempt))
         raise AssertionError("unreachable")
 
-    def _open_turn(self, sync: Session, session: AsyncSession, user_id: int,
+    def _open_turn(self, sync: Connection, connection: AsyncConnection, user_id: int,
                    update_id: int | None, hold_for: timedelta | None) -> Turn:
-        """The turn's first statements, run in one go by ``session.run_sync``."""
+        """The turn's first statements, run in one go by ``connection.run_sync``."""
         now = utcnow()
         dialect = self.engine.dialect.name
         found = sync.execute(_LOCK_USER, {"user_id": user_id}).one_or_none()
@@ -328,18 +398,18 @@ class Store:
             sync.execute(_CREATE_USER[dialect], {"id": user_id, "created_at": now})
             sync.execute(_CREATE_CONVERSATION[dialect], {"user_id": user_id, "updated_at": now})
             found = sync.execute(_LOCK_USER, {"user_id": user_id}).one()
-        user, state, version = found
-        connection = sync.connection()  # Core statements: see Turn._write
+        *columns, state, version = found
+        user = TurnUser(*columns)
         if update_id is not None:
-            result = connection.execute(_MARK_PROCESSED[dialect], {
+            result = sync.execute(_MARK_PROCESSED[dialect], {
                 "update_id": update_id, "user_id": user_id, "processed_at": now})
             if _rowcount(result) == 0:
-                return Turn(session, user, state=None, version=0, duplicate=True, now=now)
+                return Turn(connection, user, state=None, version=0, duplicate=True, now=now)
         hold_until = None
-        if hold_for is not None and connection.execute(
+        if hold_for is not None and sync.execute(
                 _CHAT_BUSY, {"chat_id": user_id}).first() is None:
             hold_until = now + hold_for
-        return Turn(session, user, state=state, version=version, duplicate=False, now=now,
+        return Turn(connection, user, state=state, version=version, duplicate=False, now=now,
                     hold_until=hold_until)
 
     async def prune_processed_updates(self, before: datetime) -> int:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import fields
 from datetime import UTC, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 
-from bot.store import Answer, ConflictError, Conversation, Outbox, Store, Turn
+from bot.store import Answer, ConflictError, Conversation, Outbox, Store, Turn, TurnUser, User
 from bot.store.types import utcnow
 from tests.store.store_helpers import count
 
@@ -47,6 +48,41 @@ async def test_user_changes_are_committed(store: Store) -> None:
         t.user.time_zone = "Europe/Paris"
     user = await store.get_user(5)
     assert user is not None and (user.first_name, user.time_zone) == ("Ada", "Europe/Paris")
+
+
+def test_turn_user_has_every_users_column() -> None:
+    assert [f.name for f in fields(TurnUser)] == [c.name for c in User.__table__.c]
+
+
+async def test_turn_writes_only_the_user_columns_it_changed(store: Store) -> None:
+    async with store.turn(6):
+        pass
+    async with store.turn(6) as t:
+        t.user.first_name = "Ada"
+        # Someone else's write to another column in the same transaction (as making
+        # yourself a coach does through the ORM) is not overwritten by the turn's read.
+        await t.session.execute(update(User).where(User.id == 6).values(is_coach=True))
+    user = await store.get_user(6)
+    assert user is not None and (user.first_name, user.is_coach) == ("Ada", True)
+
+
+async def test_turn_without_user_changes_writes_no_user_row(store: Store) -> None:
+    async with store.turn(8) as t:
+        t.user.first_name = "Ada"
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        async with store.turn(8) as t:
+            t.user.first_name = "Ada"  # the same name again
+            t.set_state({"step": 1})
+    finally:
+        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
+    assert not [s for s in statements if s.lstrip().upper().startswith("UPDATE USERS")]
+    assert [s for s in statements if s.lstrip().upper().startswith("UPDATE CONVERSATIONS")]
 
 
 async def test_turn_commits_state_answers_outbox_and_update_together(store: Store) -> None:
