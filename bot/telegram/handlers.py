@@ -102,8 +102,7 @@ class Handlers:
         async def body(t: StoreTurn) -> Outcome | None:
             if t.state is None:  # first contact: take Telegram's language until they choose
                 t.user.locale = normalize_locale(telegram_user.language_code)
-            if t.user.first_name != telegram_user.first_name:  # unchanged: no ORM flush
-                t.user.first_name = telegram_user.first_name
+            t.user.first_name = telegram_user.first_name
             result = await fn(t)
             committed[:] = [t]
             return result
