@@ -135,8 +135,12 @@ _CREATE_USER = {d: _insert(d, User.__table__).on_conflict_do_nothing(index_eleme
 _CREATE_CONVERSATION = {
     d: _insert(d, _CONVERSATIONS).values(state=None, version=0)
     .on_conflict_do_nothing(index_elements=["user_id"]) for d in _DIALECTS}
+# Marks the update processed and, in the same round trip, says whether the chat is busy;
+# no row back: the update was processed already. (Not merged into _LOCK_USER: on
+# PostgreSQL that statement's snapshot predates the lock it may wait for.)
 _MARK_PROCESSED = {
     d: _insert(d, ProcessedUpdate.__table__).on_conflict_do_nothing(index_elements=["update_id"])
+    .returning(_CHAT_BUSY.exists().label("chat_busy"))
     for d in _DIALECTS}
 
 
@@ -400,15 +404,20 @@ class Store:
             found = sync.execute(_LOCK_USER, {"user_id": user_id}).one()
         *columns, state, version = found
         user = TurnUser(*columns)
+        chat_busy: bool | None = None
         if update_id is not None:
-            result = sync.execute(_MARK_PROCESSED[dialect], {
-                "update_id": update_id, "user_id": user_id, "processed_at": now})
-            if _rowcount(result) == 0:
+            marked = sync.execute(_MARK_PROCESSED[dialect], {
+                "update_id": update_id, "user_id": user_id, "processed_at": now,
+                "chat_id": user_id}).first()
+            if marked is None:
                 return Turn(connection, user, state=None, version=0, duplicate=True, now=now)
+            chat_busy = marked.chat_busy
         hold_until = None
-        if hold_for is not None and sync.execute(
-                _CHAT_BUSY, {"chat_id": user_id}).first() is None:
-            hold_until = now + hold_for
+        if hold_for is not None:
+            if chat_busy is None:
+                chat_busy = sync.execute(_CHAT_BUSY, {"chat_id": user_id}).first() is not None
+            if not chat_busy:
+                hold_until = now + hold_for
         return Turn(connection, user, state=state, version=version, duplicate=False, now=now,
                     hold_until=hold_until)
 

@@ -319,7 +319,8 @@ async def test_claim_takes_at_most_limit_rows(store: Store, bot: telegram.Bot) -
     assert await count(store, "outbox", "status = 'sending'") == 10
 
 
-async def held_turn(store: Store, user_id: int, texts: list[str]) -> StoreTurn:
+async def held_turn(store: Store, user_id: int, texts: list[str],
+                    update_id: int | None = None) -> StoreTurn:
     """A committed turn that queued `texts` to the user, held for the caller to send."""
     committed: list[StoreTurn] = []
 
@@ -328,13 +329,15 @@ async def held_turn(store: Store, user_id: int, texts: list[str]) -> StoreTurn:
             t.enqueue(t.user_id, {"text": text})
         committed[:] = [t]
 
-    await store.run_turn(user_id, queue, hold_for=timedelta(minutes=2))
+    await store.run_turn(user_id, queue, update_id=update_id, hold_for=timedelta(minutes=2))
     return committed[0]
 
 
+# An incoming update's turn learns whether the chat is busy as it marks the update processed.
+@pytest.mark.parametrize("update_id", [None, 9001])
 async def test_a_turns_replies_are_sent_without_claiming_them_again(
-        store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
-    t = await held_turn(store, 31, ["one", "two", "three"])
+        store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi, update_id: int | None) -> None:
+    t = await held_turn(store, 31, ["one", "two", "three"], update_id)
     assert len(t.held) == 3 and t.waiting == 0
     assert [tuple(r) for r in await raw(store, "SELECT status, attempts FROM outbox")] == [
         ("sending", 1)] * 3  # committed already claimed: no other sender takes them
@@ -345,10 +348,11 @@ async def test_a_turns_replies_are_sent_without_claiming_them_again(
     assert await count(store, "outbox", "status = 'sent'") == 3
 
 
+@pytest.mark.parametrize("update_id", [None, 9002])
 async def test_a_turn_behind_undelivered_messages_queues_its_own_behind_them(
-        store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+        store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi, update_id: int | None) -> None:
     await enqueue(store, [(32, {"text": "earlier"})])
-    t = await held_turn(store, 32, ["later"])
+    t = await held_turn(store, 32, ["later"], update_id)
     assert t.held == [] and t.waiting == 1
     sender = Sender(store, bot, rate=50, per_chat_interval=0)
     assert await sender.deliver_turn(t) == 0
