@@ -49,13 +49,12 @@ class Resume:
 Action = Turn | Start | Resume
 
 
-async def context_for(session: AsyncSession, user: UserView, now: datetime, *,
-                      with_streak: bool = True) -> Context:
-    """What the engine knows of the user now; the streak (a query) only `with_streak`."""
+async def context_for(session: AsyncSession | None, user: UserView, now: datetime) -> Context:
+    """What the engine knows of the user now; given a session, their streak too (a query)."""
     zone = user_zone(user)
     today = now.astimezone(zone).date()
     provided: dict[str, Value] = {}
-    if with_streak:
+    if session is not None:
         current, best = streak(await checkin_days(session, user, zone), today)
         provided = {"streak.days": current, "streak.best": best}
     return Context(
@@ -146,17 +145,17 @@ async def _active_goal(session: AsyncSession, user: UserView) -> Goal | None:
     )).scalar_one_or_none()
 
 
-async def apply_goals(session: AsyncSession, user: UserView, outcome: Outcome,
-                      now: datetime) -> None:
+async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
     """Reviews and completions update the goal in progress, in the order they were answered;
-    a finished goal setting then creates the new goal (a completion may lead straight to it)."""
+    a finished goal setting then creates the new goal (a completion may lead straight to it).
+    The turn's ORM session only when there is one of those (opening it costs)."""
     for answer in outcome.saved:
         review = answer.dialogue == WEEKLY_REVIEW and answer.variable in (
             "review.current", "goal.target", "goal.title")
         completed = answer.variable == "goal.completed" and answer.value is True
         if not (review or completed):
             continue
-        goal = await _active_goal(session, user)
+        goal = await _active_goal(t.session, t.user)
         if goal is None:
             continue
         if completed:
@@ -169,33 +168,32 @@ async def apply_goals(session: AsyncSession, user: UserView, outcome: Outcome,
                 goal.current = number
             elif number is not None:
                 goal.target = number
-        await session.flush()
+        await t.session.flush()
     variables = outcome.state.variables
     if GOAL_SETTING in outcome.finished and isinstance(variables.get("goal.title"), str):
         why = variables.get("goal.why")
-        session.add(Goal(
-            user_id=user.id, title=str(variables["goal.title"]),
+        t.session.add(Goal(
+            user_id=t.user_id, title=str(variables["goal.title"]),
             why=why if isinstance(why, str) else None,
             baseline=_int(variables.get("goal.baseline")),
             current=_int(variables.get("goal.baseline")),
             target=_int(variables.get("goal.target")), due_on=_date(variables.get("goal.due")),
             created_at=now,
         ))
-        await session.flush()
+        await t.session.flush()
 
 
-async def apply_new_exercise(session: AsyncSession, user: UserView, outcome: Outcome,
-                             now: datetime) -> None:
+async def apply_new_exercise(t: StoreTurn, outcome: Outcome) -> None:
     """A coach who wrote an exercise and chose to save it gets it in their library."""
     variables = outcome.state.variables
     if NEW_EXERCISE not in outcome.finished or variables.get("custom.save") is not True \
-            or not user.is_coach:
+            or not t.user.is_coach:
         return
-    session.add(Exercise(coach_id=user.id, slug=f"custom_{secrets.token_hex(6)}",
+    t.session.add(Exercise(coach_id=t.user_id, slug=f"custom_{secrets.token_hex(6)}",
                          title=str(variables.get("custom.title") or ""),
                          instructions=str(variables.get("custom.instructions") or ""),
                          questions=[]))
-    await session.flush()
+    await t.session.flush()
 
 
 def enqueue_replies(t: StoreTurn, outcome: Outcome) -> None:
@@ -210,14 +208,14 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     user = t.user
     state = ConversationState.from_dict(t.state)
     with_streak = reads_streak(dialogues, state, action)
-    ctx = await context_for(t.session, user, now, with_streak=with_streak)
+    ctx = await context_for(t.session if with_streak else None, user, now)
     outcome = run_engine(dialogues, state, action, ctx)
     saved = {a.variable for a in outcome.saved}
     locale_before = user.locale
     apply_profile(user, dict(outcome.state.variables), saved, now)
     if user.locale != locale_before:
         # The engine is pure: the same message again, now answered in the chosen language.
-        ctx = await context_for(t.session, user, now, with_streak=with_streak)
+        ctx = await context_for(t.session if with_streak else None, user, now)
         outcome = run_engine(dialogues, state, action, ctx)
     for answer in outcome.saved:
         t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value)
@@ -226,7 +224,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
             await notify_coaches(t.session, user.id, event, now)
     if outcome.crisis:  # the coach hears that it happened, never what was written
         await notify_coaches(t.session, user.id, "crisis", now)
-    await apply_goals(t.session, user, outcome, now)
-    await apply_new_exercise(t.session, user, outcome, now)
+    await apply_goals(t, outcome, now)
+    await apply_new_exercise(t, outcome)
     t.set_state(outcome.state.to_dict())
     return outcome
