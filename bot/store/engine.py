@@ -15,9 +15,8 @@ from .types import install_cipher, make_cipher
 DEFAULT_URL = "sqlite+aiosqlite:///coachbot.db"
 #: How long a SQLite writer waits for the write lock before "database is locked".
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-#: PostgreSQL connections a replica keeps open, and may open beyond them at its busiest.
-PG_POOL_SIZE = 20
-PG_POOL_OVERFLOW = 10
+#: PostgreSQL connections a replica keeps open; past them a turn waits for one.
+PG_POOL_SIZE = 30
 
 
 def database_url() -> str:
@@ -48,11 +47,12 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
         engine = create_async_engine(url, async_creator=connector, module=SQLiteDBAPI(),
                                      **one_connection)
     else:
-        # Up to 64 updates are handled at once (bot/telegram/app.py): with SQLAlchemy's default
-        # 5 + 10 every turn past the fifth opened and closed a connection of its own, 3 % of
-        # the CPU under load; 20 kept open took a third more updates/s (docs/performance.md).
+        # Up to 64 updates are handled at once (bot/telegram/app.py). No overflow: a
+        # connection opened past the pool is closed again when returned, so under load each
+        # turn past the pool paid for a new connection; waiting for a pooled one is cheaper
+        # (docs/performance.md, items 20 and 24).
         engine = create_async_engine(url, pool_pre_ping=True, pool_size=PG_POOL_SIZE,
-                                     max_overflow=PG_POOL_OVERFLOW)
+                                     max_overflow=0)
     cipher = make_cipher(encryption_key) if encryption_key else None
     install_cipher(engine.sync_engine.dialect, cipher)
     if is_sqlite(url):
