@@ -148,7 +148,7 @@ async def _active_goal(session: AsyncSession, user: UserView) -> Goal | None:
 async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
     """Reviews and completions update the goal in progress, in the order they were answered;
     a finished goal setting then creates the new goal (a completion may lead straight to it).
-    The turn's ORM session only when there is one of those (opening it costs)."""
+    Opens the turn's ORM session only when there is something to do (opening one costs)."""
     for answer in outcome.saved:
         review = answer.dialogue == WEEKLY_REVIEW and answer.variable in (
             "review.current", "goal.target", "goal.title")
@@ -190,9 +190,9 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome) -> None:
             or not t.user.is_coach:
         return
     t.session.add(Exercise(coach_id=t.user_id, slug=f"custom_{secrets.token_hex(6)}",
-                         title=str(variables.get("custom.title") or ""),
-                         instructions=str(variables.get("custom.instructions") or ""),
-                         questions=[]))
+                           title=str(variables.get("custom.title") or ""),
+                           instructions=str(variables.get("custom.instructions") or ""),
+                           questions=[]))
     await t.session.flush()
 
 
