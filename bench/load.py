@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import signal
 import sys
 import time
@@ -93,13 +94,19 @@ def _button(messages: list[SentMessage], label: str) -> tuple[int, str]:
 
 
 async def converse(fake: LoadFake, user_id: int, wave: Wave, *, steps: int | None = None,
-                   timeout: float = 30.0) -> bool:
+                   think: float = 0.0, timeout: float = 30.0) -> bool:
     """One user through the first `steps` turns of SCRIPT (all by default), each answer
-    sent once the bot's replies to the previous one have arrived. Latency: from the fake
-    enqueuing the update to the bot's first reply to it arriving at the fake."""
+    sent once the bot's replies to the previous one have arrived and the user has thought
+    for about `think` seconds (0.5 to 1.5 times it, at random; the first answer after 0 to
+    1 times it, so users do not start in step). Latency: from the fake enqueuing the update
+    to the bot's first reply to it arriving at the fake."""
     sent = fake.sent[user_id]
     arrived = fake.arrived(user_id)
+    pause = random.uniform(0.0, think)
     for kind, value, expected in SCRIPT[:steps]:
+        if pause:
+            await asyncio.sleep(pause)
+        pause = random.uniform(0.5 * think, 1.5 * think)
         have = len(sent)
         arrived.clear()
         if kind == "text":
@@ -123,10 +130,12 @@ async def converse(fake: LoadFake, user_id: int, wave: Wave, *, steps: int | Non
     return True
 
 
-async def run_wave(fake: LoadFake, user_ids: range, *, steps: int | None = None) -> Wave:
+async def run_wave(fake: LoadFake, user_ids: range, *, steps: int | None = None,
+                   think: float = 0.0) -> Wave:
     wave = Wave(len(user_ids))
     started = time.monotonic()
-    done = await asyncio.gather(*(converse(fake, uid, wave, steps=steps) for uid in user_ids))
+    done = await asyncio.gather(*(converse(fake, uid, wave, steps=steps, think=think)
+                                  for uid in user_ids))
     wave.seconds = time.monotonic() - started
     wave.completed = sum(done)
     return wave
