@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
 from datetime import date, datetime, time, timedelta
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, TypeAlias, TypeVar, cast
 
 from sqlalchemy import String, Table, bindparam, delete, insert, or_, select, update
 from sqlalchemy import cast as sql_cast
@@ -58,33 +58,6 @@ def _insert(dialect: str, table: Any) -> Any:
     raise NotImplementedError(f"unsupported database {dialect!r}")
 
 
-class UserView(Protocol):
-    """What is read of a user: an ORM :class:`User` or a turn's :class:`TurnUser`."""
-
-    @property
-    def id(self) -> int: ...
-    @property
-    def first_name(self) -> str | None: ...
-    @property
-    def locale(self) -> str: ...
-    @property
-    def time_zone(self) -> str: ...
-    @property
-    def checkin_hour(self) -> int: ...
-    @property
-    def quiet_start(self) -> int | None: ...
-    @property
-    def quiet_end(self) -> int | None: ...
-    @property
-    def paused_until(self) -> datetime | None: ...
-    @property
-    def reachable(self) -> bool: ...
-    @property
-    def consent_at(self) -> datetime | None: ...
-    @property
-    def is_coach(self) -> bool: ...
-
-
 @dataclass(slots=True, eq=False)
 class TurnUser:
     """The turn's user: the columns of their ``users`` row, plain attributes. The columns a
@@ -104,6 +77,9 @@ class TurnUser:
     is_coach: bool
     created_at: datetime
 
+
+#: What is read of a user: an ORM :class:`User` or a turn's :class:`TurnUser`.
+UserView: TypeAlias = User | TurnUser
 
 _USERS = cast(Table, User.__table__)
 _USER_FIELDS = tuple(f.name for f in fields(TurnUser))
