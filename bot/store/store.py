@@ -83,6 +83,12 @@ UserView: TypeAlias = User | TurnUser
 
 _USERS = cast(Table, User.__table__)
 _USER_FIELDS = tuple(f.name for f in fields(TurnUser))
+
+
+def _columns(user: TurnUser) -> dict[str, Any]:
+    return {name: getattr(user, name) for name in _USER_FIELDS}
+
+
 _ANSWERS = cast(Table, Answer.__table__)
 _OUTBOX = cast(Table, Outbox.__table__)
 _CONVERSATIONS = cast(Table, Conversation.__table__)
@@ -164,7 +170,7 @@ class Turn:
         self.duplicate = duplicate
         self.now = now
         self._session: AsyncSession | None = None
-        self._user_as_read = tuple(getattr(user, name) for name in _USER_FIELDS)
+        self._user_as_stored = _columns(user)
         self._version = version
         self._new_state: dict[str, Any] | None = None
         self._state_set = False
@@ -242,12 +248,13 @@ class Turn:
                 else:
                     self.waiting += 1
             self._messages = []
-        changed = {name: value for name, was in zip(_USER_FIELDS, self._user_as_read, strict=True)
-                   if (value := getattr(self.user, name)) != was}
+        columns = _columns(self.user)
+        changed = {name: value for name, value in columns.items()
+                   if value != self._user_as_stored[name]}
         if changed:
             connection.execute(update(_USERS).where(_USERS.c.id == self.user.id)
                                .values(changed))
-            self._user_as_read = tuple(getattr(self.user, name) for name in _USER_FIELDS)
+            self._user_as_stored = columns
         if self._state_set:
             result = connection.execute(_WRITE_STATE, {
                 "user": self.user.id, "version": self._version, "state": self._new_state,
