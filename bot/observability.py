@@ -213,6 +213,9 @@ CHECKINS_DUE = Counter("checkins_due_total", "Check-ins found due and claimed",
                        registry=REGISTRY)
 CHECKINS_SENT = Counter("checkins_sent_total", "Check-ins accepted by Telegram",
                         registry=REGISTRY)
+CRISIS_SIGNALS = Counter("crisis_signals_total", "Messages the crisis detector flagged, by "
+                         "level (check, urgent) and category; never the words",
+                         ["level", "category"], registry=REGISTRY)
 
 
 def record_send(outcome: str) -> None:

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.coach import CUSTOM_EXERCISE, event_for_status, notify_coaches
+from bot.coaching.safety import pause_after_crisis, record_signal
 from bot.coaching.streaks import streak
 from bot.dialogue.expr import Value
 from bot.dialogue.model import DialogueSet
@@ -197,9 +198,10 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome) -> None:
 
 
 def enqueue_replies(t: StoreTurn, outcome: Outcome) -> None:
-    """Queue what the engine said for the user's chat, in order, in the same turn."""
+    """Queue what the engine said for the user's chat, in order, in the same turn. Help in
+    a crisis goes out ahead of anything still queued for the chat, which is held back."""
     for reply in outcome.replies:
-        t.enqueue(t.user_id, reply.to_payload())
+        t.enqueue(t.user_id, reply.to_payload(), urgent=outcome.crisis)
 
 
 async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
@@ -222,8 +224,10 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         event = event_for_status(answer.value) if answer.variable == EXERCISE_STATUS else None
         if event is not None:
             await notify_coaches(t.session, user.id, event, now)
+    record_signal(outcome.signal)
     if outcome.crisis:  # the coach hears that it happened, never what was written
         await notify_coaches(t.session, user.id, "crisis", now)
+        await pause_after_crisis(t, now)
     await apply_goals(t, outcome, now)
     await apply_new_exercise(t, outcome)
     t.set_state(outcome.state.to_dict())

@@ -48,7 +48,7 @@ _BRANCH_KEYS = {"if", "goto", "call", "then"}
 _ASK_KEYS_BY_TYPE: dict[str, set[str]] = {
     "text": {"min_length", "max_length"},
     "number": {"min", "max"},
-    "scale": {"min", "max"},
+    "scale": {"min", "max", "safety_at_or_below"},
     "choice": {"options"},
     "yes_no": set(),
     "time": set(),
@@ -366,7 +366,13 @@ class _FileParser:
                     self.error(node, f"a scale can have at most {MAX_SCALE_POINTS} points")
             if low is not None and high is not None and low >= high:
                 self.error(node, f"'min' ({low:g}) must be below 'max' ({high:g})")
-            ask = Ask(type=answer_type, save=save, optional=bool(optional), min=low, max=high)
+            safety = num("safety_at_or_below", integer=True)
+            if safety is not None and low is not None and high is not None \
+                    and not low <= safety < high:
+                self.error(fields["safety_at_or_below"][1],
+                           f"'safety_at_or_below' must be from {low:g} to below {high:g}")
+            ask = Ask(type=answer_type, save=save, optional=bool(optional), min=low, max=high,
+                      safety_at_or_below=None if safety is None else int(safety))
         elif answer_type == "text":
             low, high = num("min_length", integer=True), num("max_length", integer=True)
             high = DEFAULT_TEXT_MAX_LENGTH if high is None else high

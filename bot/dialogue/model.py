@@ -47,6 +47,8 @@ class Ask:
     max_length: int | None = None
     options: tuple[Option, ...] = ()
     optional: bool = False  # the client may answer /skip
+    # A scale answer at or below this is followed by the safety question (see the engine).
+    safety_at_or_below: int | None = None
 
 
 @dataclass(frozen=True)

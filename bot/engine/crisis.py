@@ -18,21 +18,28 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import yaml
 
+from bot.engine.crisis_model import IntArray, load_model, sentence_features, split_sentences
 from bot.engine.places import country_for_timezone
 
 __all__ = [
     "LANGUAGES",
+    "URGENT_CATEGORIES",
+    "CrisisCategory",
+    "CrisisLevel",
+    "CrisisSignal",
     "Helpline",
     "country_for_timezone",
     "default_country_for_locale",
     "detect_crisis",
     "helplines_for",
+    "message_features",
     "normalize",
 ]
 
@@ -70,6 +77,9 @@ _CYR_TO_LAT = str.maketrans(
         "с": "c", "т": "t", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
     }
 )  # fmt: skip
+
+# Invisible characters that separate words; other invisible ones are deleted with the marks.
+_INVISIBLE_SPACES = str.maketrans({"\u200b": " ", "\u2060": " ", "\u180e": " ", "\u3164": " "})
 
 # An ellipsis is a pause, not the end of a sentence ("I... want... to... die").
 _ELLIPSIS = re.compile(r"\.{2,}|\u2026")
@@ -110,6 +120,7 @@ def normalize(text: str) -> str:
     whitespace.
     """
     text = unicodedata.normalize("NFKC", text.translate(_APOSTROPHES)).casefold()
+    text = text.translate(_INVISIBLE_SPACES)
     if not text.isascii():
         kept = unicodedata.normalize("NFD", text).translate(_DROP_MARKS)
         text = unicodedata.normalize("NFC", kept).translate(_EXTRA_FOLDS)
@@ -123,7 +134,22 @@ def normalize(text: str) -> str:
         tokens.append(tok)
     if tokens and tokens[-1] == ".":
         tokens.pop()
-    return _REPEATS.sub(r"\1", " ".join(tokens))
+    return _REPEATS.sub(r"\1", _join_spelled_out(tokens))
+
+
+def _join_spelled_out(tokens: list[str]) -> str:
+    """Join words spelled out letter by letter ("k i l l myself" -> "kill myself")."""
+    out: list[str] = []
+    run: list[str] = []
+    for tok in [*tokens, ""]:
+        if len(tok) == 1 and tok.isalpha():
+            run.append(tok)
+            continue
+        out.extend(["".join(run)] if len(run) >= 3 else run)
+        run = []
+        if tok:
+            out.append(tok)
+    return " ".join(out)
 
 
 # --------------------------------------------------------------------------------------
@@ -234,28 +260,186 @@ def _all_phrases() -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{p})" for p in parts)) if parts else None
 
 
+# --------------------------------------------------------------------------------------
+# Concepts: words of every language mapped to shared ideas, so what the model learns of
+# "pills" in Croatian also counts for "хапчета" (see the top of crisis_concepts.yaml)
+# --------------------------------------------------------------------------------------
+
+_HEBREW_PREFIXES = ("וכש", "ושה", "וש", "וה", "של", "כש", "מה", "שה", "ו", "ש", "ה", "ל", "ב",
+                    "כ", "מ")
+_CONCEPT_WINDOW = 3  # words apart at most, for a pair of concepts to count together
+
+
+@dataclass(frozen=True, slots=True)
+class _Concepts:
+    words: Mapping[str, frozenset[str]]
+    stems: Mapping[str, frozenset[str]]
+    stem_lengths: tuple[int, ...]
+    phrases: Mapping[str, tuple[tuple[tuple[str, ...], frozenset[str]], ...]]  # by first word
+
+
+@cache
+def _concepts() -> _Concepts:
+    data = _read_yaml("crisis_concepts.yaml") or {}
+    if not isinstance(data, dict):
+        raise ValueError("crisis_concepts.yaml must be a mapping of language codes")
+    words: dict[str, set[str]] = {}
+    stems: dict[str, set[str]] = {}
+    phrases: dict[str, list[tuple[tuple[str, ...], frozenset[str]]]] = {}
+    for lang, entry in data.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"crisis_concepts.yaml: {lang} must be a mapping")
+        for concept, forms in entry.items():
+            for form in _str_list(forms, f"{lang}.{concept}"):
+                stem = form.endswith("*")
+                norm = normalize(form.rstrip("*"))
+                if not norm:
+                    continue
+                if " " in norm:
+                    first, *rest = norm.split()
+                    phrases.setdefault(first, []).append((tuple(rest), frozenset({concept})))
+                else:
+                    (stems if stem else words).setdefault(norm, set()).add(str(concept))
+    return _Concepts(
+        words={k: frozenset(v) for k, v in words.items()},
+        stems={k: frozenset(v) for k, v in stems.items()},
+        stem_lengths=tuple(sorted({len(k) for k in stems}, reverse=True)),
+        phrases={k: tuple(v) for k, v in phrases.items()},
+    )
+
+
+def _word_concepts(word: str, lexicon: _Concepts) -> frozenset[str]:
+    found = lexicon.words.get(word)
+    if found is not None:
+        return found
+    for length in lexicon.stem_lengths:
+        if length <= len(word):
+            found = lexicon.stems.get(word[:length])
+            if found is not None:
+                return found
+    if "\u05d0" <= word[:1] <= "\u05ea":  # Hebrew: one- to three-letter prefixes attach
+        for prefix in _HEBREW_PREFIXES:
+            if word.startswith(prefix) and len(word) - len(prefix) >= 2:
+                rest = _word_concepts(word[len(prefix):], lexicon)
+                if rest:
+                    return rest
+    return frozenset()
+
+
+def concept_features(sentence: str) -> list[str]:
+    """The concepts of a normalised sentence's words, and the ordered pairs of concepts at
+    most three words apart ("WANT>DIE"), as named features for the model."""
+    lexicon = _concepts()
+    words = sentence.split()
+    tags: list[frozenset[str]] = [_word_concepts(w, lexicon) for w in words]
+    for i, word in enumerate(words):
+        for rest, concepts in lexicon.phrases.get(word, ()):
+            if tuple(words[i + 1:i + 1 + len(rest)]) == rest:
+                tags[i] = tags[i] | concepts
+    features = [f"c:{c}" for tag in tags for c in tag]
+    for i, first in enumerate(tags):
+        if not first:
+            continue
+        for second in tags[i + 1:i + 1 + _CONCEPT_WINDOW]:
+            features += [f"c:{a}>{b}" for a in first for b in second]
+    return features
+
+
 def phrase_counts() -> dict[str, tuple[int, int]]:
     """Number of (phrases, exceptions) per language, for reports and tests."""
     return {k: (v.phrase_count, v.exception_count) for k, v in _languages().items()}
 
 
-def detect_crisis(text: str) -> bool:
-    """True when ``text`` shows a risk of suicide or self-harm in any supported language.
+class CrisisLevel(StrEnum):
+    """How sure the detector is: ask a direct safety question, or stop and help at once."""
 
-    Every language is checked, whatever the user's locale. Idioms listed as exceptions
-    ("this deadline is killing me") are blanked out first, so a real risk phrase elsewhere
-    in the same message still counts. Exceptions of all languages apply to all phrases.
-    """
-    norm = normalize(text)
-    if not norm:
-        return False
-    # Exceptions of every language are blanked out together: the same word can be a
-    # phrase in one language and part of an idiom in another ("career suicide").
+    CHECK = "check"
+    URGENT = "urgent"
+
+
+class CrisisCategory(StrEnum):
+    """What a flagged message is about; the classes of the model, less ``none``."""
+
+    EXPLICIT_IDEATION = "explicit_ideation"
+    INDIRECT_IDEATION = "indirect_ideation"
+    PLAN_MEANS = "plan_means"
+    SELF_HARM = "self_harm"
+    ABUSE = "abuse"
+    THREATENED = "threatened"
+    HARM_OTHERS = "harm_others"
+    CONCERN_OTHER = "concern_other"  # someone else is at risk: help lines to pass on
+
+
+#: Categories that are urgent when the model is sure enough; the others are asked about.
+URGENT_CATEGORIES = frozenset({
+    CrisisCategory.EXPLICIT_IDEATION, CrisisCategory.PLAN_MEANS, CrisisCategory.SELF_HARM,
+    CrisisCategory.ABUSE, CrisisCategory.THREATENED, CrisisCategory.HARM_OTHERS,
+})
+_LEXICON = "lexicon"
+
+
+@dataclass(frozen=True, slots=True)
+class CrisisSignal:
+    """A message that shows a risk. Always truthy; ``fired`` names what fired, never words."""
+
+    level: CrisisLevel
+    category: CrisisCategory
+    risk: float
+    fired: tuple[str, ...]
+
+    @property
+    def about_someone_else(self) -> bool:
+        return self.category is CrisisCategory.CONCERN_OTHER
+
+    def audit(self) -> str:
+        """One line for logs and tests: the level, the category and what fired."""
+        return f"level={self.level} category={self.category} fired={','.join(self.fired)}"
+
+
+def _lexicon_hit(sentence: str) -> bool:
     exceptions = _all_exceptions()
     if exceptions is not None:
-        norm = exceptions.sub(" | ", norm)
+        # Exceptions of every language are blanked out together: the same word can be a
+        # phrase in one language and part of an idiom in another ("career suicide").
+        sentence = exceptions.sub(" | ", sentence)
     phrases = _all_phrases()
-    return phrases is not None and phrases.search(norm) is not None
+    return phrases is not None and phrases.search(sentence) is not None
+
+
+def message_features(text: str) -> tuple[list[IntArray], bool]:
+    """The model's features of each sentence of ``text``, and whether a phrase matched."""
+    sentences: list[IntArray] = []
+    matched = False
+    for sentence in split_sentences(normalize(text)):
+        hit = _lexicon_hit(sentence)
+        matched = matched or hit
+        flags = concept_features(sentence) + ([_LEXICON] if hit else [])
+        sentences.append(sentence_features(sentence, flags))
+    return sentences, matched
+
+
+def detect_crisis(text: str) -> CrisisSignal | None:
+    """A CrisisSignal when ``text`` shows a risk (suicide, self-harm, abuse, threats, harm to
+    others, or concern for someone at risk) in any supported language, else None.
+
+    The packaged classifier scores the message and each pair of neighbouring sentences; the
+    phrase lists' matches are one of its features. Every language is checked, whatever the
+    user's locale.
+    """
+    sentences, lexicon = message_features(text)
+    if not sentences:
+        return None
+    model = load_model()
+    scores = model.score(sentences)
+    risk = scores.risk()
+    if risk < model.thresholds["check"]:
+        return None
+    best = 1 + int(scores.probabilities[1:].argmax())
+    category = CrisisCategory(model.classes[best])
+    urgent = category in URGENT_CATEGORIES and risk >= model.thresholds["urgent"]
+    fired = (f"model:{category}:{risk:.2f}",) + ((_LEXICON,) if lexicon else ())
+    return CrisisSignal(CrisisLevel.URGENT if urgent else CrisisLevel.CHECK, category, risk,
+                        fired)
 
 
 # --------------------------------------------------------------------------------------

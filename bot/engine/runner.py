@@ -10,11 +10,17 @@ from datetime import date, time
 from functools import lru_cache
 
 from bot.dialogue.expr import Value
-from bot.dialogue.model import END, Dialogue, DialogueSet, Step
+from bot.dialogue.model import END, Ask, Dialogue, DialogueSet, Step
 from bot.dialogue.template import placeholders, render
 from bot.engine.answers import Invalid, parse_answer
 from bot.engine.conditions import evaluate
-from bot.engine.crisis import detect_crisis, helplines_for
+from bot.engine.crisis import (
+    CrisisCategory,
+    CrisisLevel,
+    CrisisSignal,
+    detect_crisis,
+    helplines_for,
+)
 from bot.engine.state import (
     Button,
     Context,
@@ -53,14 +59,20 @@ class _Run:
         self.finished: list[str] = []
         self.steps_taken = 0
         self._readable: dict[str, Value] | None = None
+        self.safety: CrisisCategory | None = None  # ask the safety question about this
 
-    def outcome(self, *, crisis: bool = False) -> Outcome:
+    def outcome(self) -> Outcome:
+        """What the turn did; with a safety question due, it replaces what the step said (the
+        answer is kept and the dialogue has moved on: "no" shows where it now stands)."""
+        replies = tuple(self.replies)
+        if self.safety is not None:
+            replies = (safety_question(self.ctx, self.safety),)
         return Outcome(
-            state=ConversationState(tuple(self.stack), self.variables),
-            replies=tuple(self.replies),
+            state=ConversationState(tuple(self.stack), self.variables,
+                                    safety_asked=self.safety is not None),
+            replies=replies,
             saved=tuple(self.saved),
             finished=tuple(self.finished),
-            crisis=crisis,
         )
 
     def say(self, text: str, buttons: tuple[Button, ...] = ()) -> None:
@@ -203,6 +215,9 @@ class _Run:
         self.variables[step.ask.save] = value
         self._readable = None
         self.saved.append(SavedAnswer(dialogue.id, step.id, step.ask.save, value))
+        low = step.ask.safety_at_or_below
+        if low is not None and isinstance(value, int | float) and value <= low:
+            self.safety = CrisisCategory.INDIRECT_IDEATION
 
     # -- commands ----------------------------------------------------------------------------
 
@@ -229,8 +244,15 @@ class _Run:
 
 def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
           ctx: Context) -> Outcome:
-    """Begin a dialogue, leaving whatever was in progress (its answers stay saved)."""
-    run = _Run(dialogues, replace(state, stack=()), ctx)
+    """Begin a dialogue, leaving whatever was in progress (its answers stay saved).
+
+    A safety question left unanswered is not asked again here: the dialogue opens gently."""
+    run = _Run(dialogues, replace(state, stack=(), safety_asked=False), ctx)
+    if state.safety_asked:
+        run.say(ctx.translator.gettext(
+            "Before we start: I wanted to check in with you since we last spoke, and I hope "
+            "you are doing okay. If things feel heavy, /sos shows who you can talk to, day or "
+            "night."))
     dialogue = dialogues[dialogue_id]
     run.stack.append(Frame(dialogue.id, dialogue.start, dialogue.content_hash))
     run.enter(dialogue.start)
@@ -238,7 +260,10 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
 
 
 def resume(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Outcome:
-    """Show the current question again (after a restart, or when the client asks for it)."""
+    """Show the current question again (after a restart, or when the client asks for it);
+    an unanswered safety question comes first."""
+    if state.safety_asked:
+        return Outcome(state=state, replies=(safety_question(ctx, None),))
     run = _Run(dialogues, state, ctx)
     if run.stack:
         current = run.current()
@@ -258,6 +283,18 @@ def cancel(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Ou
     return run.outcome()
 
 
+def _helplines(ctx: Context) -> list[str]:
+    """The emergency line and the help lines for the client's country, one per line."""
+    tr = ctx.translator
+    lines = [tr.gettext("If you are in immediate danger, call your local emergency number "
+                        "(112 in Europe).")]
+    for line in helplines_for(ctx.country):
+        contact = line.phone or line.url
+        if contact:
+            lines.append(f"• {tr.isolate(line.name)}: {tr.isolate(contact)}")
+    return lines
+
+
 def crisis_reply(ctx: Context) -> Reply:
     """Care and real help instead of coaching; what the client wrote is not repeated."""
     tr = ctx.translator
@@ -266,24 +303,109 @@ def crisis_reply(ctx: Context) -> Reply:
                    "any goal, so I am pausing our coaching here. I am a coaching companion, "
                    "not a crisis service, and you deserve to talk to a person right now."),
         "",
-        tr.gettext("If you are in immediate danger, call your local emergency number "
-                   "(112 in Europe)."),
+        *_helplines(ctx)[:1],
         tr.gettext("You can talk to someone now:"),
+        *_helplines(ctx)[1:],
+        "",
+        tr.gettext("When you are ready, I am here, and it may help to tell your coach as well."),
     ]
-    for line in helplines_for(ctx.country):
-        contact = line.phone or line.url
-        if contact:
-            lines.append(f"• {tr.isolate(line.name)}: {tr.isolate(contact)}")
-    lines += ["", tr.gettext("When you are ready, I am here, and it may help to tell your "
-                             "coach as well.")]
     return Reply("\n".join(lines))
+
+
+def sos_reply(ctx: Context) -> Reply:
+    """The help lines on request (/sos), whatever is going on; nothing else changes."""
+    tr = ctx.translator
+    return Reply("\n".join([
+        tr.gettext("Here is where you can find a person to talk to right now:"), "",
+        *_helplines(ctx), "",
+        tr.gettext("Our conversation is paused, not lost: answer the last question whenever "
+                   "you want to go on."),
+    ]))
+
+
+def concern_reply(ctx: Context) -> Reply:
+    """Someone the client cares about may be at risk: help lines to pass on."""
+    tr = ctx.translator
+    return Reply("\n".join([
+        tr.gettext("It sounds like you are worried about someone close to you. You cannot "
+                   "carry their safety alone, and you do not have to. These services also "
+                   "advise people who are worried about someone else, and you can pass them "
+                   "on:"), "",
+        *_helplines(ctx),
+    ]))
+
+
+_DANGER = frozenset({CrisisCategory.ABUSE, CrisisCategory.THREATENED,
+                     CrisisCategory.HARM_OTHERS})
+
+
+def safety_question(ctx: Context, category: CrisisCategory | None) -> Reply:
+    """One direct question, in the spirit of the Columbia scale's screening questions:
+    asking plainly does not put the idea in anyone's head."""
+    tr = ctx.translator
+    if category in _DANGER:
+        text = tr.gettext("Thank you for telling me. I would like to ask you directly, because "
+                          "it matters: are you in danger right now, or afraid that someone "
+                          "could get hurt?")
+    else:
+        text = tr.gettext("Thank you for telling me. I would like to ask you directly, because "
+                          "it matters: are you having thoughts of ending your life or of "
+                          "hurting yourself?")
+    return Reply(text, (Button(tr.gettext("Yes"), SAFETY_YES), Button(tr.gettext("No"),
+                                                                      SAFETY_NO)))
+
+
+SAFETY_YES = "safety:yes"
+SAFETY_NO = "safety:no"
+
+
+def _safety_answer(turn: Turn, ctx: Context) -> bool | None:
+    """The client's answer to the safety question, or None when the message is not one."""
+    if turn.button in (SAFETY_YES, SAFETY_NO):
+        return turn.button == SAFETY_YES
+    if turn.text is None:
+        return None
+    value = parse_answer(Ask(type="yes_no"), turn.text, ctx.translator, ctx.today)
+    return value if isinstance(value, bool) else None
+
+
+def _urgent(state: ConversationState, ctx: Context, signal: CrisisSignal | None) -> Outcome:
+    return Outcome(state=replace(state, stack=(), safety_asked=False),
+                   replies=(crisis_reply(ctx),), crisis=True, signal=signal)
 
 
 def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
            ctx: Context) -> Outcome:
-    """Answer one incoming message."""
-    if turn.text is not None and detect_crisis(turn.text):
-        return Outcome(state=replace(state, stack=()), replies=(crisis_reply(ctx),), crisis=True)
+    """Answer one incoming message. Every text is checked for a crisis first: an urgent sign
+    stops coaching with help lines; a possible one is answered as usual but followed by one
+    direct safety question instead of the next step ("yes" is urgent, "no" goes on where the
+    dialogue stands); worry for someone else gets help lines to pass on."""
+    signal = detect_crisis(turn.text) if turn.text is not None else None
+    if signal is not None and signal.level is CrisisLevel.URGENT \
+            and not signal.about_someone_else:
+        return _urgent(state, ctx, signal)
+    if state.safety_asked:
+        answer = _safety_answer(turn, ctx)
+        if answer is True:
+            return _urgent(state, ctx, signal)
+        state = replace(state, safety_asked=False)
+        if answer is False:
+            thanks = Reply(ctx.translator.gettext("Thank you for answering me. Let's go on."))
+            resumed = resume(dialogues, state, ctx)
+            return replace(resumed, replies=(thanks, *resumed.replies))
+    outcome = _answer(dialogues, state, turn, ctx) if turn.answers \
+        else Outcome(state=state, replies=())
+    if signal is None:
+        return outcome
+    if signal.about_someone_else:
+        return replace(outcome, replies=(concern_reply(ctx), *outcome.replies), signal=signal)
+    return replace(outcome, replies=(safety_question(ctx, signal.category),),
+                   state=replace(outcome.state, safety_asked=True), signal=signal)
+
+
+def _answer(dialogues: DialogueSet, state: ConversationState, turn: Turn,
+            ctx: Context) -> Outcome:
+    """The message as an answer to the open question, or a command about it."""
     if turn.command == "cancel":
         return cancel(dialogues, state, ctx)
     run = _Run(dialogues, state, ctx)

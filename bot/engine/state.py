@@ -8,6 +8,7 @@ from datetime import date
 from typing import Any, Literal
 
 from bot.dialogue.expr import Value
+from bot.engine.crisis import CrisisSignal
 from bot.i18n import Translator
 
 Command = Literal["cancel", "back", "skip"]
@@ -32,6 +33,8 @@ class Frame:
 class ConversationState:
     stack: tuple[Frame, ...] = ()
     variables: Mapping[str, Value] = field(default_factory=dict)
+    # The safety question was asked and not answered yet (see runner.handle).
+    safety_asked: bool = False
 
     @property
     def active(self) -> bool:
@@ -45,7 +48,7 @@ class ConversationState:
                 for f in self.stack
             ],
             "variables": dict(self.variables),
-        }
+        } | ({"safety_asked": True} if self.safety_asked else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> ConversationState:
@@ -56,7 +59,7 @@ class ConversationState:
                   tuple(str(s) for s in f.get("trail", ())))
             for f in data.get("stack", ())
         )
-        return cls(stack, dict(data.get("variables", {})))
+        return cls(stack, dict(data.get("variables", {})), bool(data.get("safety_asked")))
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,9 @@ class Turn:
     text: str | None = None
     button: str | None = None
     command: Command | None = None
+    # False for text that is not an answer (a caption, an edit, a command's argument): it is
+    # only checked for a crisis, and the open question stays open.
+    answers: bool = True
 
 
 @dataclass(frozen=True)
@@ -119,4 +125,5 @@ class Outcome:
     replies: tuple[Reply, ...]
     saved: tuple[SavedAnswer, ...] = ()
     finished: tuple[str, ...] = ()  # dialogues that reached their end in this turn
-    crisis: bool = False
+    crisis: bool = False  # the urgent path was taken: coaching stopped, help lines shown
+    signal: CrisisSignal | None = None  # what the detector said of this message, if anything

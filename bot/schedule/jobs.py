@@ -61,6 +61,7 @@ from bot.coaching.conversation import (
     custom_exercise_start,
     enqueue_replies,
 )
+from bot.coaching.safety import CARE_CHECKIN, CARE_KIND, paused_by_crisis
 from bot.dialogue.model import DialogueSet
 from bot.schedule import planning
 from bot.schedule.planning import Profile
@@ -487,6 +488,8 @@ async def _start_for(t: Turn, row: Claimed) -> Start | None:
     own exercise runs in the custom exercise dialogue, filled with its title and text)."""
     if row.kind == "daily":
         return Start(CHECKIN_DIALOGUE)
+    if row.kind == CARE_KIND:
+        return Start(CARE_CHECKIN)
     if row.kind == "weekly":
         return Start(WEEKLY_REVIEW)
     if not row.ref.isdigit():
@@ -510,17 +513,26 @@ async def _busy(t: Turn, now: datetime) -> bool:
     return updated is not None and updated > now - BUSY_WINDOW
 
 
-def _user_gone(user: UserView, now: datetime) -> bool:
+def _user_gone(user: UserView, now: datetime, kind: str) -> bool:
+    """Unreachable, no consent, or paused; the caring check-in after a crisis is never paused
+    (it is what the crisis pause leads to)."""
+    if not user.reachable or user.consent_at is None:
+        return True
+    if kind == CARE_KIND:
+        return False
     paused = user.paused_until is not None and user.paused_until > now
-    return not user.reachable or user.consent_at is None or paused
+    return paused or paused_by_crisis(user, now)
 
 
 async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
                   now: datetime) -> tuple[str, Start | None]:
     """(status, what to start) for a claimed row inside its user's turn."""
     profile = profile_of(t.user)
-    if _user_gone(t.user, now):
+    if _user_gone(t.user, now, row.kind):
         return "cancelled", None
+    if row.kind == CARE_KIND and planning.in_quiet(_local_minute(now, profile),
+                                                   profile.quiet_start, profile.quiet_end):
+        return "postponed", None
     if not planning.same_local_day(row.due_at, now, profile.zone):
         return "missed", None
     if row.kind == "daily":
@@ -534,6 +546,11 @@ async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
     if await _busy(t, now):
         return "postponed", None
     return "started", action
+
+
+def _local_minute(instant: datetime, profile: Profile) -> int:
+    local = instant.astimezone(profile.zone)
+    return local.hour * 60 + local.minute
 
 
 async def _set_status(t: Turn, row: Claimed, status: str, now: datetime) -> None:

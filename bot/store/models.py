@@ -61,6 +61,8 @@ class User(Base):
     quiet_start: Mapped[int | None] = mapped_column(Integer)
     quiet_end: Mapped[int | None] = mapped_column(Integer)
     paused_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # After an urgent crisis nothing scheduled starts before this, unless they write first.
+    crisis_pause_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     reachable: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
     consent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     is_coach: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
@@ -233,7 +235,7 @@ class PlannedCheckin(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
-        CheckConstraint("kind IN ('daily', 'weekly', 'exercise')", name="kind"),
+        CheckConstraint("kind IN ('daily', 'weekly', 'exercise', 'care')", name="kind"),
         CheckConstraint(
             "status IN ('planned', 'claimed', 'started', 'missed', 'cancelled')", name="status"
         ),

@@ -72,6 +72,7 @@ class TurnUser:
     quiet_start: int | None
     quiet_end: int | None
     paused_until: datetime | None
+    crisis_pause_until: datetime | None
     reachable: bool
     consent_at: datetime | None
     is_coach: bool
@@ -209,8 +210,10 @@ class Turn:
                               "step_id": step_id, "variable": variable, "value": value,
                               "answered_at": self.now})
 
-    def enqueue(self, chat_id: int, payload: dict[str, Any]) -> None:
-        """Queue a message; a sender delivers it after this turn commits."""
+    def enqueue(self, chat_id: int, payload: dict[str, Any], *, urgent: bool = False) -> None:
+        """Queue a message; a sender delivers it after this turn commits. (``urgent``: ahead
+        of what is queued for the chat; the outbox's priority comes with its own change.)"""
+        del urgent
         self._writable()
         held = self._hold_until is not None and chat_id == self.user.id
         self._messages.append({

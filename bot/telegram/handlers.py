@@ -26,8 +26,11 @@ from bot.coaching.conversation import (
     enqueue_replies,
 )
 from bot.coaching.progress import progress_text
+from bot.coaching.safety import end_pause_when_client_writes
 from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
+from bot.engine.crisis import detect_crisis
+from bot.engine.runner import sos_reply
 from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
 from bot.observability import handling_update
@@ -41,6 +44,7 @@ LANGUAGE_NAMES = {"en": "English", "ca": "Català", "bg": "Български", 
                   "it": "Italiano", "he": "עברית"}
 # Bot commands in the order Telegram's menu shows them, with their descriptions.
 COMMANDS: tuple[tuple[str, str], ...] = (
+    ("sos", N_("Help right now: people you can talk to")),
     ("checkin", N_("Daily check-in")),
     ("goal", N_("Set a new goal")),
     ("progress", N_("See your progress")),
@@ -104,6 +108,7 @@ class Handlers:
                 t.user.locale = normalize_locale(telegram_user.language_code)
             t.user.first_name = telegram_user.first_name
             result = await fn(t)
+            end_pause_when_client_writes(t.user, result, t.now)
             committed[:] = [t]
             return result
 
@@ -150,17 +155,28 @@ class Handlers:
             await self._dispatch(update, context)
 
     async def _dispatch(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        if update.edited_message is not None:
-            return  # an edit of an earlier answer: that answer already counted
         if not self._private(update):
             await self._refuse_group(update, context)
             return
         if update.callback_query is not None:
             await self._on_button(update)
             return
-        message = update.message
+        message = update.message or update.edited_message
         if message is None or update.effective_user is None:
             return
+        text = message.text or message.caption
+        if text is not None and is_sos(text):
+            await self._on_sos(update)
+            return
+        edited = update.edited_message is not None
+        if text is not None and (edited or message.text is None or text.startswith("/")):
+            # Not an answer, so the engine would not see these words: checked here.
+            words = text.partition(" ")[2] if text.startswith("/") else text
+            if detect_crisis(words):
+                await self._converse(update, Turn(text=words, answers=False))
+                return
+        if edited:
+            return  # an edit of an earlier answer: that answer already counted
         if message.text is None:
             await self._on_non_text(update)
         elif message.text.startswith("/"):
@@ -180,6 +196,15 @@ class Handlers:
                 "Please write to me directly."))
         except TelegramError as exc:
             log.warning("could not answer in a group: %s", type(exc).__name__)
+
+    async def _on_sos(self, update: Update) -> None:
+        """The help lines, at once and in any state; the conversation stays where it is."""
+        async def run(t: StoreTurn) -> None:
+            ctx = await context_for(None, t.user, t.now)
+            t.enqueue(t.user_id, sos_reply(ctx).to_payload(), urgent=True)
+            return None
+
+        await self._turn(update, run)
 
     async def _on_non_text(self, update: Update) -> None:
         await self._converse(update, Resume(), note=N_(
@@ -318,6 +343,12 @@ class Handlers:
         await query.get_bot().send_message(user.id, tr.gettext(
             "Done. Everything you shared with me is deleted. If you ever want to start again, "
             "send /start."))
+
+
+def is_sos(text: str) -> bool:
+    """/sos, or the word SOS alone, in any case and with any punctuation around it."""
+    word = text.strip().strip("!.?¡¿ ").casefold()
+    return word == "sos" or word.split("@")[0] == "/sos" or word.startswith("/sos ")
 
 
 def _kind_of(update: Update) -> str:

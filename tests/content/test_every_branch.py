@@ -28,6 +28,7 @@ from bot.dialogue.model import END, Ask, Dialogue, Step
 from bot.engine import Context, ConversationState, Outcome, Turn, handle, start
 from bot.engine.answers import Invalid, parse_answer
 from bot.engine.conditions import evaluate
+from bot.engine.runner import SAFETY_NO, SAFETY_YES
 from bot.i18n import SUPPORTED_LOCALES, translator_for
 
 REPO_DIALOGUES = Path(__file__).parents[2] / "dialogues"
@@ -226,6 +227,11 @@ def explore(dialogues: DialogueSet, locale: str) -> Coverage:
                         after = handle(dialogues, before.state, turn, ctx)
                         where = f"{locale} {root} {top.dialogue}.{top.step} {turn}"
                         check_replies(after, where, coverage)
+                        if after.state.safety_asked:  # a very low score: "no" goes on
+                            assert [b.data for b in after.replies[-1].buttons] == [
+                                SAFETY_YES, SAFETY_NO], where
+                            after = handle(dialogues, after.state, Turn(button=SAFETY_NO), ctx)
+                            check_replies(after, where, coverage)
                         assert after.state != before.state, f"{where}: the answer was refused"
                         expected, finished = trace(
                             dialogues, [(f.dialogue, f.step) for f in before.state.stack],

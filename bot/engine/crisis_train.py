@@ -1,0 +1,197 @@
+"""Train the crisis classifier from the labelled corpus and write ``data/crisis_model.npz``.
+
+    python -m bot.engine.crisis_train [--corpus crisis_corpus] [--out bot/engine/data/...]
+
+Only ``crisis_corpus/dev/`` is read for training and for choosing the thresholds (by
+cross-validation on it); ``crisis_corpus/test/`` is never used here, so that ``python -m bench
+bench.crisis`` reports on text the model and its thresholds never saw. The run is
+deterministic: the same corpus gives the same model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from bot.engine.crisis import URGENT_CATEGORIES, CrisisCategory, message_features
+from bot.engine.crisis_model import (
+    BUCKETS,
+    IntArray,
+    Model,
+    arrays_from_model,
+)
+
+CLASSES: tuple[str, ...] = ("none", *(c.value for c in CrisisCategory))
+DEFAULT_CORPUS = Path("crisis_corpus")
+DEFAULT_OUT = Path(__file__).parent / "data" / "crisis_model.npz"
+# What the thresholds are chosen for, on cross-validated dev predictions of hard negatives.
+ANY_FLAG_BUDGET = 0.05
+URGENT_BUDGET = 0.015
+EPOCHS = 250
+L2 = 1e-5
+LEARNING_RATE = 0.05
+FOLDS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    text: str
+    category: str  # a CrisisCategory value, or a negative category
+    language: str
+
+    @property
+    def label(self) -> int:
+        return CLASSES.index(self.category) if self.category in CLASSES else 0
+
+
+def read_corpus(folder: Path) -> list[Example]:
+    """Every example of every language file in ``folder`` (``<lang>.jsonl``)."""
+    examples: list[Example] = []
+    for path in sorted(folder.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                examples.append(Example(row["text"], row["category"], path.stem))
+    return examples
+
+
+LOCALES = Path(__file__).parents[2] / "locales"
+ORDINARY = "ordinary"
+# The bot's own texts about crisis and help are not ordinary coaching talk: left out.
+_NOT_ORDINARY = ("crisis", "danger", "ending your life", "hurting yourself", "/sos",
+                 "emergency", "talk to someone", "person to talk", "worried about someone",
+                 "carry this alone", "Still very hard")
+_SHORT_ANSWERS = ("ok", "okay", "yes", "no", "maybe", "idk", "thanks", "fine", "good", "so so",
+                  "08:00", "7:30", "21:00", "tomorrow", "next week", "Rome", "London")
+
+
+def ordinary_messages() -> list[Example]:
+    """Everyday coaching talk the detector must never flag, derived rather than written: the
+    bot's own questions and answer buttons in every language, and short answers (numbers,
+    times, yes and no). Without them a message with no telling word has no safe example."""
+    from babel.messages.pofile import read_po
+
+    texts = {text: "en" for text in (*_SHORT_ANSWERS, *map(str, range(101)))}
+    for path in sorted(LOCALES.glob("*/LC_MESSAGES/coachbot.po")):
+        language = path.parts[-3]
+        with path.open("rb") as handle:
+            catalog = read_po(handle)
+        for message in catalog:
+            if not message.id or not isinstance(message.id, str) or not message.string:
+                continue
+            if any(word in message.id for word in _NOT_ORDINARY):
+                continue
+            texts.setdefault(message.id.replace("{", "").replace("}", ""), "en")
+            texts.setdefault(str(message.string).replace("{", "").replace("}", ""), language)
+    return [Example(text, ORDINARY, language) for text, language in texts.items()]
+
+
+def whole(sentences: Sequence[IntArray]) -> IntArray:
+    """A message's features as one window, as it is trained."""
+    return np.concatenate(sentences) if sentences else np.zeros(0, dtype=np.int64)
+
+
+def train(features: Sequence[IntArray], labels: Sequence[int]) -> Model:
+    """Softmax regression by full-batch Adam, weighted to balance risk and none."""
+    sizes = np.array([max(f.size, 1) for f in features])
+    index = np.concatenate(features)
+    doc = np.repeat(np.arange(len(features)), [f.size for f in features])
+    value = (1.0 / np.sqrt(sizes))[doc].astype(np.float32)
+    y = np.asarray(labels)
+    # None and risk weigh half each; within risk each message counts the same, so a message
+    # with no telling features keeps the prior of a safe one.
+    risky = y > 0
+    sample_weight = np.where(risky, len(y) / (2 * max(risky.sum(), 1)),
+                             len(y) / (2 * max((~risky).sum(), 1))).astype(np.float32)
+    onehot = np.eye(len(CLASSES), dtype=np.float32)[y]
+    w = np.zeros((BUCKETS, len(CLASSES)), dtype=np.float32)
+    b = np.zeros(len(CLASSES), dtype=np.float32)
+    moments = [np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b)]
+    beta1, beta2 = 0.9, 0.999
+    for step in range(1, EPOCHS + 1):
+        logits = np.zeros((len(features), len(CLASSES)), dtype=np.float32)
+        for c in range(len(CLASSES)):
+            logits[:, c] = np.bincount(doc, weights=w[index, c] * value, minlength=len(features))
+        logits += b
+        logits -= logits.max(axis=1, keepdims=True)
+        probs = np.exp(logits)
+        probs /= probs.sum(axis=1, keepdims=True)
+        error = (probs - onehot) * sample_weight[:, None] / len(y)
+        grad_w = np.empty_like(w)
+        for c in range(len(CLASSES)):
+            grad_w[:, c] = np.bincount(index, weights=error[doc, c] * value, minlength=BUCKETS)
+        grad_w += L2 * w
+        grad_b = error.sum(axis=0)
+        for param, grad, m, v in ((w, grad_w, moments[0], moments[1]),
+                                  (b, grad_b, moments[2], moments[3])):
+            m *= beta1
+            m += (1 - beta1) * grad
+            v *= beta2
+            v += (1 - beta2) * grad * grad
+            step_size = LEARNING_RATE * np.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
+            param -= step_size * m / (np.sqrt(v) + 1e-8)
+    w[np.abs(w) < 1e-3] = 0.0
+    return Model(CLASSES, w, b, {"check": 0.5, "urgent": 0.5})
+
+
+def _quantile_threshold(scores: npt.NDArray[np.float64], budget: float) -> float:
+    """The lowest threshold that flags at most ``budget`` of ``scores``."""
+    if scores.size == 0:
+        return 0.5
+    ordered = np.sort(scores)[::-1]
+    allowed = int(np.floor(budget * scores.size))
+    return float(min(max(ordered[allowed] + 1e-4, 0.2), 0.95))
+
+
+def choose_thresholds(examples: Sequence[Example],
+                      sentences: Sequence[list[IntArray]]) -> dict[str, float]:
+    """Thresholds that keep cross-validated false alarms on dev negatives within budget."""
+    order = np.random.default_rng(7).permutation(len(examples))
+    risk = np.zeros(len(examples))
+    urgent_risk = np.zeros(len(examples))
+    urgent_ids = [CLASSES.index(c.value) for c in URGENT_CATEGORIES]
+    for fold in range(FOLDS):
+        held = order[fold::FOLDS]
+        kept = np.setdiff1d(order, held)
+        model = train([whole(sentences[i]) for i in kept], [examples[i].label for i in kept])
+        for i in held:
+            probs = model.score(sentences[i]).probabilities
+            risk[i] = 1.0 - probs[0]
+            best = 1 + int(probs[1:].argmax())
+            urgent_risk[i] = risk[i] if best in urgent_ids else 0.0
+    negative = np.array([e.label == 0 and e.category != ORDINARY for e in examples])
+    return {"check": _quantile_threshold(risk[negative], ANY_FLAG_BUDGET),
+            "urgent": _quantile_threshold(urgent_risk[negative], URGENT_BUDGET)}
+
+
+def build(corpus: Path) -> tuple[Model, int]:
+    examples = read_corpus(corpus / "dev") + ordinary_messages()
+    sentences = [message_features(e.text)[0] for e in examples]
+    thresholds = choose_thresholds(examples, sentences)
+    model = train([whole(s) for s in sentences], [e.label for e in examples])
+    return Model(model.classes, model.weights, model.bias, thresholds), len(examples)
+
+
+def save(model: Model, out: Path) -> None:
+    np.savez_compressed(out, allow_pickle=False, **arrays_from_model(model))
+
+
+def main(argv: Iterable[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    model, count = build(args.corpus)
+    save(model, args.out)
+    print(f"trained on {count} dev examples; thresholds {model.thresholds}; "
+          f"wrote {args.out} ({args.out.stat().st_size:,} bytes)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""A crisis pauses the client's scheduled coaching, and a caring check-in follows.
+
+Revision ID: 0006
+Revises: 0003
+Create Date: 2026-12-04
+
+``users.crisis_pause_until``: nothing scheduled starts for the client before it (unless they
+write first, which ends it). ``planned_checkins.kind`` gains ``care``: the gentle check-in
+planned for the day after an urgent crisis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0006"
+down_revision: str | None = "0003"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+_OLD = "kind IN ('daily', 'weekly', 'exercise')"
+_NEW = "kind IN ('daily', 'weekly', 'exercise', 'care')"
+
+
+def _swap_kind_check(check: str) -> None:
+    with op.batch_alter_table("planned_checkins") as batch:
+        batch.drop_constraint(op.f("ck_planned_checkins_kind"), type_="check")
+        batch.create_check_constraint(op.f("ck_planned_checkins_kind"), check)
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("users") as batch:
+        batch.add_column(sa.Column("crisis_pause_until", sa.DateTime(timezone=True),
+                                   nullable=True))
+    _swap_kind_check(_NEW)
+
+
+def downgrade() -> None:
+    op.execute("DELETE FROM planned_checkins WHERE kind = 'care'")
+    _swap_kind_check(_OLD)
+    with op.batch_alter_table("users") as batch:
+        batch.drop_column("crisis_pause_until")

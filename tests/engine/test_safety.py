@@ -1,0 +1,133 @@
+"""The two crisis levels in the engine: urgent stops coaching; a possible risk (or a very low
+mood) is answered as usual and followed by one direct safety question. The detector is
+replaced here by a fixed verdict per message, so these tests pin the flow, not the model
+(tests/engine/test_crisis.py and bench.crisis measure the model)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bot.dialogue import DialogueSet
+from bot.engine import Context, ConversationState, Outcome, Turn, handle, resume, runner, start
+from bot.engine.crisis import CrisisCategory, CrisisLevel, CrisisSignal
+from bot.i18n import translator_for
+
+POSSIBLE = "MARKER possible risk"
+URGENT = "MARKER urgent risk"
+SOMEONE_ELSE = "MARKER my sister"
+VERDICTS = {
+    POSSIBLE: CrisisSignal(CrisisLevel.CHECK, CrisisCategory.INDIRECT_IDEATION, 0.8, ("t",)),
+    URGENT: CrisisSignal(CrisisLevel.URGENT, CrisisCategory.PLAN_MEANS, 0.99, ("t",)),
+    SOMEONE_ELSE: CrisisSignal(CrisisLevel.CHECK, CrisisCategory.CONCERN_OTHER, 0.9, ("t",)),
+}
+
+
+@pytest.fixture(autouse=True)
+def fixed_detector(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "detect_crisis", lambda text: VERDICTS.get(text))
+
+
+def texts(outcome: Outcome) -> list[str]:
+    return [r.text for r in outcome.replies]
+
+
+def at_note(dialogues: DialogueSet, ctx: Context) -> Outcome:
+    outcome = start(dialogues, ConversationState(), "mood", ctx)
+    return handle(dialogues, outcome.state, Turn(text="6"), ctx)
+
+
+def test_a_possible_risk_keeps_the_answer_and_asks_one_direct_question(
+    dialogues: DialogueSet, ctx: Context
+) -> None:
+    outcome = handle(dialogues, at_note(dialogues, ctx).state, Turn(text=POSSIBLE), ctx)
+    assert not outcome.crisis and outcome.signal == VERDICTS[POSSIBLE]
+    assert outcome.state.safety_asked
+    (question,) = outcome.replies
+    assert "thoughts of ending your life" in question.text
+    assert [b.data for b in question.buttons] == [runner.SAFETY_YES, runner.SAFETY_NO]
+    assert [(a.variable, a.value) for a in outcome.saved] == [("m.note", POSSIBLE)]
+    assert outcome.state.stack == ()  # the dialogue went on to its end
+    assert ConversationState.from_dict(outcome.state.to_dict()).safety_asked
+
+
+def test_no_goes_on_exactly_where_the_dialogue_stands(dialogues: DialogueSet,
+                                                      ctx: Context) -> None:
+    outcome = start(dialogues, ConversationState(), "mood", ctx)
+    outcome = handle(dialogues, outcome.state, Turn(text="2"), ctx)  # a very low mood
+    assert outcome.state.safety_asked and outcome.saved[0].value == 2
+    assert texts(outcome) != ["What is on your mind?"]
+    answered = handle(dialogues, outcome.state, Turn(button=runner.SAFETY_NO), ctx)
+    assert texts(answered) == ["Thank you for answering me. Let's go on.",
+                               "What is on your mind?"]
+    assert not answered.state.safety_asked and not answered.crisis
+    assert answered.state.variables["m.mood"] == 2
+
+
+def test_a_mood_of_three_is_not_asked_about(dialogues: DialogueSet, ctx: Context) -> None:
+    outcome = start(dialogues, ConversationState(), "mood", ctx)
+    outcome = handle(dialogues, outcome.state, Turn(text="3"), ctx)
+    assert texts(outcome) == ["What is on your mind?"] and not outcome.state.safety_asked
+
+
+@pytest.mark.parametrize(("locale", "yes"), [("en", "yes"), ("he", "כן"), ("it", "sì")])
+def test_yes_in_words_or_by_button_is_the_urgent_path(
+    dialogues: DialogueSet, ctx: Context, locale: str, yes: str
+) -> None:
+    local = replace(ctx, translator=translator_for(locale), country="IL")
+    asked = handle(dialogues, at_note(dialogues, local).state, Turn(text=POSSIBLE), local)
+    for turn in (Turn(text=yes), Turn(button=runner.SAFETY_YES)):
+        outcome = handle(dialogues, asked.state, turn, local)
+        assert outcome.crisis and not outcome.state.safety_asked and not outcome.state.active
+        assert "1201" in outcome.replies[0].text  # ERAN, Israel's emotional first aid line
+
+
+def test_another_message_moves_on_and_an_unanswered_question_opens_gently(
+    dialogues: DialogueSet, ctx: Context
+) -> None:
+    outcome = start(dialogues, ConversationState(), "mood", ctx)
+    asked = handle(dialogues, outcome.state, Turn(text="1"), ctx)
+    again = resume(dialogues, asked.state, ctx)  # /start while it is open: asked again
+    assert texts(again) == texts(asked) and again.state.safety_asked
+    moved_on = handle(dialogues, asked.state, Turn(text="work, mostly"), ctx)
+    assert not moved_on.state.safety_asked
+    assert moved_on.state.variables["m.note"] == "work, mostly"
+    later = start(dialogues, asked.state, "mood", ctx)  # the next check-in
+    assert "I hope you are doing okay" in texts(later)[0]
+    assert texts(later)[1] == "How are you feeling, from 1 to 10?"
+    assert not later.state.safety_asked
+
+
+def test_urgent_stops_at_once_and_keeps_nothing_of_the_message(
+    dialogues: DialogueSet, ctx: Context
+) -> None:
+    outcome = handle(dialogues, at_note(dialogues, ctx).state, Turn(text=URGENT), ctx)
+    assert outcome.crisis and outcome.saved == () and not outcome.state.active
+    assert "pausing our coaching" in outcome.replies[0].text
+    assert URGENT not in outcome.replies[0].text
+
+
+def test_worry_for_someone_else_gets_lines_to_pass_on_and_the_dialogue_goes_on(
+    dialogues: DialogueSet, ctx: Context
+) -> None:
+    outcome = handle(dialogues, at_note(dialogues, ctx).state, Turn(text=SOMEONE_ELSE), ctx)
+    assert not outcome.crisis and not outcome.state.safety_asked
+    assert "worried about someone close to you" in texts(outcome)[0]
+    assert texts(outcome)[1] == "Thank you."
+
+
+def test_a_caption_or_command_argument_is_only_checked(dialogues: DialogueSet,
+                                                       ctx: Context) -> None:
+    before = at_note(dialogues, ctx)
+    outcome = handle(dialogues, before.state, Turn(text=POSSIBLE, answers=False), ctx)
+    assert outcome.saved == () and outcome.state.stack == before.state.stack
+    assert outcome.state.safety_asked and len(outcome.replies) == 1
+    quiet = handle(dialogues, before.state, Turn(text="a photo of my desk", answers=False), ctx)
+    assert quiet.replies == () and quiet.state == before.state
+
+
+def test_sos_lists_the_help_lines_in_the_clients_language(ctx: Context) -> None:
+    hebrew = replace(ctx, translator=translator_for("he"), country="IL")
+    text = runner.sos_reply(hebrew).text
+    assert "1201" in text and "112" in text
