@@ -139,24 +139,30 @@ def latency(examples: Sequence[Example]) -> tuple[float, float, float]:
 
 
 def report() -> str:
-    test = read_corpus(CORPUS / "test")
-    dev = read_corpus(CORPUS / "dev")
-    languages = sorted({e.language for e in test})
+    parts = {name: read_corpus(CORPUS / name) for name in ("test", "heldout", "dev")}
     header = ["language", "recall, all risk", "recall, suicide and self-harm",
               "explicit and plans as urgent", "urgent false alarms", "any flag on negatives"]
     out = [f"# Crisis detection ({machine()})\n",
-           f"Test part: {len(test)} messages; development part: {len(dev)}.\n"]
-    model_test = evaluate(test, model_verdict)
-    out.append(table("Test part (never tuned on): detector", header,
-                     summary_rows(model_test, languages)))
-    out.append(table("Test part: the phrase list alone (baseline)", header,
-                     summary_rows(evaluate(test, phrase_list_verdict), languages)))
-    out.append(table("Test part by category: detector",
-                     ["category", "kind", "messages", "flagged", "urgent"],
-                     category_rows(model_test)))
+           "Messages: " + ", ".join(f"{name} {len(examples)}"
+                                    for name, examples in parts.items()) + ".\n"]
+    for name, title in (("test", "Test part (wave A, never tuned on)"),
+                        ("heldout", "Held-out part (wave B, other writers, never tuned on)")):
+        examples = parts[name]
+        if not examples:
+            continue
+        languages = sorted({e.language for e in examples})
+        result = evaluate(examples, model_verdict)
+        out.append(table(f"{title}: detector", header, summary_rows(result, languages)))
+        out.append(table(f"{title}: the phrase list alone (baseline)", header,
+                         summary_rows(evaluate(examples, phrase_list_verdict), languages)))
+        out.append(table(f"{title} by category: detector",
+                         ["category", "kind", "messages", "flagged", "urgent"],
+                         category_rows(result)))
+    dev = parts["dev"]
     out.append(table("Development part (trained on): detector", header,
-                     summary_rows(evaluate(dev, model_verdict), languages)))
-    median, long_ms, long_base = latency(test)
+                     summary_rows(evaluate(dev, model_verdict),
+                                  sorted({e.language for e in dev}))))
+    median, long_ms, long_base = latency(parts["test"] + parts["heldout"])
     out.append(table("Latency", ["what", "detector", "phrase list alone", "target"], [
         ["median, a corpus message", f"{median:.3f} ms", "-", "< 1 ms"],
         [f"a {LONG_MESSAGE:,}-character message", f"{long_ms:.2f} ms", f"{long_base:.2f} ms",

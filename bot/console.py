@@ -11,9 +11,17 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TextIO
 
-from bot.coaching.conversation import Action, Resume, Start, converse, declined_consent
+from bot.coaching.conversation import (
+    Action,
+    Resume,
+    Start,
+    context_for,
+    converse,
+    declined_consent,
+)
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply, Turn
+from bot.engine.runner import is_sos, sos_reply
 from bot.engine.state import Command
 from bot.store import Store
 from bot.store import Turn as StoreTurn
@@ -70,10 +78,16 @@ async def chat(store: Store, dialogues: DialogueSet, *, dialogue_id: str | None,
     outcome = await store.run_turn(CONSOLE_USER_ID, opening)
     assert outcome is not None  # no update id, so never a duplicate
     show(outcome)
-    while outcome.state.active:
+    while outcome.state.active or outcome.state.safety_asked:
         line = next(lines, None)
         if line is None or line.strip().lower() in QUIT:
             return False
+        if is_sos(line):
+            user = await store.get_user(CONSOLE_USER_ID)
+            assert user is not None
+            output.write(render_reply(sos_reply(await context_for(
+                None, user, datetime.now(UTC)))) + "\n\n")
+            continue
         turn = to_turn(line, outcome.replies)
 
         async def answer(t: StoreTurn, turn: Turn = turn) -> Outcome:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -396,26 +396,38 @@ class CrisisSignal:
         return f"level={self.level} category={self.category} fired={','.join(self.fired)}"
 
 
-def _lexicon_hit(sentence: str) -> bool:
+def urgent_score(classes: tuple[str, ...], probabilities: Sequence[float]) -> float:
+    """How likely the message is in one of the urgent categories, all of them together."""
+    return float(sum(p for c, p in zip(classes, probabilities, strict=True)
+                     if c in URGENT_CATEGORIES))
+
+
+def _without_idioms(sentence: str) -> str:
+    """The sentence with every listed idiom ("this deadline is killing me") blanked out.
+    Exceptions of every language go together: the same word can be a phrase in one language
+    and part of an idiom in another ("career suicide")."""
     exceptions = _all_exceptions()
-    if exceptions is not None:
-        # Exceptions of every language are blanked out together: the same word can be a
-        # phrase in one language and part of an idiom in another ("career suicide").
-        sentence = exceptions.sub(" | ", sentence)
+    return exceptions.sub(" | ", sentence) if exceptions is not None else sentence
+
+
+def _lexicon_hit(sentence: str) -> bool:
     phrases = _all_phrases()
-    return phrases is not None and phrases.search(sentence) is not None
+    return phrases is not None and phrases.search(_without_idioms(sentence)) is not None
 
 
 def message_features(text: str) -> tuple[list[IntArray], bool]:
-    """The model's features of each sentence of ``text``, and whether a phrase matched."""
-    sentences: list[IntArray] = []
+    """The model's features of each piece of ``text`` (idioms blanked out first, so a real
+    cry next to one still counts), and whether a listed phrase matched."""
+    pieces: list[IntArray] = []
     matched = False
     for sentence in split_sentences(normalize(text)):
-        hit = _lexicon_hit(sentence)
+        plain = _without_idioms(sentence)
+        phrases = _all_phrases()
+        hit = phrases is not None and phrases.search(plain) is not None
         matched = matched or hit
-        flags = concept_features(sentence) + ([_LEXICON] if hit else [])
-        sentences.append(sentence_features(sentence, flags))
-    return sentences, matched
+        flags = concept_features(plain) + ([_LEXICON] if hit else [])
+        pieces.append(sentence_features(plain, flags))
+    return pieces, matched
 
 
 def detect_crisis(text: str) -> CrisisSignal | None:
@@ -436,7 +448,8 @@ def detect_crisis(text: str) -> CrisisSignal | None:
         return None
     best = 1 + int(scores.probabilities[1:].argmax())
     category = CrisisCategory(model.classes[best])
-    urgent = category in URGENT_CATEGORIES and risk >= model.thresholds["urgent"]
+    urgent = category is not CrisisCategory.CONCERN_OTHER \
+        and urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
     fired = (f"model:{category}:{risk:.2f}",) + ((_LEXICON,) if lexicon else ())
     return CrisisSignal(CrisisLevel.URGENT if urgent else CrisisLevel.CHECK, category, risk,
                         fired)
@@ -456,6 +469,8 @@ class Helpline:
     url: str | None = None
     hours: str | None = None
     notes: str | None = None
+    source: str = ""  # where the number was checked
+    checked: str = ""  # when (ISO date)
 
 
 _COUNTRY_ALIASES = {"UK": "GB", "EL": "GR"}
@@ -475,16 +490,23 @@ def _helpline(raw: object, where: str) -> Helpline:
         url=opt("url"),
         hours=opt("hours"),
         notes=opt("notes"),
+        source=opt("source") or "",
+        checked=opt("checked") or "",
     )
     if line.phone is None and line.url is None and line.notes is None:
         raise ValueError(f"helplines.yaml: {where} has no phone, url or notes")
+    if not line.source or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", line.checked):
+        raise ValueError(f"helplines.yaml: {where} needs 'source' and 'checked' (a date)")
     return line
 
 
 def _helpline_list(raw: object, where: str) -> tuple[Helpline, ...]:
+    """The lines of one list; a line marked ``status: unsure`` is left out (the directories
+    that follow every list stand in for it)."""
     if not isinstance(raw, list):
         raise ValueError(f"helplines.yaml: {where} must be a list")
-    return tuple(_helpline(item, f"{where}[{i}]") for i, item in enumerate(raw))
+    return tuple(_helpline(item, f"{where}[{i}]") for i, item in enumerate(raw)
+                 if not (isinstance(item, dict) and item.get("status") == "unsure"))
 
 
 _Lines = tuple[Helpline, ...]

@@ -112,17 +112,19 @@ class Model:
         return Scores(probs[riskiest].astype(np.float32))
 
 
-def _windows(sentences: Sequence[IntArray]) -> list[IntArray]:
-    """The whole message, and, for a longer one, every pair of neighbouring sentences."""
-    whole = np.concatenate(sentences) if sentences else np.zeros(0, dtype=np.int64)
+def _windows(pieces: Sequence[IntArray]) -> list[IntArray]:
+    """The whole message and, for a longer one, each piece alone and with its neighbour."""
+    whole = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
     windows = [whole]
-    if len(sentences) > 1:
-        windows += [np.concatenate(pair) for pair in itertools.pairwise(sentences)]
+    if len(pieces) > 1:
+        windows += list(pieces)
+        windows += [np.concatenate(pair) for pair in itertools.pairwise(pieces)]
     return windows
 
 
 def split_sentences(normalized: str) -> list[str]:
-    """Sentences of a normalised text (``.`` tokens end them); long ones cut into pieces."""
+    """Pieces of a normalised text: its sentences (``.`` tokens end them), longer ones cut
+    into pieces of a few words, so a short cry is not drowned by the words around it."""
     pieces: list[str] = []
     for sentence in normalized.split(" . "):
         words = sentence.replace(" .", " ").split()

@@ -323,6 +323,12 @@ def sos_reply(ctx: Context) -> Reply:
     ]))
 
 
+def is_sos(text: str) -> bool:
+    """/sos (also /sos@bot), or the word SOS alone, in any case, with punctuation around it."""
+    word = text.strip().strip("!.?¡¿ ").casefold()
+    return word == "sos" or word.split("@")[0] == "/sos" or word.startswith("/sos ")
+
+
 def concern_reply(ctx: Context) -> Reply:
     """Someone the client cares about may be at risk: help lines to pass on."""
     tr = ctx.translator

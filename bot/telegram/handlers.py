@@ -30,7 +30,7 @@ from bot.coaching.safety import end_pause_when_client_writes
 from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
 from bot.engine.crisis import detect_crisis
-from bot.engine.runner import sos_reply
+from bot.engine.runner import is_sos, sos_reply
 from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
 from bot.observability import handling_update
@@ -343,12 +343,6 @@ class Handlers:
         await query.get_bot().send_message(user.id, tr.gettext(
             "Done. Everything you shared with me is deleted. If you ever want to start again, "
             "send /start."))
-
-
-def is_sos(text: str) -> bool:
-    """/sos, or the word SOS alone, in any case and with any punctuation around it."""
-    word = text.strip().strip("!.?¡¿ ").casefold()
-    return word == "sos" or word.split("@")[0] == "/sos" or word.startswith("/sos ")
 
 
 def _kind_of(update: Update) -> str:

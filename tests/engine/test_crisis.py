@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from bot.engine.crisis import (
     LANGUAGES,
+    CrisisSignal,
     Helpline,
     country_for_timezone,
     default_country_for_locale,
@@ -280,7 +281,8 @@ def test_empty_and_whitespace() -> None:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=2000))
 def test_never_raises_on_arbitrary_text(text: str) -> None:
-    assert isinstance(detect_crisis(text), bool)
+    result = detect_crisis(text)
+    assert result is None or isinstance(result, CrisisSignal)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -414,3 +416,22 @@ def test_country_for_timezone(tz: str, country: str | None) -> None:
 )
 def test_default_country_for_locale(locale: str, country: str | None) -> None:
     assert default_country_for_locale(locale) == country
+
+
+def test_every_helpline_says_where_and_when_it_was_checked() -> None:
+    from bot.engine.crisis import _helplines
+
+    countries, emergency, directories = _helplines()
+    lines = [*emergency, *directories, *(line for ls in countries.values() for line in ls)]
+    assert lines and all(line.source and line.checked for line in lines)
+
+
+def test_a_line_marked_unsure_is_left_to_the_directories() -> None:
+    from bot.engine.crisis import _helpline_list
+
+    raw = [{"name": "Sure", "phone": "1", "source": "s", "checked": "2026-12-04"},
+           {"name": "Unsure", "phone": "2", "source": "s", "checked": "2026-12-04",
+            "status": "unsure"}]
+    assert [line.name for line in _helpline_list(raw, "test")] == ["Sure"]
+    with pytest.raises(ValueError, match="needs 'source' and 'checked'"):
+        _helpline_list([{"name": "No source", "phone": "3"}], "test")
