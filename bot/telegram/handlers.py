@@ -103,6 +103,9 @@ class Handlers:
             if t.state is None:  # first contact: take Telegram's language until they choose
                 t.user.locale = normalize_locale(telegram_user.language_code)
             t.user.first_name = telegram_user.first_name
+            # Writing to the bot means they no longer block it: reachable again, and their
+            # check-ins are planned again.
+            t.user.reachable = True
             result = await fn(t)
             committed[:] = [t]
             return result
@@ -111,7 +114,11 @@ class Handlers:
                                             hold_for=self.sender.lease)
         declined = outcome is not None and declined_consent(outcome)
         if committed:
-            await self.sender.deliver_turn(committed[0], patient=declined)
+            try:
+                await self.sender.deliver_turn(committed[0], patient=declined)
+            except Exception as exc:  # committed: the rows' lease brings them back to the queue
+                log.error("update %s: replies not delivered now (%s); the sender retries",
+                          update.update_id, type(exc).__name__)
         if declined:
             await self.sender.deliver_now(user.id, patient=True)  # the goodbye, then nothing
             await self.store.erase_user(user.id)  # as the bot promised: nothing is kept
