@@ -421,19 +421,21 @@ class Store:
         update_id: int | None = None,
         hold_for: timedelta | None = None,
         attempts: int = 5,
-        outage_retry: timedelta = OUTAGE_RETRY,
+        outage_retry: timedelta | None = None,
     ) -> T | None:
         """Run ``fn`` inside a turn, retrying the whole turn on a version conflict,
         serialisation failure or deadlock (up to ``attempts`` times), and through a
         database outage (a dropped or refused connection, a restart, SQLite locked or full:
-        see :func:`is_outage`) with a back-off, for up to ``outage_retry``.
+        see :func:`is_outage`) with a back-off, for up to ``outage_retry`` (default
+        :data:`OUTAGE_RETRY`).
 
         ``fn`` must therefore have no side effects outside the turn (send messages
         with :meth:`Turn.enqueue`). Returns ``fn``'s result, or None for a duplicate
         update (``fn`` is then not called).
         """
         attempt = outages = 0
-        gave_up_at = monotonic_time.monotonic() + outage_retry.total_seconds()
+        retry_for = (outage_retry or OUTAGE_RETRY).total_seconds()
+        gave_up_at = monotonic_time.monotonic() + retry_for
         while True:
             try:
                 async with self.turn(user_id, update_id=update_id, hold_for=hold_for) as t:
