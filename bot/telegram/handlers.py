@@ -15,6 +15,7 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
+from bot.coaching.checkins import has_active_goal
 from bot.coaching.coach import exercise_ids
 from bot.coaching.conversation import (
     Action,
@@ -31,6 +32,7 @@ from bot.engine import ConversationState, Outcome, Reply, Turn
 from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
 from bot.observability import handling_update
+from bot.schedule.jobs import replan, schedule_of
 from bot.store import Store
 from bot.store import Turn as StoreTurn
 from bot.telegram.coach import CoachHandlers
@@ -106,7 +108,10 @@ class Handlers:
             # Writing to the bot means they no longer block it: reachable again, and their
             # check-ins are planned again.
             t.user.reachable = True
+            schedule = schedule_of(t.user)
             result = await fn(t)
+            if schedule_of(t.user) != schedule:  # a new check-in time applies at once
+                await replan(t, t.now)
             committed[:] = [t]
             return result
 
@@ -243,9 +248,10 @@ class Handlers:
 
     async def _on_checkin(self, update: Update) -> None:
         async def run(t: StoreTurn) -> Outcome:
-            state = ConversationState.from_dict(t.state)
             action: Action = Start("daily_checkin")
-            if "goal.title" not in state.variables:
+            # The goals table, not the conversation's variables: a goal whose setting was
+            # cancelled after its title left the title behind, but no goal.
+            if not await has_active_goal(t.session, t.user_id):
                 t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(
                     "A check-in looks at your goal, and you have not set one yet. "
                     "Let's start there.")).to_payload())
