@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import logging
 import random
 import time as monotonic_time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -22,6 +23,7 @@ from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from .engine import make_engine
@@ -46,6 +48,7 @@ from .models import (
 from .types import utcnow
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 #: PostgreSQL SQLSTATEs worth retrying a whole turn for.
 _RETRY_SQLSTATES = frozenset({"40001", "40P01", "55P03"})  # serialization, deadlock, lock n/a
@@ -447,7 +450,11 @@ class Store:
                     outages += 1
                     wait = min(OUTAGE_MAX_BACKOFF, OUTAGE_BACKOFF * 2 ** (outages - 1))
                     if monotonic_time.monotonic() + wait > gave_up_at:
+                        log.error("turn of user %s: database away (%s), gave up after %d "
+                                  "tries", user_id, type(exc).__name__, outages)
                         raise
+                    log.warning("turn of user %s: database away (%s), try %d again in %.1fs",
+                                user_id, type(exc).__name__, outages + 1, wait)
                     await asyncio.sleep(random.uniform(wait / 2, wait))
                     continue
                 attempt += 1
@@ -598,6 +605,8 @@ def is_outage(exc: BaseException) -> bool:
     error: BaseException | None = exc
     while error is not None and id(error) not in seen:
         seen.add(id(error))
+        if isinstance(error, PoolTimeoutError):  # every connection busy waiting for it
+            return True
         if isinstance(error, DBAPIError) and (error.connection_invalidated
                                               or isinstance(error, InterfaceError)):
             return True
