@@ -384,26 +384,32 @@ async def plan(store: Store, now: datetime, *, horizon: timedelta = DEFAULT_HORI
 
 async def replan(t: Turn, now: datetime, *, horizon: timedelta = DEFAULT_HORIZON) -> None:
     """Inside the user's turn, after their check-in time, time zone or quiet hours changed:
-    the check-ins planned by the old profile (not yet claimed) go, and the next daily
-    check-in is planned at once by the new one, so the change applies at once, as the bot
-    says. The next :func:`plan` round plans reviews and exercises again (the rhythm is
-    checked when a check-in starts, see ``_daily_verdict``)."""
+    the check-ins planned by the old profile (not yet claimed, and those cancelled ahead of
+    time, say when they blocked the bot) go, and the next daily check-in is planned at once
+    by the new one, so the change applies at once, as the bot says. The next :func:`plan`
+    round plans reviews and exercises again (the rhythm is checked when a check-in starts,
+    see ``_daily_verdict``)."""
+    pc = PlannedCheckin
     await t.session.execute(
-        delete(PlannedCheckin)
-        .where(PlannedCheckin.user_id == t.user_id, PlannedCheckin.status == "planned")
+        delete(pc)
+        .where(pc.user_id == t.user_id,
+               or_(pc.status == "planned", and_(pc.status == "cancelled", pc.due_at > now)))
         .execution_options(synchronize_session=False))
     if _user_gone(t.user, now) or not await _has_active_goal(t.session, t.user_id):
         return
     due = planning.next_daily_from(profile_of(t.user), now, None, horizon)
     if due is not None:
-        t.session.add(PlannedCheckin(user_id=t.user_id, kind="daily", ref="", due_at=due,
-                                     status="planned"))
+        insert = (postgresql.insert if t.connection.dialect.name == "postgresql"
+                  else sqlite.insert)
+        await t.session.execute(insert(pc).values(
+            user_id=t.user_id, kind="daily", ref="", due_at=due, status="planned")
+            .on_conflict_do_nothing())
 
 
 def schedule_of(user: UserView) -> tuple[Any, ...]:
     """What planning reads of a user: when it changes, :func:`replan`."""
     return (user.time_zone, user.checkin_hour, user.checkin_minute, user.quiet_start,
-            user.quiet_end, user.paused_until, user.consent_at is not None)
+            user.quiet_end, user.paused_until, user.consent_at is not None, user.reachable)
 
 
 # -- claiming -------------------------------------------------------------------------

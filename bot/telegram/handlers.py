@@ -105,10 +105,10 @@ class Handlers:
             if t.state is None:  # first contact: take Telegram's language until they choose
                 t.user.locale = normalize_locale(telegram_user.language_code)
             t.user.first_name = telegram_user.first_name
-            # Writing to the bot means they no longer block it: reachable again, and their
-            # check-ins are planned again.
-            t.user.reachable = True
             schedule = schedule_of(t.user)
+            # Writing to the bot means they no longer block it: reachable again, and their
+            # check-ins are planned again (at once, by replan).
+            t.user.reachable = True
             result = await fn(t)
             if schedule_of(t.user) != schedule:  # a new check-in time applies at once
                 await replan(t, t.now)

@@ -539,7 +539,10 @@ class Sender:
     async def _send(self, row: Claimed, *, prompt: bool = False) -> int:
         """Send one claimed row and record the result; 1 if Telegram accepted it. `prompt`:
         record it as sent without waiting for company (see RECORD_DELAY)."""
-        keeper = asyncio.create_task(self._keep_leased(row.id))
+        keepers: list[asyncio.Task[None]] = []  # only for a send that takes a while
+        timer = asyncio.get_running_loop().call_later(
+            self.lease.total_seconds() / 3,
+            lambda: keepers.append(asyncio.ensure_future(self._keep_leased(row.id))))
         try:
             await self._deliver_through_429(row)
         except RetryAfter as exc:
@@ -561,7 +564,9 @@ class Sender:
             await self._mark_sent(row, prompt=prompt)
             return 1
         finally:
-            keeper.cancel()
+            timer.cancel()
+            for keeper in keepers:
+                keeper.cancel()
         return 0
 
     async def _keep_leased(self, row_id: int) -> None:
@@ -569,13 +574,13 @@ class Sender:
         other sender takes the row over and sends it a second time."""
         every = self.lease.total_seconds() / 3
         while True:
-            await asyncio.sleep(every)
             try:
                 async with self.store.engine.begin() as connection:
                     await connection.execute(_RENEW_LEASE, {
                         "row_id": row_id, "lease_until": utcnow() + self.lease})
             except Exception as exc:
                 log.warning("outbox %s: lease not renewed (%s)", row_id, type(exc).__name__)
+            await asyncio.sleep(every)
 
     async def _deliver_through_429(self, row: Claimed) -> None:
         """On a 429 every send waits ``retry_after``; then this row goes first."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from tests.e2e.conftest import RunningBot, bot_running, settings_for
 from tests.e2e.test_webhook import SECRET, free_port
 from tests.fakes import FakeBotApi
 from tests.faults import postgresql_away, queue
+from tests.schedule.helpers import add_users
 from tests.store.store_helpers import count, raw
 
 
@@ -178,7 +179,9 @@ async def test_an_outbox_row_fails_only_after_the_give_up_limit(
 
 async def test_a_user_who_unblocks_the_bot_and_writes_is_reachable_again(
         running_bot: RunningBot) -> None:
-    """M4: one 403 no longer means unreachable for ever."""
+    """M4: one 403 no longer means unreachable for ever; their check-ins are planned again
+    at once."""
+    await add_users(running_bot.store, [303], now=datetime.now(UTC))
     ana = running_bot.user(303)
     await ana.send("/help")
     running_bot.fake.block(303)
@@ -194,6 +197,8 @@ async def test_a_user_who_unblocks_the_bot_and_writes_is_reachable_again(
     assert "/checkin" in (replies[-1].text or "")
     user = await running_bot.store.get_user(303)
     assert user is not None and user.reachable
+    assert await count(running_bot.store, "planned_checkins",
+                       "user_id = 303 AND kind = 'daily' AND status = 'planned'") == 1
 
 
 @pytest.fixture
