@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -25,6 +26,8 @@ _DATABASE_DRIVERS = ("sqlite+aiosqlite", "postgresql+asyncpg")
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 #: Plain http is only for a webhook on this machine (tests, a local Bot API server).
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+#: How long an outbox message whose sends keep failing (Telegram 5xx, network) is retried.
+DEFAULT_SEND_GIVE_UP_HOURS = 12.0
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -46,6 +49,7 @@ class Settings:
     admin_ids: frozenset[int] = frozenset()
     default_locale: str = "en"
     send_rate: float = 25.0
+    send_give_up_after: timedelta = timedelta(hours=DEFAULT_SEND_GIVE_UP_HOURS)
     encryption_key: str | None = field(default=None, repr=False)
     metrics_port: int | None = None
     default_timezone: str = DEFAULT_TIMEZONE
@@ -88,6 +92,16 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         except ValueError:
             problems.append("COACHBOT_SEND_RATE must be a number of messages per second, "
                             "above 0 and at most 30")
+    give_up_hours = DEFAULT_SEND_GIVE_UP_HOURS
+    raw_give_up = get("COACHBOT_SEND_GIVE_UP_HOURS")
+    if raw_give_up is not None:
+        try:
+            give_up_hours = float(raw_give_up)
+            if not 0.1 <= give_up_hours <= 168:
+                raise ValueError
+        except ValueError:
+            problems.append("COACHBOT_SEND_GIVE_UP_HOURS must be a number of hours from 0.1 "
+                            "to 168 (how long a message Telegram keeps refusing is retried)")
     webhook_url = get("COACHBOT_WEBHOOK_URL")
     webhook_secret = get("COACHBOT_WEBHOOK_SECRET")
     if webhook_url is not None:
@@ -140,6 +154,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         admin_ids=frozenset(admin_ids),
         default_locale=locale,
         send_rate=send_rate,
+        send_give_up_after=timedelta(hours=give_up_hours),
         encryption_key=encryption_key,
         metrics_port=metrics_port,
         default_timezone=timezone,

@@ -44,6 +44,8 @@ from prometheus_client import (
 __all__ = [
     "CHECKINS_DUE",
     "CHECKINS_SENT",
+    "LOOP_ERRORS",
+    "LOOP_LAST_ROUND",
     "OUTBOX_DEPTH",
     "REDACTED",
     "REGISTRY",
@@ -51,6 +53,7 @@ __all__ = [
     "SEND_OUTCOMES",
     "UPDATES_HANDLED",
     "UPDATE_SECONDS",
+    "Heartbeats",
     "JsonFormatter",
     "RedactingFilter",
     "configure_logging",
@@ -216,6 +219,46 @@ CHECKINS_SENT = Counter("checkins_sent_total", "Check-ins accepted by Telegram",
 CRISIS_SIGNALS = Counter("crisis_signals_total", "Messages the crisis detector flagged, by "
                          "level (check, urgent) and category; never the words",
                          ["level", "category"], registry=REGISTRY)
+
+
+LOOP_LAST_ROUND = Gauge("loop_last_round_timestamp_seconds", "When each background loop "
+                        "(sender, scheduler, digests) last completed a round, as Unix time",
+                        ["loop"], registry=REGISTRY)
+LOOP_ERRORS = Counter("loop_errors_total", "Rounds of a background loop that failed (and were "
+                      "retried after a back-off), by loop", ["loop"], registry=REGISTRY)
+
+
+class Heartbeats:
+    """The last completed round of each background loop of this process.
+
+    A loop calls :meth:`expect` once (with how long a round may take before the loop counts
+    as stuck) and :meth:`beat` after every round it completes; :meth:`stale` names the loops
+    that have not completed one in time (``/healthz`` answers 503 then). Each beat also sets
+    the loop's ``loop_last_round_timestamp_seconds`` gauge.
+    """
+
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        self._clock = clock
+        self._within: dict[str, float] = {}
+        self._last: dict[str, float] = {}
+
+    def expect(self, loop: str, within: float) -> None:
+        """Watch ``loop`` from now on: stale unless a round completes every ``within`` s."""
+        self._within[loop] = within
+        self._last.setdefault(loop, self._clock())
+        LOOP_ERRORS.labels(loop)  # exported from the start, at 0
+
+    def beat(self, loop: str) -> None:
+        self._last[loop] = self._clock()
+        LOOP_LAST_ROUND.labels(loop).set(time.time())
+
+    def age(self, loop: str) -> float:
+        """Seconds since ``loop`` last completed a round (or was first expected)."""
+        return float(self._clock() - self._last.get(loop, -float("inf")))
+
+    def stale(self) -> list[str]:
+        return sorted(loop for loop, within in self._within.items()
+                      if self.age(loop) > within)
 
 
 def record_send(outcome: str) -> None:

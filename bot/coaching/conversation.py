@@ -109,7 +109,7 @@ def apply_profile(user: TurnUser, variables: dict[str, Value], saved: set[str],
         user.time_zone = zone
     hour = _minutes(variables.get("profile.checkin_hour"))
     if "profile.checkin_hour" in saved and hour is not None:
-        user.checkin_hour = hour // 60
+        user.checkin_hour, user.checkin_minute = divmod(hour, 60)
     if "profile.quiet_end" in saved:
         user.quiet_start = _minutes(variables.get("profile.quiet_start"))
         user.quiet_end = _minutes(variables.get("profile.quiet_end"))

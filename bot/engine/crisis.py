@@ -415,19 +415,20 @@ def _lexicon_hit(sentence: str) -> bool:
     return phrases is not None and phrases.search(_without_idioms(sentence)) is not None
 
 
+def _piece_features(sentence: str) -> tuple[IntArray, bool]:
+    """A normalised piece's features (idioms blanked out first, so a real cry next to one
+    still counts), and whether a listed phrase matched it."""
+    plain = _without_idioms(sentence)
+    phrases = _all_phrases()
+    hit = phrases is not None and phrases.search(plain) is not None
+    return sentence_features(plain, concept_features(plain) + ([_LEXICON] if hit else [])), hit
+
+
 def message_features(text: str) -> tuple[list[IntArray], bool]:
-    """The model's features of each piece of ``text`` (idioms blanked out first, so a real
-    cry next to one still counts), and whether a listed phrase matched."""
-    pieces: list[IntArray] = []
-    matched = False
-    for sentence in split_sentences(normalize(text)):
-        plain = _without_idioms(sentence)
-        phrases = _all_phrases()
-        hit = phrases is not None and phrases.search(plain) is not None
-        matched = matched or hit
-        flags = concept_features(plain) + ([_LEXICON] if hit else [])
-        pieces.append(sentence_features(plain, flags))
-    return pieces, matched
+    """The model's features of each piece of ``text`` (its sentences), and whether a listed
+    phrase matched."""
+    pieces = [_piece_features(s) for s in split_sentences(normalize(text))]
+    return [features for features, _ in pieces], any(hit for _, hit in pieces)
 
 
 def detect_crisis(text: str) -> CrisisSignal | None:

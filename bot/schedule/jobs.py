@@ -43,6 +43,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
+    delete,
     func,
     literal_column,
     or_,
@@ -100,7 +101,7 @@ def default_worker_id() -> str:
 
 def profile_of(row: Any) -> Profile:
     return Profile(row.time_zone, row.checkin_hour, row.quiet_start, row.quiet_end,
-                   row.paused_until)
+                   row.paused_until, row.checkin_minute)
 
 
 # -- planning ---------------------------------------------------------------------------
@@ -186,7 +187,7 @@ class _Batch:
 def _plannable(now: datetime, horizon: timedelta, after: int, batch: int) -> Any:
     return (
         select(User.id, User.time_zone, User.checkin_hour, User.quiet_start, User.quiet_end,
-               User.paused_until)
+               User.paused_until, User.checkin_minute)
         .where(User.id > after, User.reachable, User.consent_at.is_not(None),
                or_(User.paused_until.is_(None), User.paused_until <= now + horizon))
         .order_by(User.id)
@@ -262,12 +263,12 @@ class _Planner:
         rows: list[tuple[int, str, str, datetime]] = []
         no_rhythm = Rhythm()
         profiles = self._profiles
-        for uid, zone, hour, quiet_start, quiet_end, paused_until in batch.users:
+        for uid, zone, hour, quiet_start, quiet_end, paused_until, minute in batch.users:
             goals = batch.goals.get(uid)
             assignments = batch.assignments.get(uid)
             if not goals and not assignments:
                 continue
-            profile_key = (zone, hour, quiet_start, quiet_end, paused_until)
+            profile_key = (zone, hour, quiet_start, quiet_end, paused_until, minute)
             known = profiles.get(profile_key)
             if known is None:
                 known = profiles[profile_key] = (len(profiles), Profile(*profile_key))
@@ -380,6 +381,36 @@ async def plan(store: Store, now: datetime, *, horizon: timedelta = DEFAULT_HORI
                 writing.cancel()
                 await asyncio.gather(writing, return_exceptions=True)
     return proposed
+
+
+async def replan(t: Turn, now: datetime, *, horizon: timedelta = DEFAULT_HORIZON) -> None:
+    """Inside the user's turn, after their check-in time, time zone or quiet hours changed:
+    the check-ins planned by the old profile (not yet claimed, and those cancelled ahead of
+    time, say when they blocked the bot) go, and the next daily check-in is planned at once
+    by the new one, so the change applies at once, as the bot says. The next :func:`plan`
+    round plans reviews and exercises again (the rhythm is checked when a check-in starts,
+    see ``_daily_verdict``)."""
+    pc = PlannedCheckin
+    await t.session.execute(
+        delete(pc)
+        .where(pc.user_id == t.user_id, pc.kind != CARE_KIND,  # care after a crisis stays
+               or_(pc.status == "planned", and_(pc.status == "cancelled", pc.due_at > now)))
+        .execution_options(synchronize_session=False))
+    if _user_gone(t.user, now, "daily") or not await _has_active_goal(t.session, t.user_id):
+        return
+    due = planning.next_daily_from(profile_of(t.user), now, None, horizon)
+    if due is not None:
+        insert = (postgresql.insert if t.connection.dialect.name == "postgresql"
+                  else sqlite.insert)
+        await t.session.execute(insert(pc).values(
+            user_id=t.user_id, kind="daily", ref="", due_at=due, status="planned")
+            .on_conflict_do_nothing())
+
+
+def schedule_of(user: UserView) -> tuple[Any, ...]:
+    """What planning reads of a user: when it changes, :func:`replan`."""
+    return (user.time_zone, user.checkin_hour, user.checkin_minute, user.quiet_start,
+            user.quiet_end, user.paused_until, user.consent_at is not None, user.reachable)
 
 
 # -- claiming -------------------------------------------------------------------------

@@ -55,6 +55,12 @@ class Profile:
     quiet_start: int | None = None
     quiet_end: int | None = None
     paused_until: datetime | None = None
+    checkin_minute: int = 0  # of the check-in time: 07:30 is hour 7, minute 30
+
+    @property
+    def checkin_at(self) -> int:
+        """The check-in time in minutes after local midnight."""
+        return self.checkin_hour * 60 + self.checkin_minute
 
     @property
     def zone(self) -> ZoneInfo:
@@ -171,7 +177,7 @@ def next_daily_from(profile: Profile, now: datetime, earliest: date | None,
         first = max(first, earliest - timedelta(days=1))
     limit = now + horizon
     for day in _days_from(first):
-        due = occurrence(day, profile.checkin_hour * 60, profile)
+        due = occurrence(day, profile.checkin_at, profile)
         if due > limit:
             return None
         if (due > now and allowed(due, profile)
@@ -204,7 +210,7 @@ def weekly_reviews_from(profile: Profile, created: date, now: datetime,
     week = weeks_before
     while True:
         due = occurrence(created + timedelta(days=REVIEW_EVERY_DAYS * week),
-                         profile.checkin_hour * 60, profile)
+                         profile.checkin_at, profile)
         if due > now + horizon:
             return dues
         if due > now and allowed(due, profile):

@@ -1,19 +1,22 @@
-"""One APScheduler interval job per process: plan, claim and start, then nudge the sender."""
+"""The scheduler's loops, one of each per process: the tick (plan, claim and start, then nudge
+the sender) and the coach digests. Each runs under :func:`bot.loops.run_loop`: a failing
+round is logged by its type and retried after a back-off, and every completed round beats
+the loop's heart (``/healthz``, ``loop_last_round_timestamp_seconds``)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from apscheduler.schedulers.asyncio import AsyncIOScheduler  # type: ignore[import-untyped]
 from sqlalchemy import func, select
 
-from bot.config import Settings
 from bot.dialogue.model import DialogueSet
-from bot.observability import CHECKINS_DUE, CHECKINS_SENT, OUTBOX_DEPTH
+from bot.loops import Supervisor, run_loop
+from bot.observability import CHECKINS_DUE, CHECKINS_SENT, OUTBOX_DEPTH, Heartbeats
 from bot.schedule.digests import send_digests
 from bot.schedule.jobs import DEFAULT_LEASE, claim_and_start, default_worker_id, plan
 from bot.store import Outbox, Store, undelivered
@@ -21,6 +24,9 @@ from bot.store import Outbox, Store, undelivered
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 5.0
+DIGEST_SECONDS = 5.0  # a crisis digest goes out at once
+#: A loop that has not completed a round for this long makes /healthz answer 503.
+STALE_AFTER = {"sender": 60.0, "scheduler": 180.0, "digests": 180.0}
 PLAN_EVERY_SECONDS = 60.0
 CLAIM_BATCH = 100
 PROCESSED_UPDATES_KEPT = timedelta(days=2)
@@ -36,11 +42,23 @@ async def outbox_depth(store: Store) -> int:
             select(func.count()).where(undelivered(Outbox.status))) or 0)
 
 
+def make_digests(store: Store, sender: Nudgeable) -> Callable[[], Awaitable[None]]:
+    """One round of the digest loop: queue the coach digests that are due."""
+
+    async def digests() -> None:
+        if await send_digests(store, datetime.now(UTC)):
+            sender.nudge()
+
+    return digests
+
+
 def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker_id: str,
               plan_every: float = PLAN_EVERY_SECONDS, batch: int = CLAIM_BATCH,
-              lease: timedelta = DEFAULT_LEASE) -> Callable[[], Awaitable[None]]:
+              lease: timedelta = DEFAULT_LEASE,
+              with_digests: bool = True) -> Callable[[], Awaitable[None]]:
     """One tick: plan (at most every ``plan_every`` seconds), then claim and start due rows
-    ``batch`` at a time until fewer come back, taking back claims older than ``lease``."""
+    ``batch`` at a time until fewer come back, taking back claims older than ``lease``.
+    ``with_digests``: queue due coach digests too (when no digest loop runs them)."""
     last_plan = -float("inf")
 
     async def tick() -> None:
@@ -51,7 +69,7 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
             await plan(store, now)
             # Telegram redelivers an update for a day at most: older ids need not be kept.
             await store.prune_processed_updates(now - PROCESSED_UPDATES_KEPT)
-        if await send_digests(store, now):
+        if with_digests and await send_digests(store, now):
             sender.nudge()
         OUTBOX_DEPTH.set(await outbox_depth(store))
         while True:
@@ -67,14 +85,18 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
     return tick
 
 
-def start_scheduler(store: Store, dialogues: DialogueSet, sender: Nudgeable,
-                    settings: Settings, *, tick_seconds: float = TICK_SECONDS) -> AsyncIOScheduler:
-    """Start the per-process tick (``max_instances=1``, ``coalesce=True``). ``settings`` is
-    taken for the deployment's configuration; the tick itself needs none of it yet."""
-    del settings
-    scheduler = AsyncIOScheduler(timezone=UTC)
-    scheduler.add_job(make_tick(store, dialogues, sender, worker_id=default_worker_id()),
-                      "interval", seconds=tick_seconds, max_instances=1, coalesce=True,
-                      id="coachbot-checkins", next_run_time=datetime.now(UTC))
-    scheduler.start()
-    return scheduler
+def start_scheduler(store: Store, dialogues: DialogueSet, sender: Nudgeable, *,
+                    supervisor: Supervisor, heartbeats: Heartbeats, stop: asyncio.Event,
+                    tick_seconds: float = TICK_SECONDS,
+                    digest_seconds: float = DIGEST_SECONDS) -> None:
+    """Start this process's scheduler tick and digest loop under ``supervisor`` (a round
+    at a time: a slow round delays the next, never overlaps it) until ``stop`` is set."""
+    tick = make_tick(store, dialogues, sender, worker_id=default_worker_id(),
+                     with_digests=False)
+    digests = make_digests(store, sender)
+    heartbeats.expect("scheduler", STALE_AFTER["scheduler"])
+    heartbeats.expect("digests", STALE_AFTER["digests"])
+    supervisor.start("scheduler", lambda: run_loop(
+        "scheduler", tick, interval=tick_seconds, stop=stop, heartbeats=heartbeats))
+    supervisor.start("digests", lambda: run_loop(
+        "digests", digests, interval=digest_seconds, stop=stop, heartbeats=heartbeats))

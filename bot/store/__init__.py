@@ -22,11 +22,23 @@ from .models import (
     undelivered,
 )
 from .sqlite_async import off_the_loop
-from .store import ConflictError, Store, Turn, TurnUser, UserView, is_retryable
+from .store import (
+    SUPERSEDED_BY_REPLY,
+    SUPERSEDED_BY_URGENT,
+    ConflictError,
+    Store,
+    Turn,
+    TurnUser,
+    UserView,
+    is_outage,
+    is_retryable,
+)
 from .types import DecryptionError
 
 __all__ = [
     "DEFAULT_URL",
+    "SUPERSEDED_BY_REPLY",
+    "SUPERSEDED_BY_URGENT",
     "Answer",
     "Assignment",
     "Base",
@@ -48,6 +60,7 @@ __all__ = [
     "UserView",
     "database_url",
     "ensure_schema",
+    "is_outage",
     "is_retryable",
     "off_the_loop",
     "undelivered",

@@ -57,6 +57,8 @@ class User(Base):
     locale: Mapped[str] = mapped_column(String(35), default="en", server_default="en")
     time_zone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
     checkin_hour: Mapped[int] = mapped_column(Integer, default=9, server_default="9")
+    # The minutes of the check-in time (07:30 is hour 7, minute 30).
+    checkin_minute: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Quiet hours in minutes after local midnight (0..1439); the window may wrap midnight.
     quiet_start: Mapped[int | None] = mapped_column(Integer)
     quiet_end: Mapped[int | None] = mapped_column(Integer)
@@ -70,6 +72,7 @@ class User(Base):
 
     __table_args__ = (
         CheckConstraint("checkin_hour BETWEEN 0 AND 23", name="checkin_hour"),
+        CheckConstraint("checkin_minute BETWEEN 0 AND 59", name="checkin_minute"),
         CheckConstraint("quiet_start BETWEEN 0 AND 1439", name="quiet_start"),
         CheckConstraint("quiet_end BETWEEN 0 AND 1439", name="quiet_end"),
     )
@@ -244,6 +247,12 @@ class PlannedCheckin(Base):
     )
 
 
+#: pending (waiting), sending (claimed, leased), sent, failed (gave up), cancelled (held back
+#: and never sent: superseded by a later reply or by an urgent message).
+OUTBOX_STATUSES = ("pending", "sending", "sent", "failed", "cancelled")
+OUTBOX_KINDS = ("message", "reply", "urgent")
+
+
 class Outbox(Base):
     __tablename__ = "outbox"
 
@@ -258,9 +267,15 @@ class Outbox(Base):
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_error: Mapped[str | None] = mapped_column(Text)
+    # message (scheduled, coach, digest), reply (to the user's own message: a later reply
+    # supersedes it while unsent) or urgent (goes ahead of anything queued for the chat).
+    kind: Mapped[str] = mapped_column(String(16), default="message", server_default="message")
+    # Parts of a long text Telegram accepted: a retry resumes at the next one.
+    parts_sent: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     __table_args__ = (
-        CheckConstraint("status IN ('pending', 'sending', 'sent', 'failed')", name="status"),
+        CheckConstraint(f"status IN {OUTBOX_STATUSES!r}", name="status"),
+        CheckConstraint(f"kind IN {OUTBOX_KINDS!r}", name="kind"),
         Index(None, "status", "next_attempt_at"),
         # The sender claims only the oldest undelivered row of each chat.
         Index(None, "chat_id", "status", "id"),

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import logging
 import random
+import time as monotonic_time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
@@ -20,7 +22,8 @@ from sqlalchemy import String, Table, bindparam, delete, insert, or_, select, up
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from .engine import make_engine
@@ -45,9 +48,25 @@ from .models import (
 from .types import utcnow
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 #: PostgreSQL SQLSTATEs worth retrying a whole turn for.
 _RETRY_SQLSTATES = frozenset({"40001", "40P01", "55P03"})  # serialization, deadlock, lock n/a
+#: PostgreSQL SQLSTATEs (and classes) of a database that is away: restarting, refusing
+#: connections, out of connections or of disk. Worth waiting for.
+_OUTAGE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "55000", "53000", "53100",
+                               "53300", "58000", "58030"})
+_OUTAGE_CLASSES = ("08",)  # connection exceptions
+#: SQLite errors of a database that is busy or full for a while.
+_SQLITE_OUTAGES = ("database is locked", "database or disk is full", "disk i/o error",
+                   "unable to open database")
+#: How long a turn hit by a database outage is retried before it fails for good.
+OUTAGE_RETRY = timedelta(seconds=60)
+OUTAGE_BACKOFF = 0.1  # seconds, doubling up to OUTAGE_MAX_BACKOFF
+OUTAGE_MAX_BACKOFF = 5.0
+#: Why a held-back outbox row was never sent (``last_error`` of a ``cancelled`` row).
+SUPERSEDED_BY_REPLY = "superseded by a later reply"
+SUPERSEDED_BY_URGENT = "superseded by an urgent message"
 
 
 def _insert(dialect: str, table: Any) -> Any:
@@ -69,6 +88,7 @@ class TurnUser:
     locale: str
     time_zone: str
     checkin_hour: int
+    checkin_minute: int
     quiet_start: int | None
     quiet_end: int | None
     paused_until: datetime | None
@@ -98,6 +118,18 @@ _CONVERSATIONS = cast(Table, Conversation.__table__)
 _CHAT_BUSY = (select(_OUTBOX.c.id)
               .where(_OUTBOX.c.chat_id == bindparam("chat_id"), undelivered(_OUTBOX.c.status))
               .limit(1))
+# Replies to the user's earlier messages still waiting (not in flight): a new message from
+# the chat supersedes them (a flood gets the answer to its last message, not to each).
+_SUPERSEDE_REPLIES = (update(_OUTBOX)
+                      .where(_OUTBOX.c.chat_id == bindparam("of_chat"),
+                             _OUTBOX.c.status == "pending", _OUTBOX.c.kind == "reply")
+                      .values(status="cancelled", last_error=SUPERSEDED_BY_REPLY))
+# An urgent message holds back everything queued for its chat that is not in flight yet
+# (earlier urgent messages excepted).
+_HOLD_BACK_FOR_URGENT = (update(_OUTBOX)
+                         .where(_OUTBOX.c.chat_id == bindparam("of_chat"),
+                                _OUTBOX.c.status == "pending", _OUTBOX.c.kind != "urgent")
+                         .values(status="cancelled", last_error=SUPERSEDED_BY_URGENT))
 _INSERT_ANSWERS = insert(_ANSWERS)
 _INSERT_OUTBOX = insert(_OUTBOX).returning(_OUTBOX.c.id, sort_by_parameter_order=True)
 _WRITE_STATE = (update(_CONVERSATIONS)
@@ -134,6 +166,7 @@ class HeldMessage:
     id: int
     chat_id: int
     payload: dict[str, Any]
+    urgent: bool = False
 
 
 class ConflictError(RuntimeError):
@@ -151,7 +184,12 @@ class Turn:
 
     With ``hold_until`` set, the messages this turn queues for the user's own chat are
     committed already claimed (``sending``, leased until then) and listed in ``held``, for
-    the caller to send right after the commit without claiming them again.
+    the caller to send right after the commit without claiming them again; when the chat
+    has messages in flight or waiting (``chat_busy``) only urgent ones are held.
+
+    ``replying``: the turn answers the user's own message; its messages to the user's chat
+    are replies (``kind='reply'``), which a later message of the chat supersedes while they
+    wait (see :meth:`Store.turn`).
     """
 
     def __init__(
@@ -164,6 +202,8 @@ class Turn:
         duplicate: bool,
         now: datetime,
         hold_until: datetime | None = None,
+        chat_busy: bool = False,
+        replying: bool = False,
     ) -> None:
         self.connection = connection
         self.user = user
@@ -176,6 +216,9 @@ class Turn:
         self._new_state: dict[str, Any] | None = None
         self._state_set = False
         self._hold_until = hold_until
+        self._chat_busy = chat_busy
+        self._replying = replying
+        self._urgent_chats: set[int] = set()
         self._answers: list[dict[str, Any]] = []
         self._messages: list[dict[str, Any]] = []
         self.held: list[HeldMessage] = []  # after the commit
@@ -211,15 +254,30 @@ class Turn:
                               "answered_at": self.now})
 
     def enqueue(self, chat_id: int, payload: dict[str, Any], *, urgent: bool = False) -> None:
-        """Queue a message; a sender delivers it after this turn commits. (``urgent``: ahead
-        of what is queued for the chat; the outbox's priority comes with its own change.)"""
-        del urgent
+        """Queue a message; a sender delivers it after this turn commits.
+
+        ``urgent``: the message goes out ahead of anything still queued for the chat. The
+        chat's messages queued before it that are not in flight yet (of earlier turns and
+        of this one) are held back for good (``cancelled``, ``last_error`` saying why),
+        and the turn's own delivery sends it at once, past the chat's pace, even when the
+        chat has messages in flight. The one exception to "a chat's messages never
+        overtake each other"."""
         self._writable()
-        held = self._hold_until is not None and chat_id == self.user.id
+        own = chat_id == self.user.id
+        if urgent:
+            self._urgent_chats.add(chat_id)
+            for earlier in self._messages:
+                if earlier["chat_id"] == chat_id and earlier["kind"] != "urgent":
+                    earlier.update(status="cancelled", last_error=SUPERSEDED_BY_URGENT,
+                                   attempts=0, next_attempt_at=self.now)
+            held = self._hold_until is not None and own
+        else:
+            held = self._hold_until is not None and own and not self._chat_busy
+        kind = "urgent" if urgent else "reply" if self._replying and own else "message"
         self._messages.append({
             "user_id": self.user.id, "chat_id": chat_id, "payload": payload,
             "created_at": self.now, "status": "sending" if held else "pending",
-            "attempts": 1 if held else 0,
+            "attempts": 1 if held else 0, "kind": kind, "last_error": None,
             "next_attempt_at": self._hold_until if held else self.now})
 
     async def flush(self) -> None:
@@ -243,12 +301,16 @@ class Turn:
         if self._answers:
             connection.execute(_INSERT_ANSWERS, self._answers)
             self._answers = []
+        for chat_id in sorted(self._urgent_chats):  # before this turn's rows are inserted
+            connection.execute(_HOLD_BACK_FOR_URGENT, {"of_chat": chat_id})
+        self._urgent_chats.clear()
         if self._messages:
             ids = connection.execute(_INSERT_OUTBOX, self._messages).scalars().all()
             for row_id, row in zip(ids, self._messages, strict=True):
                 if row["status"] == "sending":
-                    self.held.append(HeldMessage(row_id, row["chat_id"], row["payload"]))
-                else:
+                    self.held.append(HeldMessage(row_id, row["chat_id"], row["payload"],
+                                                 urgent=row["kind"] == "urgent"))
+                elif row["status"] == "pending":
                     self.waiting += 1
             self._messages = []
         columns = _columns(self.user)
@@ -327,7 +389,12 @@ class Store:
         processed update id are committed together; on an exception nothing is.
         ``hold_for``: the caller will send the turn's messages itself right after the
         commit, and holds them this long (see :class:`Turn`); only when nothing earlier
-        to the chat is still undelivered, so its messages keep their order.
+        to the chat is still undelivered, so its messages keep their order (urgent ones
+        always).
+
+        A turn for an incoming update (``update_id``) first supersedes the replies to the
+        chat's earlier messages that are still waiting (not in flight): they are
+        ``cancelled``, and this turn's answer is what the user sees next.
         """
         async with self.engine.connect() as connection:
             t: Turn | None = None
@@ -358,25 +425,43 @@ class Store:
         update_id: int | None = None,
         hold_for: timedelta | None = None,
         attempts: int = 5,
+        outage_retry: timedelta | None = None,
     ) -> T | None:
         """Run ``fn`` inside a turn, retrying the whole turn on a version conflict,
-        serialisation failure, deadlock or busy SQLite database.
+        serialisation failure or deadlock (up to ``attempts`` times), and through a
+        database outage (a dropped or refused connection, a restart, SQLite locked or full:
+        see :func:`is_outage`) with a back-off, for up to ``outage_retry`` (default
+        :data:`OUTAGE_RETRY`).
 
         ``fn`` must therefore have no side effects outside the turn (send messages
         with :meth:`Turn.enqueue`). Returns ``fn``'s result, or None for a duplicate
         update (``fn`` is then not called).
         """
-        for attempt in range(1, attempts + 1):
+        attempt = outages = 0
+        retry_for = (outage_retry or OUTAGE_RETRY).total_seconds()
+        gave_up_at = monotonic_time.monotonic() + retry_for
+        while True:
             try:
                 async with self.turn(user_id, update_id=update_id, hold_for=hold_for) as t:
                     if t.duplicate:
                         return None
                     return await fn(t)
             except Exception as exc:
-                if attempt == attempts or not is_retryable(exc):
+                if is_outage(exc):
+                    outages += 1
+                    wait = min(OUTAGE_MAX_BACKOFF, OUTAGE_BACKOFF * 2 ** (outages - 1))
+                    if monotonic_time.monotonic() + wait > gave_up_at:
+                        log.error("turn of user %s: database away (%s), gave up after %d "
+                                  "tries", user_id, type(exc).__name__, outages)
+                        raise
+                    log.warning("turn of user %s: database away (%s), try %d again in %.1fs",
+                                user_id, type(exc).__name__, outages + 1, wait)
+                    await asyncio.sleep(random.uniform(wait / 2, wait))
+                    continue
+                attempt += 1
+                if attempt >= attempts or not is_retryable(exc):
                     raise
                 await asyncio.sleep(random.uniform(0, 0.02 * 2**attempt))
-        raise AssertionError("unreachable")
 
     def _open_turn(self, sync: Connection, connection: AsyncConnection, user_id: int,
                    update_id: int | None, hold_for: timedelta | None) -> Turn:
@@ -398,14 +483,16 @@ class Store:
             if marked is None:
                 return Turn(connection, user, state=None, version=0, duplicate=True, now=now)
             chat_busy = marked.chat_busy
+            if chat_busy and _rowcount(sync.execute(_SUPERSEDE_REPLIES, {"of_chat": user_id})):
+                chat_busy = None  # look again: what was waiting may all be superseded
         hold_until = None
         if hold_for is not None:
             if chat_busy is None:
                 chat_busy = sync.execute(_CHAT_BUSY, {"chat_id": user_id}).first() is not None
-            if not chat_busy:
-                hold_until = now + hold_for
+            hold_until = now + hold_for
         return Turn(connection, user, state=state, version=version, duplicate=False, now=now,
-                    hold_until=hold_until)
+                    hold_until=hold_until, chat_busy=bool(chat_busy),
+                    replying=update_id is not None)
 
     async def prune_processed_updates(self, before: datetime) -> int:
         """Forget processed update ids older than ``before`` (Telegram stops redelivering
@@ -500,14 +587,41 @@ class Store:
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """Whether a failed turn may succeed if run again from the start."""
+    """Whether a failed turn may succeed if run again from the start (at once)."""
     if isinstance(exc, ConflictError):
         return True
-    if isinstance(exc, OperationalError) and "database is locked" in str(exc.orig):
+    if is_outage(exc):
         return True
     if isinstance(exc, DBAPIError):
         code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
         return code in _RETRY_SQLSTATES
+    return False
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database is away for a while (not that the turn is wrong):
+    a connection dropped, refused or invalidated, PostgreSQL restarting, refusing
+    connections or out of them or of disk, SQLite locked or full. Worth waiting for."""
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, PoolTimeoutError):  # every connection busy waiting for it
+            return True
+        if isinstance(error, DBAPIError) and (error.connection_invalidated
+                                              or isinstance(error, InterfaceError)):
+            return True
+        if isinstance(error, OperationalError) and any(
+                text in str(error.orig).lower() for text in _SQLITE_OUTAGES):
+            return True
+        code = getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
+        if isinstance(code, str) and (code in _OUTAGE_SQLSTATES
+                                      or code.startswith(_OUTAGE_CLASSES)):
+            return True
+        if isinstance(error, OSError | ConnectionError) or type(error).__name__ in (
+                "ConnectionDoesNotExistError", "InternalClientError", "InterfaceError"):
+            return True
+        error = getattr(error, "orig", None) or error.__cause__ or error.__context__
     return False
 
 

@@ -23,8 +23,10 @@ from bot.dialogue import check_dialogues
 from bot.dialogue.model import DialogueSet
 from bot.engine import warm_up
 from bot.i18n import SOURCE_LOCALE, SUPPORTED_LOCALES, translator_for
-from bot.schedule.runner import start_scheduler
-from bot.store import Store
+from bot.loops import Supervisor
+from bot.observability import Heartbeats
+from bot.schedule.runner import STALE_AFTER, start_scheduler
+from bot.store import Store, is_outage
 from bot.telegram.handlers import COMMANDS, Handlers
 from bot.telegram.http import AiohttpRequest
 from bot.telegram.sender import Sender
@@ -86,18 +88,35 @@ def _chat_key(update: object) -> int:
     return 0
 
 
-async def _on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """Log the failure (its kind, never the message) and tell the user, never a traceback."""
-    error = context.error
-    log.error("update failed: %s", type(error).__name__,
-              exc_info=(type(error), error, error.__traceback__) if error else None)
-    if isinstance(update, Update) and update.effective_user is not None \
-            and update.effective_chat is not None and update.effective_chat.type == "private":
-        tr = translator_for(update.effective_user.language_code)
-        with contextlib.suppress(TelegramError):
-            await context.bot.send_message(update.effective_chat.id, tr.gettext(
-                "Sorry, something went wrong on my side, and nothing you said was lost. "
-                "Please try again in a moment."))
+class FailedUpdates:
+    """The error handler: logs a failed update (its kind, never the message) and tells the
+    user the truth, never a traceback: their message did not reach the bot (its turn was
+    rolled back), so they should send it again.
+
+    In webhook mode an update that failed because the database is away (after the turn's
+    own retries, see ``Store.run_turn``) is not answered: its id is kept in ``redeliver``,
+    and the webhook answers 503 so that Telegram sends it again later (the processed update
+    ids make it count once)."""
+
+    def __init__(self, *, webhook: bool) -> None:
+        self.webhook = webhook
+        self.redeliver: set[int] = set()
+
+    async def __call__(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        error = context.error
+        log.error("update failed: %s", type(error).__name__)
+        if self.webhook and isinstance(update, Update) and error is not None \
+                and is_outage(error):
+            self.redeliver.add(update.update_id)
+            return
+        if isinstance(update, Update) and update.effective_user is not None \
+                and update.effective_chat is not None \
+                and update.effective_chat.type == "private":
+            tr = translator_for(update.effective_user.language_code)
+            with contextlib.suppress(TelegramError):
+                await context.bot.send_message(update.effective_chat.id, tr.gettext(
+                    "Sorry, something went wrong on my side and your last message did not "
+                    "reach me. Please send it again in a moment."))
 
 
 async def set_commands(application: Application[Any, Any, Any, Any, Any, Any]) -> None:
@@ -118,9 +137,12 @@ def load_dialogue_set(settings: Settings) -> DialogueSet:
 
 
 def webhook_app(application: Application[Any, Any, Any, Any, Any, Any], store: Store,
-                settings: Settings) -> web.Application:
+                settings: Settings, *, heartbeats: Heartbeats | None = None,
+                failed: FailedUpdates | None = None) -> web.Application:
     """Updates arrive as POSTs and are handled before the answer, so Telegram redelivers
-    whatever a killed process did not finish (and the update id makes it count once)."""
+    whatever a killed process did not finish, and whatever failed because the database was
+    away (answered 503; the update id makes it count once). ``/healthz`` answers 503 when
+    the database cannot be reached or a background loop has not completed a round lately."""
     path = urlsplit(settings.webhook_url or "").path or "/"
     secret = settings.webhook_secret or ""
 
@@ -134,6 +156,9 @@ def webhook_app(application: Application[Any, Any, Any, Any, Any, Any], store: S
         except (ValueError, TypeError, KeyError):
             return web.Response(status=400, text="not an update")
         await application.process_update(update)
+        if failed is not None and update.update_id in failed.redeliver:
+            failed.redeliver.discard(update.update_id)
+            return web.Response(status=503, text="not processed; send it again")
         return web.Response(text="ok")
 
     async def health(request: web.Request) -> web.Response:
@@ -143,6 +168,10 @@ def webhook_app(application: Application[Any, Any, Any, Any, Any, Any], store: S
         except Exception as exc:  # any database failure makes the replica unhealthy
             return web.json_response({"status": "database unavailable",
                                       "error": type(exc).__name__}, status=503)
+        stale = heartbeats.stale() if heartbeats is not None else []
+        if stale:
+            return web.json_response({"status": "background loop stalled", "loops": stale},
+                                     status=503)
         return web.json_response({"status": "ok"})
 
     app = web.Application(client_max_size=1024 * 1024)
@@ -179,11 +208,16 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
         .request(requests[0]).get_updates_request(requests[1])
         .build()
     )
-    sender = Sender(store, application.bot, rate=settings.send_rate)
+    heartbeats = Heartbeats()
+    supervisor = Supervisor()
+    loops_stop = asyncio.Event()
+    sender = Sender(store, application.bot, rate=settings.send_rate, heartbeats=heartbeats,
+                    give_up_after=settings.send_give_up_after)
     handlers = Handlers(store, dialogues, sender, admin_ids=settings.admin_ids,
                         bot_username=lambda: application.bot.username)
     application.add_handler(TypeHandler(Update, handlers.on_update))
-    application.add_error_handler(_on_error)
+    failed = FailedUpdates(webhook=bool(settings.webhook_url))
+    application.add_error_handler(failed)
     runner: web.AppRunner | None = None
     try:
         try:
@@ -195,10 +229,13 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
                                f"({type(exc).__name__})") from exc
         await set_commands(application)
         await application.start()
-        sender_task = asyncio.create_task(sender.run())
-        scheduler = start_scheduler(store, dialogues, sender, settings)
+        heartbeats.expect("sender", STALE_AFTER["sender"])
+        supervisor.start("sender", sender.run)
+        start_scheduler(store, dialogues, sender, supervisor=supervisor, heartbeats=heartbeats,
+                        stop=loops_stop)
         if settings.webhook_url:
-            runner = web.AppRunner(webhook_app(application, store, settings))
+            runner = web.AppRunner(webhook_app(application, store, settings,
+                                               heartbeats=heartbeats, failed=failed))
             await runner.setup()
             await web.TCPSite(runner, *listen).start()
             await application.bot.set_webhook(settings.webhook_url,
@@ -217,11 +254,14 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
             await application.updater.stop()
         if runner is not None:
             await runner.cleanup()
-        scheduler.shutdown(wait=False)
+        loops_stop.set()
+        supervisor.stopping()
         await application.stop()
         await sender.stop()
-        await sender_task
+        await supervisor.stop()
     finally:
+        loops_stop.set()
+        await supervisor.stop(timeout=5)
         if application.running:
             await application.stop()
         with contextlib.suppress(Exception):

@@ -15,6 +15,7 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
+from bot.coaching.checkins import has_active_goal
 from bot.coaching.coach import exercise_ids
 from bot.coaching.conversation import (
     Action,
@@ -34,6 +35,7 @@ from bot.engine.runner import is_sos, sos_reply
 from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
 from bot.observability import handling_update
+from bot.schedule.jobs import replan, schedule_of
 from bot.store import Store
 from bot.store import Turn as StoreTurn
 from bot.telegram.coach import CoachHandlers
@@ -107,8 +109,14 @@ class Handlers:
             if t.state is None:  # first contact: take Telegram's language until they choose
                 t.user.locale = normalize_locale(telegram_user.language_code)
             t.user.first_name = telegram_user.first_name
+            schedule = schedule_of(t.user)
+            # Writing to the bot means they no longer block it: reachable again, and their
+            # check-ins are planned again (at once, by replan).
+            t.user.reachable = True
             result = await fn(t)
             end_pause_when_client_writes(t.user, result, t.now)
+            if schedule_of(t.user) != schedule:  # a new check-in time applies at once
+                await replan(t, t.now)
             committed[:] = [t]
             return result
 
@@ -116,7 +124,11 @@ class Handlers:
                                             hold_for=self.sender.lease)
         declined = outcome is not None and declined_consent(outcome)
         if committed:
-            await self.sender.deliver_turn(committed[0], patient=declined)
+            try:
+                await self.sender.deliver_turn(committed[0], patient=declined)
+            except Exception as exc:  # committed: the rows' lease brings them back to the queue
+                log.error("update %s: replies not delivered now (%s); the sender retries",
+                          update.update_id, type(exc).__name__)
         if declined:
             await self.sender.deliver_now(user.id, patient=True)  # the goodbye, then nothing
             await self.store.erase_user(user.id)  # as the bot promised: nothing is kept
@@ -261,9 +273,10 @@ class Handlers:
 
     async def _on_checkin(self, update: Update) -> None:
         async def run(t: StoreTurn) -> Outcome:
-            state = ConversationState.from_dict(t.state)
             action: Action = Start("daily_checkin")
-            if "goal.title" not in state.variables:
+            # The goals table, not the conversation's variables: a goal whose setting was
+            # cancelled after its title left the title behind, but no goal.
+            if not await has_active_goal(t.session, t.user_id):
                 t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(
                     "A check-in looks at your goal, and you have not set one yet. "
                     "Let's start there.")).to_payload())

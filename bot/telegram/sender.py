@@ -1,8 +1,10 @@
 """Delivering the outbox to Telegram, within Telegram's rate limits.
 
 Outbox statuses: ``pending`` (waiting, not before ``next_attempt_at``), ``sending`` (claimed
-by a sender; ``next_attempt_at`` is then the claim's lease expiry), ``sent`` (Telegram
-accepted it), ``failed`` (gave up: blocked by the user, rejected, or out of attempts).
+by a sender; ``next_attempt_at`` is then the claim's lease expiry, renewed while a send
+waits), ``sent`` (Telegram accepted it), ``failed`` (gave up: blocked by the user, rejected,
+unreadable with this replica's key, or still failing after ``give_up_after``),
+``cancelled`` (held back: superseded by a later reply or an urgent message; never sent).
 
 Order and limits: only the oldest undelivered row of a chat can be claimed, so a chat's
 messages never overtake each other and a chat has at most one message in flight. The replies
@@ -10,11 +12,19 @@ of an update skip the claim: its turn commits them already ``sending`` when the 
 nothing undelivered, and the handler sends them one after the other (:meth:`deliver_turn`).
 Sends are paced by a token bucket (``rate`` messages/s overall, no burst) and at most one
 message per second per chat. A 429 pauses every send for ``retry_after`` and retries the row.
+An urgent row (``Turn.enqueue(..., urgent=True)``) skips the chat's pace and goes first.
+
+Outages: a 5xx, a timeout or a network error retries the row with a back-off doubling up
+to ``max_backoff``, for as long as ``give_up_after`` (hours by default: a Telegram or network
+outage of minutes loses nothing). The background loop survives any exception (a database
+restart, SQLite locked or full), logging its type and backing off; a row that cannot be
+decrypted is marked failed on its own and never blocks the others.
 
 Delivery bounds: a row is marked ``sent`` only after Telegram accepted it, so nothing is
 lost (at least once). If the process dies between Telegram's answer and that write, the
 row's lease expires and it is sent again: at most the one message per chat whose send was
-in flight may be repeated, never more.
+in flight may be repeated, never more. A long text goes out in parts, and the parts
+Telegram accepted are recorded (``parts_sent``): a retry resumes at the part that failed.
 """
 
 from __future__ import annotations
@@ -30,12 +40,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import regex
-from sqlalchemy import Table, Update, bindparam, select, update
+from sqlalchemy import Table, Text, Update, bindparam, select, type_coerce, update
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
-from bot.observability import record_send
-from bot.store import Outbox, PlannedCheckin, Store, User, undelivered
+from bot.loops import backoff_delay, loop_failed
+from bot.observability import Heartbeats, record_send
+from bot.store import Outbox, PlannedCheckin, Store, User, is_outage, undelivered
 from bot.store import Turn as StoreTurn
 
 log = logging.getLogger(__name__)
@@ -69,16 +80,31 @@ def _graphemes_prefix(text: str, limit: int) -> int:
     return end
 
 
+def _code_points_prefix(text: str, limit: int) -> int:
+    """Length (in code points) of the longest prefix within ``limit`` UTF-16 units."""
+    used = end = 0
+    for char in text:
+        used += 2 if ord(char) > 0xFFFF else 1
+        if used > limit:
+            break
+        end += 1
+    return end
+
+
 def _cut(text: str, limit: int) -> int:
     """Where to cut ``text`` so the head fits ``limit``: after a paragraph, else a line,
-    else a space, else between graphemes (never inside a surrogate pair or a grapheme)."""
+    else a space, else between graphemes (never inside a surrogate pair or a grapheme),
+    and inside a grapheme only when a single one is longer than ``limit`` (as full a part
+    as fits: one oversized grapheme makes as few parts as its length needs)."""
     fit = _graphemes_prefix(text, limit)
+    if fit == 0:
+        return max(_code_points_prefix(text, limit), 1)
     head = text[:fit]
     for separator in ("\n\n", "\n", " "):
         at = head.rfind(separator)
         if at > 0:
             return at + len(separator)
-    return max(fit, 1)
+    return fit
 
 
 def split_text(text: str, limit: int = MAX_TEXT) -> list[str]:
@@ -220,13 +246,16 @@ class ChatPacer:
 # -- the sender ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Claimed:
     id: int
     user_id: int
     chat_id: int
     payload: dict[str, Any]
     attempts: int
+    created_at: datetime | None = None  # None: just now
+    parts_sent: int = 0  # of a long text, accepted by Telegram (updated as they are)
+    urgent: bool = False
 
 
 def utcnow() -> datetime:
@@ -260,7 +289,10 @@ def _claim_statement(*, of_one_user: bool) -> Update:
             .values(status="sending",
                     next_attempt_at=bindparam("lease_until", type_=t.next_attempt_at.type),
                     attempts=t.attempts + 1)
-            .returning(t.id, t.user_id, t.chat_id, t.payload, t.attempts))
+            # The payload as stored: decrypted row by row after the claim, so one row this
+            # replica cannot read fails alone instead of failing every claim.
+            .returning(t.id, t.user_id, t.chat_id, type_coerce(t.payload, Text).label("raw"),
+                       t.attempts, t.created_at, t.parts_sent, t.kind))
 
 
 _CLAIM_ANY = _claim_statement(of_one_user=False)
@@ -270,6 +302,15 @@ _RECORD_SENT = (update(_OUTBOX)
                 .values(status="sent", sent_at=bindparam("accepted_at",
                                                          type_=_OUTBOX.c.sent_at.type),
                         last_error=None))
+_RECORD_PARTS = (update(_OUTBOX).where(_OUTBOX.c.id == bindparam("row_id"))
+                 .values(parts_sent=bindparam("parts")))
+# A send still waiting (a long 429, a slow pace) keeps its claim: no other sender takes it.
+_RENEW_LEASE = (update(_OUTBOX)
+                .where(_OUTBOX.c.id == bindparam("row_id"), _OUTBOX.c.status == "sending")
+                .values(next_attempt_at=bindparam("lease_until",
+                                                  type_=_OUTBOX.c.next_attempt_at.type)))
+_UNREADABLE = (update(_OUTBOX).where(_OUTBOX.c.id.in_(bindparam("ids", expanding=True)))
+               .values(status="failed", last_error=bindparam("error")))
 
 
 def _retry_seconds(exc: RetryAfter) -> float:
@@ -287,19 +328,33 @@ class Sender:
         *,
         rate: float = 25.0,
         per_chat_interval: float = 1.0,
-        max_attempts: int = 5,
+        max_attempts: int | None = None,
+        give_up_after: timedelta = timedelta(hours=12),
         backoff: float = 1.0,
         max_backoff: float = 300.0,
         lease: timedelta = timedelta(minutes=2),
         concurrency: int = 64,
         poll_interval: float = 1.0,
         release_every: float = 10.0,
+        heartbeats: Heartbeats | None = None,
+        loop_backoff: float = 1.0,
+        loop_max_backoff: float = 30.0,
     ) -> None:
+        """``give_up_after``: a row whose sends keep failing (5xx, network) is retried with
+        a back-off up to ``max_backoff`` for this long after it was queued, then marked
+        failed (``max_attempts``, when given, also caps the attempts). ``heartbeats``:
+        the background loop beats ``"sender"`` after every round. ``loop_backoff`` …
+        ``loop_max_backoff``: its wait after a failed round (say, the database away)."""
         self.store = store
         self.bot = bot
         self.bucket = TokenBucket(rate)
         self.chats = ChatPacer(per_chat_interval)
         self.max_attempts = max_attempts
+        self.give_up_after = give_up_after
+        self.heartbeats = heartbeats
+        self.loop_backoff = loop_backoff
+        self.loop_max_backoff = loop_max_backoff
+        self.failed_rounds = 0
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.lease = lease
@@ -345,10 +400,11 @@ class Sender:
         background loop. A message Telegram does not accept sends the rest of the turn's
         back to the queue behind it. Returns how many were sent."""
         for index, row in enumerate(t.held):
-            if not patient and not self.chats.ready(row.chat_id):
+            if not patient and not row.urgent and not self.chats.ready(row.chat_id):
                 await self._requeue([later.id for later in t.held[index:]])
                 return index
-            claimed = Claimed(row.id, t.user_id, row.chat_id, row.payload, attempts=1)
+            claimed = Claimed(row.id, t.user_id, row.chat_id, row.payload, attempts=1,
+                              created_at=t.now, urgent=row.urgent)
             if not await self._send(claimed, prompt=True):
                 await self._requeue([later.id for later in t.held[index + 1:]])
                 return index
@@ -367,10 +423,32 @@ class Sender:
         await self._pump(until_idle=False)
 
     async def _pump(self, *, until_idle: bool) -> None:
+        """Claim and start sends until stopped (or, `until_idle`, until nothing is due).
+        A round that fails (the database away, locked, full …) is logged by its type, and
+        the loop waits ``loop_backoff`` (doubling up to ``loop_max_backoff``) and goes on;
+        every completed round beats the ``sender`` heart."""
         while not self._stopping:
-            free = self.concurrency - len(self._inflight)
-            worth_it = free >= max(1, self.concurrency // 4) or not self._inflight
-            rows = await self.claim(free) if worth_it else []
+            try:
+                free = self.concurrency - len(self._inflight)
+                worth_it = free >= max(1, self.concurrency // 4) or not self._inflight
+                rows = await self.claim(free) if worth_it else []
+            except Exception as exc:
+                self.failed_rounds += 1
+                if until_idle:
+                    raise
+                delay = backoff_delay(self.failed_rounds, first=self.loop_backoff,
+                                      cap=self.loop_max_backoff)
+                loop_failed("sender", exc, self.failed_rounds, delay)
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                continue
+            if self.failed_rounds:
+                log.info("sender loop: working again after %d failed rounds",
+                         self.failed_rounds)
+                self.failed_rounds = 0
+            if self.heartbeats is not None:
+                self.heartbeats.beat("sender")
             for row in rows:
                 task = asyncio.create_task(self._send(row))
                 self._inflight.add(task)
@@ -378,8 +456,10 @@ class Sender:
             if rows or (self._inflight and (until_idle or not worth_it)):
                 if self._inflight:
                     self._wake.clear()
-                    await asyncio.wait([*self._inflight, asyncio.ensure_future(
-                        self._wake.wait())], return_when=asyncio.FIRST_COMPLETED)
+                    waker = asyncio.ensure_future(self._wake.wait())
+                    await asyncio.wait([*self._inflight, waker], timeout=self.poll_interval,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                    waker.cancel()
                 continue
             if until_idle:
                 return
@@ -406,7 +486,9 @@ class Sender:
         self._inflight.discard(task)
         self._wake.set()
         if not task.cancelled() and task.exception() is not None:
-            log.error("outbox send task failed", exc_info=task.exception())
+            # Its type only: a database error's text carries SQL parameters. The row stays
+            # 'sending' and its lease brings it back.
+            log.error("outbox send task failed: %s", type(task.exception()).__name__)
 
     async def release_expired(self) -> int:
         """Rows left ``sending`` by a dead process go back to ``pending``."""
@@ -431,9 +513,25 @@ class Sender:
         if user_id is not None:
             params["of_user"] = user_id
         statement = _CLAIM_ANY if user_id is None else _CLAIM_OF_USER
+        decode = Outbox.payload.type.process_result_value
+        dialect = self.store.engine.dialect
+        claimed: list[Claimed] = []
+        unreadable: dict[str, list[int]] = {}
         async with self.store.engine.begin() as connection:
-            rows = await connection.execute(statement, params)
-            claimed = [Claimed(r.id, r.user_id, r.chat_id, r.payload, r.attempts) for r in rows]
+            for r in (await connection.execute(statement, params)).all():
+                try:
+                    payload = decode(r.raw, dialect)
+                    if not isinstance(payload, dict):
+                        raise TypeError("an outbox payload is a JSON object")
+                except Exception as exc:  # another replica's key, a damaged row …
+                    unreadable.setdefault(type(exc).__name__, []).append(r.id)
+                    continue
+                claimed.append(Claimed(r.id, r.user_id, r.chat_id, payload, r.attempts,
+                                       r.created_at, r.parts_sent, r.kind == "urgent"))
+            for error, ids in unreadable.items():
+                log.error("outbox %s: cannot be read here (%s), marked failed",
+                          ", ".join(map(str, ids)), error)
+                await connection.execute(_UNREADABLE, {"ids": ids, "error": error})
         return sorted(claimed, key=lambda c: c.id)
 
     # ---- sending
@@ -441,6 +539,10 @@ class Sender:
     async def _send(self, row: Claimed, *, prompt: bool = False) -> int:
         """Send one claimed row and record the result; 1 if Telegram accepted it. `prompt`:
         record it as sent without waiting for company (see RECORD_DELAY)."""
+        keepers: list[asyncio.Task[None]] = []  # only for a send that takes a while
+        timer = asyncio.get_running_loop().call_later(
+            self.lease.total_seconds() / 3,
+            lambda: keepers.append(asyncio.ensure_future(self._keep_leased(row.id))))
         try:
             await self._deliver_through_429(row)
         except RetryAfter as exc:
@@ -461,7 +563,24 @@ class Sender:
             record_send("ok")
             await self._mark_sent(row, prompt=prompt)
             return 1
+        finally:
+            timer.cancel()
+            for keeper in keepers:
+                keeper.cancel()
         return 0
+
+    async def _keep_leased(self, row_id: int) -> None:
+        """While a send waits (a long 429, a slow pace), renew its claim's lease so no
+        other sender takes the row over and sends it a second time."""
+        every = self.lease.total_seconds() / 3
+        while True:
+            try:
+                async with self.store.engine.begin() as connection:
+                    await connection.execute(_RENEW_LEASE, {
+                        "row_id": row_id, "lease_until": utcnow() + self.lease})
+            except Exception as exc:
+                log.warning("outbox %s: lease not renewed (%s)", row_id, type(exc).__name__)
+            await asyncio.sleep(every)
 
     async def _deliver_through_429(self, row: Claimed) -> None:
         """On a 429 every send waits ``retry_after``; then this row goes first."""
@@ -481,9 +600,11 @@ class Sender:
 
     async def _deliver(self, row: Claimed, *, first: bool = False) -> None:
         payload = row.payload
+        first = first or row.urgent
         if "photo" in payload:  # a chart: PNG bytes, hex-encoded to stay JSON
-            await self.chats.wait(row.chat_id)
-            await self.bucket.acquire()
+            if not row.urgent:
+                await self.chats.wait(row.chat_id)
+            await self.bucket.acquire(first=first)
             try:
                 await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
                                           caption=str(payload.get("caption") or "")[:1024])
@@ -492,22 +613,29 @@ class Sender:
             return
         parts = split_text(str(payload.get("text", "")))
         markup = keyboard(payload.get("buttons") or ())
-        for index, part in enumerate(parts):
-            await self.chats.wait(row.chat_id)
+        for index in range(min(row.parts_sent, len(parts) - 1), len(parts)):
+            if not row.urgent:
+                await self.chats.wait(row.chat_id)
             await self.bucket.acquire(first=first)
             last = index == len(parts) - 1
             try:
                 # PTB's send_message parses Telegram's answer into a Message, which nothing
                 # here reads: 10% of the bot's CPU under load. The same request, unparsed.
                 await self.bot._post("sendMessage", {
-                    "chat_id": row.chat_id, "text": part,
+                    "chat_id": row.chat_id, "text": parts[index],
                     "reply_markup": markup if last else None})
             finally:
                 self.chats.sent(row.chat_id)
+            if not last:  # a retry (429, 5xx, a restart) resumes at the next part
+                row.parts_sent = index + 1
+                await self._write(_RECORD_PARTS, {"row_id": row.id, "parts": row.parts_sent})
 
     async def _after_error(self, row: Claimed, error: str) -> None:
-        if row.attempts >= self.max_attempts:
-            log.error("outbox %s: giving up after %d attempts: %s", row.id, row.attempts, error)
+        age = utcnow() - (row.created_at or utcnow())
+        if age >= self.give_up_after or (self.max_attempts is not None
+                                         and row.attempts >= self.max_attempts):
+            log.error("outbox %s: giving up after %d attempts over %ds: %s", row.id,
+                      row.attempts, age.total_seconds(), error)
             await self._fail(row, error)
             return
         delay = min(self.max_backoff, self.backoff * 2 ** (row.attempts - 1))
@@ -515,10 +643,29 @@ class Sender:
                     error, delay)
         await self._retry(row, delay, count_attempt=True, error=error)
 
+    async def _write(self, *statements: Any) -> None:
+        """Run ``statements`` (a statement, then its parameters or None, …) in one
+        transaction. Through a database outage they are tried again with a back-off, for
+        up to a third of the lease: what Telegram accepted must be recorded, or the row
+        would go out again once its lease expired."""
+        gave_up_at = time.monotonic() + self.lease.total_seconds() / 3
+        failures = 0
+        while True:
+            try:
+                async with self.store.engine.begin() as connection:
+                    for statement, params in zip(statements[::2], statements[1::2],
+                                                 strict=True):
+                        await connection.execute(statement, params)
+                return
+            except Exception as exc:
+                failures += 1
+                wait = min(2.0, 0.1 * 2 ** (failures - 1))
+                if not is_outage(exc) or time.monotonic() + wait > gave_up_at:
+                    raise
+                await asyncio.sleep(wait)
+
     async def _update(self, row_id: int, **values: Any) -> None:
-        async with self.store.sessionmaker() as session, session.begin():
-            await session.execute(update(Outbox).where(Outbox.id == row_id).values(**values)
-                                  .execution_options(synchronize_session=False))
+        await self._write(update(_OUTBOX).where(_OUTBOX.c.id == row_id).values(**values), None)
 
     async def _mark_sent(self, row: Claimed, *, prompt: bool) -> None:
         """Record an accepted row; rows accepted meanwhile are committed together."""
@@ -538,9 +685,8 @@ class Sender:
             self._record_now.clear()
             batch, self._accepted = self._accepted, []
             try:
-                async with self.store.engine.begin() as connection:
-                    await connection.execute(_RECORD_SENT, {
-                        "accepted": [row_id for row_id, _ in batch], "accepted_at": utcnow()})
+                await self._write(_RECORD_SENT, {
+                    "accepted": [row_id for row_id, _ in batch], "accepted_at": utcnow()})
             except Exception as exc:  # the rows stay 'sending'; their lease brings them back
                 for _, done in batch:
                     done.set_exception(exc)
@@ -558,11 +704,10 @@ class Sender:
         """Claimed rows not sent after all: back to the queue, as if never claimed."""
         if not row_ids:
             return
-        async with self.store.sessionmaker() as session, session.begin():
-            await session.execute(
-                update(Outbox).where(Outbox.id.in_(row_ids), Outbox.status == "sending")
-                .values(status="pending", attempts=Outbox.attempts - 1, next_attempt_at=utcnow())
-                .execution_options(synchronize_session=False))
+        await self._write(
+            update(Outbox).where(Outbox.id.in_(row_ids), Outbox.status == "sending")
+            .values(status="pending", attempts=Outbox.attempts - 1, next_attempt_at=utcnow())
+            .execution_options(synchronize_session=False), None)
         self.nudge()
 
     async def _fail(self, row: Claimed, error: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,12 @@ def test_run_with_bad_settings_exits_2_with_the_lines_and_no_traceback(tmp_path:
         "IANA name such as Europe/Rome or UTC)",
     ]
     assert "Traceback" not in result.stderr
+
+
+def test_the_send_give_up_limit_is_hours_and_checked() -> None:
+    assert settings().send_give_up_after == timedelta(hours=12)
+    assert settings(COACHBOT_SEND_GIVE_UP_HOURS="0.5").send_give_up_after == timedelta(
+        minutes=30)
+    for bad in ("0", "200", "soon"):
+        assert [line.split(" ")[0] for line in problems(COACHBOT_SEND_GIVE_UP_HOURS=bad)] == [
+            "COACHBOT_SEND_GIVE_UP_HOURS"]

@@ -91,7 +91,7 @@ async def test_turn_commits_state_answers_outbox_and_update_together(store: Stor
         t.record_answer("checkin", "mood", "checkin.mood", 4)
         t.record_answer("checkin", "note", "checkin.note", {"text": "tired ünïcode"})
         t.enqueue(7, {"text": "Thanks!", "buttons": [["ok"]]})
-    async with store.turn(7, update_id=101) as t:
+    async with store.turn(7) as t:  # not an update: it supersedes no reply
         assert t.state == {"dialogue": "checkin", "vars": {"checkin.mood": 4}}
         answers = (await t.session.scalars(select(Answer).order_by(Answer.id))).all()
         assert [(a.variable, a.value) for a in answers] == [
@@ -106,7 +106,7 @@ async def test_turn_commits_state_answers_outbox_and_update_together(store: Stor
             "pending",
             0,
         )
-    assert await count(store, "processed_updates", "update_id IN (100, 101)") == 2
+    assert await count(store, "processed_updates", "update_id = 100") == 1
     assert await count(store, "conversations", "user_id = 7 AND version = 1") == 1
 
 
