@@ -28,7 +28,7 @@ from bot.engine.crisis import (
     normalize,
 )
 from bot.engine.crisis_model import split_sentences
-from bot.engine.crisis_train import Example, read_corpus
+from bot.engine.crisis_train import EVERYDAY, Example, read_corpus
 
 CORPUS = Path(__file__).parents[1] / "crisis_corpus"
 SUICIDE_AND_SELF_HARM = frozenset({CrisisCategory.EXPLICIT_IDEATION.value,
@@ -78,9 +78,12 @@ def _sum(counts: dict[tuple[str, str], int], language: str | None,
                and (cat in RISK if categories is None else cat in categories))
 
 
-def _negative(counts: dict[tuple[str, str], int], language: str | None) -> int:
+def _negative(counts: dict[tuple[str, str], int], language: str | None,
+              everyday: bool = False) -> int:
+    """Hard negatives, or (``everyday``) clients' ordinary replies to the bot's questions."""
     return sum(n for (lang, cat), n in counts.items()
-               if (language is None or lang == language) and cat not in RISK)
+               if (language is None or lang == language) and cat not in RISK
+               and (cat in EVERYDAY) == everyday)
 
 
 def summary_rows(result: dict[str, object], languages: Sequence[str]) -> list[list[str]]:
@@ -96,6 +99,7 @@ def summary_rows(result: dict[str, object], languages: Sequence[str]) -> list[li
             _pct(_sum(urgent, lang, MUST_BE_URGENT), _sum(total, lang, MUST_BE_URGENT)),
             _pct(_negative(urgent, lang), _negative(total, lang)),
             _pct(_negative(flagged, lang), _negative(total, lang)),
+            _pct(_negative(flagged, lang, everyday=True), _negative(total, lang, everyday=True)),
         ])
     return rows
 
@@ -109,9 +113,21 @@ def category_rows(result: dict[str, object]) -> list[list[str]]:
         n = sum(v for (_, c), v in total.items() if c == cat)
         f = sum(v for (_, c), v in flagged.items() if c == cat)
         u = sum(v for (_, c), v in urgent.items() if c == cat)
-        kind = "risk" if cat in RISK else "hard negative"
+        kind = "risk" if cat in RISK else "everyday" if cat in EVERYDAY else "hard negative"
         rows.append([cat, kind, str(n), _pct(f, n), _pct(u, n)])
     return rows
+
+
+def language_category_rows(result: dict[str, object]) -> tuple[list[str], list[list[str]]]:
+    """Recall (any flag) per risk category and language; false alarms per negative one."""
+    flagged, total = result["flagged"], result["total"]
+    assert isinstance(flagged, dict) and isinstance(total, dict)
+    languages = sorted({lang for lang, _ in total})
+    categories = sorted({cat for _, cat in total}, key=lambda c: (c not in RISK, c))
+    rows = [[cat, *(f"{100 * flagged[(lang, cat)] / total[(lang, cat)]:.0f} %"
+                    if total.get((lang, cat)) else "-" for lang in languages)]
+            for cat in categories]
+    return ["category (risk: recall; negative: flagged)", *languages], rows
 
 
 def latency(examples: Sequence[Example]) -> tuple[float, float, float]:
@@ -141,7 +157,8 @@ def latency(examples: Sequence[Example]) -> tuple[float, float, float]:
 def report() -> str:
     parts = {name: read_corpus(CORPUS / name) for name in ("test", "heldout", "dev")}
     header = ["language", "recall, all risk", "recall, suicide and self-harm",
-              "explicit and plans as urgent", "urgent false alarms", "any flag on negatives"]
+              "explicit and plans as urgent", "urgent false alarms", "any flag on negatives",
+              "ordinary replies flagged"]
     out = [f"# Crisis detection ({machine()})\n",
            "Messages: " + ", ".join(f"{name} {len(examples)}"
                                     for name, examples in parts.items()) + ".\n"]
@@ -158,6 +175,8 @@ def report() -> str:
         out.append(table(f"{title} by category: detector",
                          ["category", "kind", "messages", "flagged", "urgent"],
                          category_rows(result)))
+        out.append(table(f"{title}, language by category: detector",
+                         *language_category_rows(result)))
     dev = parts["dev"]
     out.append(table("Development part (trained on): detector", header,
                      summary_rows(evaluate(dev, model_verdict),

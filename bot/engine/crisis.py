@@ -345,6 +345,19 @@ def concept_features(sentence: str) -> list[str]:
     return features
 
 
+# Concepts that say nothing of risk on their own (a short message needs another one).
+_NEUTRAL_CONCEPTS = frozenset({
+    "I", "SELF", "WANT", "LIFE", "END", "NEGATION", "RESOLVED", "MEDICAL_OK", "FICTION", "WORK",
+    "SPORT_FOOD", "JOKE", "HYPERBOLE", "OTHER_PERSON", "HOME_PERSON", "PLAN_TIME", "TOOK"})
+_SHORT = 2  # words
+
+
+def _risk_concepts(normalized: str) -> bool:
+    lexicon = _concepts()
+    return any(_word_concepts(word, lexicon) - _NEUTRAL_CONCEPTS
+               for word in _without_idioms(normalized).split())
+
+
 def phrase_counts() -> dict[str, tuple[int, int]]:
     """Number of (phrases, exceptions) per language, for reports and tests."""
     return {k: (v.phrase_count, v.exception_count) for k, v in _languages().items()}
@@ -442,6 +455,10 @@ def detect_crisis(text: str) -> CrisisSignal | None:
     sentences, lexicon = message_features(text)
     if not sentences:
         return None
+    norm = normalize(text)
+    words = [word for word in norm.split() if word != "."]
+    if len(words) <= _SHORT and not lexicon and not _risk_concepts(norm):
+        return None  # "I", "ok", "7": too little to go on without one telling word
     model = load_model()
     scores = model.score(sentences)
     risk = scores.risk()

@@ -6,6 +6,7 @@ uses the real model on an unmistakable message."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -118,3 +119,22 @@ async def test_the_real_model_stops_coaching_on_an_unmistakable_message(
     await ana.send("/start")
     helped = await ana.send("i want to kill myself tonight, i have the pills ready")
     assert "pausing our coaching" in text_of(helped)
+
+
+@pytest.mark.usefixtures("fixed_detector")
+async def test_help_overtakes_a_flood_and_what_was_queued_is_held_back(
+    running_bot: RunningBot
+) -> None:
+    ana = running_bot.user(305)
+    await ana.send("/start")
+    await ana.press("Yes")
+    for n in range(30):  # a burst: each reply would go out at one a second
+        running_bot.fake.send_text(305, f"word {n}", first_name="Ana")
+    started = time.monotonic()
+    running_bot.fake.send_text(305, URGENT, first_name="Ana")
+    while "pausing our coaching" not in text_of(ana.messages):
+        assert time.monotonic() - started < 5, "the help lines waited behind the flood"
+        await asyncio.sleep(0.05)
+    helped_at = len(ana.messages)
+    await asyncio.sleep(2)
+    assert len(ana.messages) - helped_at <= 1  # at most one already in flight went after it
