@@ -56,7 +56,9 @@ async def test_a_turn_waits_out_a_postgresql_restart(pg_database: str) -> None:
             turn = asyncio.create_task(store.run_turn(61, answer, update_id=2))
             await asyncio.sleep(2.0)
             assert not turn.done()  # waiting, not failed
-        assert await asyncio.wait_for(turn, 15) == "done"
+        # "done", or None when its commit went through just as a connection was dropped
+        # and the retry found the update processed: either way it counted once.
+        assert await asyncio.wait_for(turn, 15) in ("done", None)
         assert await count(store, "processed_updates", "update_id = 2") == 1
         assert await count(store, "answers") == 2
     finally:
