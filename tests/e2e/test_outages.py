@@ -21,7 +21,7 @@ from bot.telegram.sender import Sender
 from tests.e2e.conftest import RunningBot, bot_running, settings_for
 from tests.e2e.test_webhook import SECRET, free_port
 from tests.fakes import FakeBotApi
-from tests.faults import postgresql_away, queue
+from tests.faults import fresh_postgresql, postgresql_away, queue
 from tests.schedule.helpers import add_users
 from tests.store.store_helpers import count, raw
 
@@ -42,7 +42,7 @@ def disk_full() -> OperationalError:
 async def test_a_turn_waits_out_a_postgresql_restart(pg_database: str) -> None:
     """M1: the database refuses connections and drops the open ones for 2 s while an
     update's turn runs: it is retried until the database is back, and counts once."""
-    store = Store(pg_database)
+    store = Store(await fresh_postgresql(pg_database))
     await store.start()
 
     async def answer(t: StoreTurn) -> str:
