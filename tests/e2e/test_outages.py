@@ -121,6 +121,22 @@ async def test_in_webhook_mode_a_database_outage_makes_telegram_redeliver(
         assert await count(running.store, "processed_updates") == 1
 
 
+async def test_in_webhook_mode_an_outage_past_three_redeliveries_is_told_to_the_user(
+        fake_bot_api: FakeBotApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    FailingTurns(monkeypatch, 304, times=1000)
+    port = free_port()
+    settings = settings_for(fake_bot_api, tmp_path,
+                            webhook_url=f"http://127.0.0.1:{port}/telegram",
+                            webhook_secret=SECRET)
+    async with bot_running(fake_bot_api, settings, ready_call="setWebhook",
+                           listen=("127.0.0.1", port)) as running:
+        replies = await running.user(304).send("Run a marathon")
+        assert [r.text for r in replies] == [
+            "Sorry, something went wrong on my side and your last message did not reach me. "
+            "Please send it again in a moment."]
+        assert [d.status for d in fake_bot_api.webhook_deliveries] == [503, 503, 503, 200]
+
+
 async def test_in_polling_mode_the_user_is_told_to_send_it_again(
         running_bot: RunningBot, monkeypatch: pytest.MonkeyPatch) -> None:
     FailingTurns(monkeypatch, 302, times=1000)
