@@ -35,6 +35,18 @@ async def _admin(*statements: str) -> int:
         await engine.dispose()
 
 
+async def fresh_postgresql(url: str) -> str:
+    """``url``'s database with an empty schema (the session's database is shared)."""
+    engine = create_async_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(text("DROP SCHEMA public CASCADE"))
+            await conn.execute(text("CREATE SCHEMA public"))
+    finally:
+        await engine.dispose()
+    return url
+
+
 async def kill_backends(url: str) -> int:
     """Terminate every connection to the database of ``url``; returns how many."""
     name = make_url(url).database

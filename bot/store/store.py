@@ -396,26 +396,35 @@ class Store:
         chat's earlier messages that are still waiting (not in flight): they are
         ``cancelled``, and this turn's answer is what the user sees next.
         """
-        async with self.engine.connect() as connection:
-            t: Turn | None = None
-            try:
-                t = await connection.run_sync(self._open_turn, connection, user_id, update_id,
-                                              hold_for)
-                if t.duplicate:
-                    await connection.rollback()
+        committed = False
+        try:
+            async with self.engine.connect() as connection:
+                t: Turn | None = None
+                try:
+                    t = await connection.run_sync(self._open_turn, connection, user_id,
+                                                  update_id, hold_for)
+                    if t.duplicate:
+                        await connection.rollback()
+                        yield t
+                        return
                     yield t
-                    return
-                yield t
-                await connection.run_sync(t._write_and_commit)
-            except BaseException:
-                # Don't let a failing rollback (e.g. a dead connection) hide the real error;
-                # closing the connection releases it either way.
-                with contextlib.suppress(Exception):
-                    await connection.rollback()
+                    await connection.run_sync(t._write_and_commit)
+                    committed = True
+                except BaseException:
+                    # Don't let a failing rollback (e.g. a dead connection) hide the real
+                    # error; closing the connection releases it either way.
+                    with contextlib.suppress(Exception):
+                        await connection.rollback()
+                    raise
+                finally:
+                    if t is not None:
+                        await t.close()
+        except Exception:
+            # Committed, and then the connection broke while it was given back (say, the
+            # database restarting): the turn happened; running it again would find its
+            # update processed and do nothing.
+            if not committed:
                 raise
-            finally:
-                if t is not None:
-                    await t.close()
 
     async def run_turn(
         self,

@@ -96,19 +96,28 @@ class FailedUpdates:
     In webhook mode an update that failed because the database is away (after the turn's
     own retries, see ``Store.run_turn``) is not answered: its id is kept in ``redeliver``,
     and the webhook answers 503 so that Telegram sends it again later (the processed update
-    ids make it count once)."""
+    ids make it count once), up to ``redeliveries`` times; then the user is told."""
 
-    def __init__(self, *, webhook: bool) -> None:
+    REMEMBERED = 10_000  # update ids whose failed deliveries are counted
+
+    def __init__(self, *, webhook: bool, redeliveries: int = 3) -> None:
         self.webhook = webhook
+        self.redeliveries = redeliveries
         self.redeliver: set[int] = set()
+        self._failures: dict[int, int] = {}
 
     async def __call__(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         error = context.error
         log.error("update failed: %s", type(error).__name__)
         if self.webhook and isinstance(update, Update) and error is not None \
                 and is_outage(error):
-            self.redeliver.add(update.update_id)
-            return
+            failures = self._failures.pop(update.update_id, 0) + 1
+            if failures <= self.redeliveries:
+                if len(self._failures) >= self.REMEMBERED:
+                    self._failures.pop(next(iter(self._failures)))
+                self._failures[update.update_id] = failures
+                self.redeliver.add(update.update_id)
+                return
         if isinstance(update, Update) and update.effective_user is not None \
                 and update.effective_chat is not None \
                 and update.effective_chat.type == "private":

@@ -27,7 +27,7 @@ from bot.observability import REGISTRY
 from bot.store import Store
 from tests.e2e.conftest import RunningBot, bot_running, settings_for
 from tests.fakes.bot_api import FakeBotApi
-from tests.faults import kill_backends, postgresql_away, queue
+from tests.faults import fresh_postgresql, kill_backends, postgresql_away, queue
 
 pytestmark = pytest.mark.fault
 
@@ -159,7 +159,8 @@ async def test_postgresql_restarts_and_killed_backends_mid_traffic(
         caplog: pytest.LogCaptureFixture) -> None:
     """r4: 8 users, 6 waves of answers, 3 backend kills per wave, and in the middle wave the
     database refuses connections for 3 s (review: 29-34 of 48 updates lost)."""
-    settings = settings_for(fake_bot_api, tmp_path, database_url=pg_database)
+    settings = settings_for(fake_bot_api, tmp_path,
+                            database_url=await fresh_postgresql(pg_database))
     users = list(range(9301, 9309))
     async with bot_running(fake_bot_api, settings) as bot:
         async with chatting(bot, users) as sent:

@@ -27,6 +27,8 @@ from tests.fakes import FakeBotApi
 from tests.schedule.helpers import add_due, add_users, noon_zone, now_utc
 from tests.store.store_helpers import count, raw
 
+pytestmark = pytest.mark.fault  # a replica killed mid-send (and mid-claim)
+
 WORKER = Path(__file__).parent / "crash_worker.py"
 ROOT = Path(__file__).resolve().parents[2]
 FIRST = "How are you feeling today, from 1 to 10?"

@@ -7,9 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
 from bot.store import Base, Store, ensure_schema
 from bot.store.engine import make_engine
@@ -68,3 +70,36 @@ async def test_default_sqlite_url_is_relative_to_cwd(tmp_path: Path, monkeypatch
     await store.close()
     assert (tmp_path / "coachbot.db").exists()
     assert os.environ.get("COACHBOT_DATABASE_URL") is None
+
+
+async def test_0004_keeps_rows_and_adds_minutes_kinds_and_cancelled(db_url: str) -> None:
+    """0003 -> 0004: users keep their hour (minute 0), outbox rows become 'message' rows with
+    no part sent, and 'cancelled' is a status from then on."""
+    await upgrade(db_url, "0003")
+    engine = make_engine(db_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(
+                "INSERT INTO users (id, checkin_hour, created_at) VALUES "
+                "(1, 7, '2026-12-01 00:00:00')")
+            await conn.exec_driver_sql(
+                "INSERT INTO outbox (user_id, chat_id, payload, created_at, next_attempt_at) "
+                "VALUES (1, 1, '{}', '2026-12-01 00:00:00', '2026-12-01 00:00:00')")
+    finally:
+        await engine.dispose()
+    await upgrade(db_url)
+    store = Store(db_url)
+    await store.start()
+    try:
+        user = await store.get_user(1)
+        assert user is not None and (user.checkin_hour, user.checkin_minute) == (7, 0)
+        assert await count(store, "outbox", "kind = 'message' AND parts_sent = 0") == 1
+        async with store.engine.begin() as conn:
+            await conn.exec_driver_sql("UPDATE outbox SET status = 'cancelled'")
+            await conn.exec_driver_sql("UPDATE users SET checkin_minute = 30")
+        assert await count(store, "outbox", "status = 'cancelled'") == 1
+        with pytest.raises(IntegrityError):
+            async with store.engine.begin() as conn:
+                await conn.exec_driver_sql("UPDATE users SET checkin_minute = 60")
+    finally:
+        await store.close()

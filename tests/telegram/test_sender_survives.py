@@ -19,7 +19,7 @@ from bot.store import Store
 from bot.telegram.http import AiohttpRequest
 from bot.telegram.sender import Sender
 from tests.fakes import FakeBotApi
-from tests.faults import postgresql_restart, queue
+from tests.faults import fresh_postgresql, postgresql_restart, queue
 from tests.store.store_helpers import raw
 
 
@@ -44,7 +44,7 @@ async def test_the_sender_survives_postgresql_refusing_connections(
         caplog: pytest.LogCaptureFixture) -> None:
     """r17: PostgreSQL refuses connections and drops the open ones for 3 s while the sender
     idles; a message queued afterwards is still delivered, by the same loop."""
-    store = Store(pg_database)
+    store = Store(await fresh_postgresql(pg_database))
     await store.start()
     heartbeats = Heartbeats()
     heartbeats.expect("sender", 5.0)

@@ -31,12 +31,24 @@ _NEW_STATUS = "status IN ('pending', 'sending', 'sent', 'failed', 'cancelled')"
 _KIND = "kind IN ('message', 'reply', 'urgent')"
 
 
+_MINUTE = "checkin_minute BETWEEN 0 AND 59"
+
+
+def _sqlite() -> bool:
+    return bool(op.get_bind().dialect.name == "sqlite")
+
+
 def upgrade() -> None:
-    with op.batch_alter_table("users") as batch:
-        batch.add_column(sa.Column("checkin_minute", sa.Integer(), server_default="0",
-                                   nullable=False))
-        batch.create_check_constraint(op.f("ck_users_checkin_minute"),
-                                      "checkin_minute BETWEEN 0 AND 59")
+    # Never recreate `users` on SQLite (batch mode would): dropping the old table deletes
+    # every row that refers to it, by ON DELETE CASCADE. SQLite adds a column with its
+    # CHECK in place.
+    if _sqlite():
+        op.execute("ALTER TABLE users ADD COLUMN checkin_minute INTEGER DEFAULT '0' NOT NULL "
+                   f"CONSTRAINT ck_users_checkin_minute CHECK ({_MINUTE})")
+    else:
+        op.add_column("users", sa.Column("checkin_minute", sa.Integer(), server_default="0",
+                                         nullable=False))
+        op.create_check_constraint(op.f("ck_users_checkin_minute"), "users", _MINUTE)
     with op.batch_alter_table("outbox") as batch:
         batch.drop_constraint(op.f("ck_outbox_status"), type_="check")
     with op.batch_alter_table("outbox") as batch:
@@ -57,7 +69,7 @@ def downgrade() -> None:
         batch.drop_column("parts_sent")
         batch.drop_column("kind")
         batch.create_check_constraint(op.f("ck_outbox_status"), _OLD_STATUS)
-    with op.batch_alter_table("users") as batch:
-        batch.drop_constraint(op.f("ck_users_checkin_minute"), type_="check")
-    with op.batch_alter_table("users") as batch:
-        batch.drop_column("checkin_minute")
+    if _sqlite():
+        return  # the column stays (with its default it is harmless): see upgrade()
+    op.drop_constraint(op.f("ck_users_checkin_minute"), "users", type_="check")
+    op.drop_column("users", "checkin_minute")
