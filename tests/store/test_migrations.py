@@ -103,3 +103,33 @@ async def test_0004_keeps_rows_and_adds_minutes_kinds_and_cancelled(db_url: str)
                 await conn.exec_driver_sql("UPDATE users SET checkin_minute = 60")
     finally:
         await store.close()
+
+
+async def test_0006_keeps_rows_and_allows_the_caring_check_in(db_url: str) -> None:
+    """0004 -> 0006: users and their planned check-ins stay (users is never recreated, which
+    on SQLite would cascade-delete every row referring to it); 'care' is a kind from then on."""
+    await upgrade(db_url, "0004")
+    engine = make_engine(db_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(
+                "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00')")
+            await conn.exec_driver_sql(
+                "INSERT INTO planned_checkins (user_id, kind, ref, due_at, status) "
+                "VALUES (1, 'daily', '', '2026-12-02 09:00:00', 'planned')")
+    finally:
+        await engine.dispose()
+    await upgrade(db_url)
+    store = Store(db_url)
+    await store.start()
+    try:
+        user = await store.get_user(1)
+        assert user is not None and user.crisis_pause_until is None
+        assert await count(store, "planned_checkins", "kind = 'daily'") == 1
+        async with store.engine.begin() as conn:
+            await conn.exec_driver_sql("UPDATE planned_checkins SET kind = 'care'")
+        with pytest.raises(IntegrityError):
+            async with store.engine.begin() as conn:
+                await conn.exec_driver_sql("UPDATE planned_checkins SET kind = 'other'")
+    finally:
+        await store.close()

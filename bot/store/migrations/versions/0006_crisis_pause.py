@@ -32,14 +32,15 @@ def _swap_kind_check(check: str) -> None:
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("users") as batch:
-        batch.add_column(sa.Column("crisis_pause_until", sa.DateTime(timezone=True),
-                                   nullable=True))
+    # A plain ADD COLUMN, never batch mode: on SQLite that recreates `users`, and dropping
+    # the old table deletes every row that refers to it (ON DELETE CASCADE).
+    op.add_column("users", sa.Column("crisis_pause_until", sa.DateTime(timezone=True),
+                                     nullable=True))
     _swap_kind_check(_NEW)
 
 
 def downgrade() -> None:
     op.execute("DELETE FROM planned_checkins WHERE kind = 'care'")
     _swap_kind_check(_OLD)
-    with op.batch_alter_table("users") as batch:
-        batch.drop_column("crisis_pause_until")
+    if op.get_bind().dialect.name != "sqlite":  # the column stays there: see upgrade()
+        op.drop_column("users", "crisis_pause_until")
