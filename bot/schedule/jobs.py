@@ -62,6 +62,7 @@ from bot.coaching.conversation import (
     enqueue_replies,
 )
 from bot.dialogue.model import DialogueSet
+from bot.observability import describe_failure
 from bot.schedule import planning
 from bot.schedule.planning import Profile
 from bot.store import (
@@ -582,9 +583,9 @@ async def claim_and_start(store: Store, dialogues: DialogueSet, now: datetime, *
         async with at_once:
             try:
                 status = await store.run_turn(row.user_id, run)
-            except Exception:
-                log.exception("check-in %s of user %s could not be started", row.id,
-                              row.user_id)
+            except Exception as exc:  # ids and the error's kind, never its text
+                log.error("check-in %s of user %s could not be started: %s", row.id,
+                          row.user_id, describe_failure(exc))
                 status = "error"  # stays claimed; the lease brings it back
         results[status or "lost"] += 1
 

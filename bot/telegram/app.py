@@ -23,6 +23,7 @@ from bot.dialogue import check_dialogues
 from bot.dialogue.model import DialogueSet
 from bot.engine import warm_up
 from bot.i18n import SOURCE_LOCALE, SUPPORTED_LOCALES, translator_for
+from bot.observability import describe_failure
 from bot.schedule.runner import start_scheduler
 from bot.store import Store
 from bot.telegram.handlers import COMMANDS, Handlers
@@ -87,10 +88,13 @@ def _chat_key(update: object) -> int:
 
 
 async def _on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """Log the failure (its kind, never the message) and tell the user, never a traceback."""
+    """Log the failure (ids, its kind and where, never its message: that can quote what the
+    user wrote) and tell the user, never a traceback."""
     error = context.error
-    log.error("update failed: %s", type(error).__name__,
-              exc_info=(type(error), error, error.__traceback__) if error else None)
+    update_id = update.update_id if isinstance(update, Update) else None
+    user_id = update.effective_user.id if isinstance(update, Update) \
+        and update.effective_user is not None else None
+    log.error("update %s of user %s failed: %s", update_id, user_id, describe_failure(error))
     if isinstance(update, Update) and update.effective_user is not None \
             and update.effective_chat is not None and update.effective_chat.type == "private":
         tr = translator_for(update.effective_user.language_code)
