@@ -165,7 +165,8 @@ class Digest:
     """One message for one coach: either a prompt crisis notice or the batched news.
 
     Counts are of distinct clients per event kind; ``crisis_clients`` are first names
-    (or ids) only, never anything a client wrote.
+    (or ids) only, never anything a client wrote. A crisis notice names one client,
+    ``subject``, so that it goes with that client's data (their export, their erasure).
     """
 
     coach_id: int
@@ -173,6 +174,7 @@ class Digest:
     crisis: bool
     clients_by_kind: Mapping[str, int] = field(default_factory=dict)
     crisis_clients: tuple[str, ...] = ()
+    subject: int | None = None
 
 
 # -- coaches ------------------------------------------------------------------------------
@@ -713,14 +715,15 @@ async def _claim(
     return [(client, k) for client, k in rows]
 
 
-async def _crisis_digest(
+async def _crisis_digests(
     session: AsyncSession, coach: User, events: list[tuple[int, str]]
-) -> Digest:
+) -> list[Digest]:
+    """One notice per client in crisis: each is that client's data as well as the coach's."""
     clients = sorted({client for client, _ in events})
     names = await session.execute(select(User.id, User.first_name).where(User.id.in_(clients)))
     by_id = {uid: name for uid, name in names}
-    shown = tuple(by_id.get(c) or str(c) for c in clients)
-    return Digest(coach.id, coach.locale, crisis=True, crisis_clients=shown)
+    return [Digest(coach.id, coach.locale, crisis=True, crisis_clients=(by_id.get(c) or str(c),),
+                   subject=c) for c in clients]
 
 
 def _regular_digest(coach: User, events: list[tuple[int, str]]) -> Digest:
@@ -749,7 +752,7 @@ async def due_digests(
             continue
         crisis = await _claim(session, coach_id, crisis=True, now=now)
         if crisis:
-            digests.append(await _crisis_digest(session, coach, crisis))
+            digests.extend(await _crisis_digests(session, coach, crisis))
         last = await _last_regular_digest(session, coach_id)
         if last is None or now - last >= min_interval:
             events = await _claim(session, coach_id, crisis=False, now=now)

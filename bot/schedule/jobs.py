@@ -582,7 +582,7 @@ async def claim_and_start(store: Store, dialogues: DialogueSet, now: datetime, *
 
         async with at_once:
             try:
-                status = await store.run_turn(row.user_id, run)
+                status = await store.run_turn(row.user_id, run, create=False)  # erased: gone
             except Exception as exc:  # ids and the error's kind, never its text
                 log.error("check-in %s of user %s could not be started: %s", row.id,
                           row.user_id, describe_failure(exc))

@@ -22,7 +22,7 @@ from .models import (
     undelivered,
 )
 from .sqlite_async import off_the_loop
-from .store import ConflictError, Store, Turn, TurnUser, UserView, is_retryable
+from .store import ConflictError, Store, Turn, TurnUser, UserGone, UserView, is_retryable
 from .types import DecryptionError
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "Turn",
     "TurnUser",
     "User",
+    "UserGone",
     "UserView",
     "database_url",
     "ensure_schema",

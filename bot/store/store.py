@@ -46,6 +46,8 @@ from .types import utcnow
 
 T = TypeVar("T")
 
+#: Rows an export converts before it lets other tasks run (about a millisecond's work).
+_EXPORT_BATCH = 200
 #: PostgreSQL SQLSTATEs worth retrying a whole turn for.
 _RETRY_SQLSTATES = frozenset({"40001", "40P01", "55P03"})  # serialization, deadlock, lock n/a
 
@@ -76,6 +78,7 @@ class TurnUser:
     consent_at: datetime | None
     is_coach: bool
     created_at: datetime
+    exported_at: datetime | None
 
 
 #: What is read of a user: an ORM :class:`User` or a turn's :class:`TurnUser`.
@@ -133,6 +136,10 @@ class HeldMessage:
     id: int
     chat_id: int
     payload: dict[str, Any]
+
+
+class UserGone(LookupError):
+    """A turn that may not create its user found none: the user was erased."""
 
 
 class ConflictError(RuntimeError):
@@ -209,12 +216,16 @@ class Turn:
                               "step_id": step_id, "variable": variable, "value": value,
                               "answered_at": self.now})
 
-    def enqueue(self, chat_id: int, payload: dict[str, Any]) -> None:
-        """Queue a message; a sender delivers it after this turn commits."""
+    def enqueue(self, chat_id: int, payload: dict[str, Any], *,
+                subject: int | None = None) -> None:
+        """Queue a message; a sender delivers it after this turn commits. ``subject``: the
+        user the message is about when that is someone else (a client, in a coach's
+        report), so that their export shows it and their erasure deletes it."""
         self._writable()
         held = self._hold_until is not None and chat_id == self.user.id
         self._messages.append({
-            "user_id": self.user.id, "chat_id": chat_id, "payload": payload,
+            "user_id": self.user.id, "chat_id": chat_id, "subject_user_id": subject,
+            "payload": payload,
             "created_at": self.now, "status": "sending" if held else "pending",
             "attempts": 1 if held else 0,
             "next_attempt_at": self._hold_until if held else self.now})
@@ -316,7 +327,8 @@ class Store:
 
     @asynccontextmanager
     async def turn(self, user_id: int, *, update_id: int | None = None,
-                   hold_for: timedelta | None = None) -> AsyncIterator[Turn]:
+                   hold_for: timedelta | None = None,
+                   create: bool = True) -> AsyncIterator[Turn]:
         """One transaction for one incoming update of ``user_id``.
 
         Turns of the same user are serialised (row lock on PostgreSQL, the database
@@ -325,12 +337,14 @@ class Store:
         ``hold_for``: the caller will send the turn's messages itself right after the
         commit, and holds them this long (see :class:`Turn`); only when nothing earlier
         to the chat is still undelivered, so its messages keep their order.
+        ``create=False``: a user without a row (erased) is not created; :class:`UserGone`
+        is raised instead (the scheduler's turns: an erased user stays erased).
         """
         async with self.engine.connect() as connection:
             t: Turn | None = None
             try:
                 t = await connection.run_sync(self._open_turn, connection, user_id, update_id,
-                                              hold_for)
+                                              hold_for, create)
                 if t.duplicate:
                     await connection.rollback()
                     yield t
@@ -355,20 +369,24 @@ class Store:
         update_id: int | None = None,
         hold_for: timedelta | None = None,
         attempts: int = 5,
+        create: bool = True,
     ) -> T | None:
         """Run ``fn`` inside a turn, retrying the whole turn on a version conflict,
         serialisation failure, deadlock or busy SQLite database.
 
         ``fn`` must therefore have no side effects outside the turn (send messages
         with :meth:`Turn.enqueue`). Returns ``fn``'s result, or None for a duplicate
-        update (``fn`` is then not called).
+        update, or with ``create=False`` a user without a row; ``fn`` is then not called).
         """
         for attempt in range(1, attempts + 1):
             try:
-                async with self.turn(user_id, update_id=update_id, hold_for=hold_for) as t:
+                async with self.turn(user_id, update_id=update_id, hold_for=hold_for,
+                                     create=create) as t:
                     if t.duplicate:
                         return None
                     return await fn(t)
+            except UserGone:
+                return None
             except Exception as exc:
                 if attempt == attempts or not is_retryable(exc):
                     raise
@@ -376,13 +394,17 @@ class Store:
         raise AssertionError("unreachable")
 
     def _open_turn(self, sync: Connection, connection: AsyncConnection, user_id: int,
-                   update_id: int | None, hold_for: timedelta | None) -> Turn:
+                   update_id: int | None, hold_for: timedelta | None,
+                   create: bool = True) -> Turn:
         """The turn's first statements, run in one go by ``connection.run_sync``."""
         now = utcnow()
         dialect = self.engine.dialect.name
         found = sync.execute(_LOCK_USER, {"user_id": user_id}).one_or_none()
         if found is None:  # first contact: create both rows, race-safe, then lock
-            sync.execute(_CREATE_USER[dialect], {"id": user_id, "created_at": now})
+            if create:
+                sync.execute(_CREATE_USER[dialect], {"id": user_id, "created_at": now})
+            elif sync.execute(select(_USERS.c.id).where(_USERS.c.id == user_id)).first() is None:
+                raise UserGone(user_id)
             sync.execute(_CREATE_CONVERSATION[dialect], {"user_id": user_id, "updated_at": now})
             found = sync.execute(_LOCK_USER, {"user_id": user_id}).one()
         *columns, state, version = found
@@ -425,6 +447,23 @@ class Store:
                 session.expunge(user)
             return user
 
+    async def claim_export(self, user_id: int, now: datetime,
+                           every: timedelta) -> datetime | None:
+        """Record an export of ``user_id``'s data now, unless they had one within ``every``:
+        then return when the next one is allowed. A user without a row may always export
+        (there is nothing to build)."""
+        async with self.sessionmaker() as session, session.begin():
+            result = await session.execute(
+                update(User)
+                .where(User.id == user_id,
+                       or_(User.exported_at.is_(None), User.exported_at <= now - every))
+                .values(exported_at=now)
+                .execution_options(synchronize_session=False))
+            if _rowcount(result):
+                return None
+            last = await session.scalar(select(User.exported_at).where(User.id == user_id))
+            return None if last is None else last + every
+
     async def export_user(self, user_id: int) -> dict[str, Any]:
         """Everything stored about one user, as JSON-serialisable data.
 
@@ -441,7 +480,11 @@ class Store:
                     .where(or_(*(col == user_id for col in cols)))
                     .order_by(*table.primary_key.columns)
                 )
-                out[name] = [{k: _jsonable(v) for k, v in row._mapping.items()} for row in rows]
+                out[name] = found = []
+                for row in rows:  # decrypted row by row: let other tasks in now and then
+                    found.append({k: _jsonable(v) for k, v in row._mapping.items()})
+                    if len(found) % _EXPORT_BATCH == 0:
+                        await asyncio.sleep(0)
         return out
 
     async def erase_user(self, user_id: int) -> None:
@@ -467,8 +510,18 @@ class Store:
                 .values(status="cancelled")
                 .execution_options(synchronize_session=False)
             )
-            for model in (Answer, Conversation, PlannedCheckin, Outbox):
+            for model in (Answer, Conversation, PlannedCheckin):
                 await session.execute(delete(model).where(model.user_id == user_id))
+            # Messages to them, and messages to others about them (a coach's reports,
+            # charts and crisis digests), sent or not; and the delivered history of everyone
+            # they were ever linked with, whose lists of clients or coaches named them.
+            await session.execute(delete(Outbox).where(or_(
+                Outbox.user_id == user_id, Outbox.chat_id == user_id,
+                Outbox.subject_user_id == user_id)))
+            counterparts = select(CoachLink.client_id).where(CoachLink.coach_id == user_id) \
+                .union(select(CoachLink.coach_id).where(CoachLink.client_id == user_id))
+            await session.execute(delete(Outbox).where(
+                Outbox.user_id.in_(counterparts), Outbox.status.in_(("sent", "failed"))))
             await session.execute(delete(Goal).where(Goal.user_id == user_id))
             await session.execute(
                 delete(Assignment).where(or_(involved, Assignment.exercise_id.in_(own_exercises)))
@@ -493,7 +546,16 @@ class Store:
                 .values(user_id=None)
                 .execution_options(synchronize_session=False)
             )
-            await session.execute(delete(User).where(User.id == user_id))
+            # Whatever else refers to them (a table added later, say) goes too.
+            for name, column in USER_COLUMNS:
+                if (name, column) not in _KEPT_WITHOUT_USER:
+                    table = Base.metadata.tables[name]
+                    await session.execute(delete(table).where(table.c[column] == user_id))
+
+
+#: References erase clears rather than deletes: processed update ids (not personal, and
+#: needed to recognise a late redelivery) and the user's own row, deleted last.
+_KEPT_WITHOUT_USER = frozenset({("processed_updates", "user_id")})
 
 
 def is_retryable(exc: BaseException) -> bool:

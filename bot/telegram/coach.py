@@ -47,8 +47,10 @@ def parse_id(text: str) -> int | None:
     return int(text) if _ID.fullmatch(text) else None
 
 
-def say(t: StoreTurn, text: str, buttons: tuple[Button, ...] = ()) -> None:
-    t.enqueue(t.user_id, Reply(text, buttons).to_payload())
+def say(t: StoreTurn, text: str, buttons: tuple[Button, ...] = (), *,
+        subject: int | None = None) -> None:
+    """Queue a message to the turn's user; ``subject``: the client it is about."""
+    t.enqueue(t.user_id, Reply(text, buttons).to_payload(), subject=subject)
 
 
 def schedule_label(key: str, tr: Translator) -> str:
@@ -181,9 +183,9 @@ class CoachHandlers:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
                               "them."))
             return None
-        say(t, domain.progress_report(progress, tr))
+        say(t, domain.progress_report(progress, tr), subject=client_id)
         t.enqueue(t.user_id, {"photo": chart.hex(), "caption": tr.gettext(
-            "Weekly trend: mood and goal, last 12 weeks")})
+            "Weekly trend: mood and goal, last 12 weeks")}, subject=client_id)
         return None
 
     async def _find_client(self, t: StoreTurn, argument: str) -> int | None:
@@ -252,7 +254,8 @@ class CoachHandlers:
         assigned = tr.gettext("Assigned “{exercise}” to {client}.").format(
             exercise=tr.isolate(choices[exercise]),
             client=tr.isolate(clients[client_id].first_name or str(client_id)))
-        say(t, f"{assigned}\n{schedule_label(parts[2], tr)} · {hour_label(parts[3], tr)}")
+        say(t, f"{assigned}\n{schedule_label(parts[2], tr)} · {hour_label(parts[3], tr)}",
+            subject=client_id)
         return None
 
     async def _exercise_choices(self, t: StoreTurn, tr: Translator) -> dict[str, str]:
@@ -286,7 +289,7 @@ class CoachHandlers:
                           "with /coach. Do you want to share?").format(
                               coach=tr.isolate(check.coach_name or "")),
             (Button(tr.gettext("Yes, share"), f"invite:yes:{code}"),
-             Button(tr.gettext("No"), "invite:no")))
+             Button(tr.gettext("No"), "invite:no")), subject=check.coach_id)
         return None
 
     async def _answer_invite(self, t: StoreTurn, rest: str) -> Outcome | None:

@@ -3,12 +3,13 @@ transaction as the update's effects, and the sender delivers it once the turn ha
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from telegram import Message, Update
 from telegram.constants import ChatType
@@ -25,14 +26,16 @@ from bot.coaching.conversation import (
     declined_consent,
     enqueue_replies,
 )
+from bot.coaching.privacy import EXPORT_EVERY, export_document
 from bot.coaching.progress import progress_text
 from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
 from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
 from bot.observability import handling_update
-from bot.store import Store
+from bot.store import Store, off_the_loop
 from bot.store import Turn as StoreTurn
+from bot.store.types import utcnow
 from bot.telegram.coach import CoachHandlers
 
 log = logging.getLogger(__name__)
@@ -259,11 +262,23 @@ class Handlers:
         await self._turn(update, run)
 
     async def _on_export(self, update: Update, message: Message) -> None:
+        """The client's data as a file: at most one per ``EXPORT_EVERY``, read on the
+        connection's thread and turned into JSON on another, so other chats go on."""
         user = update.effective_user
         assert user is not None
-        data = await self.store.export_user(user.id)
-        document = json.dumps(data, ensure_ascii=False, indent=2, default=str).encode()
+        now = utcnow()
+        next_allowed = await self.store.claim_export(user.id, now, EXPORT_EVERY)
+        if next_allowed is not None:
+            stored = await self.store.get_user(user.id)
+            await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
+                "I sent you a copy of your data a short while ago. You can ask for a new one "
+                "from {time}.").format(time=translator_for(t.user.locale).time(
+                    next_allowed.astimezone(_zone(stored.time_zone if stored else "UTC"))))))
+            return
+        with off_the_loop():
+            data = await self.store.export_user(user.id)
         tr = translator_for(data["users"][0]["locale"] if data["users"] else user.language_code)
+        document = await asyncio.to_thread(export_document, data, tr)
         await message.reply_document(
             document, filename=f"coachbot-{user.id}.json",
             caption=tr.gettext("Everything I have stored about you. It is yours."))
@@ -318,6 +333,13 @@ class Handlers:
         await query.get_bot().send_message(user.id, tr.gettext(
             "Done. Everything you shared with me is deleted. If you ever want to start again, "
             "send /start."))
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
 
 
 def _kind_of(update: Update) -> str:
