@@ -473,10 +473,12 @@ def _answers_since(client_id: int, since: datetime, now: datetime) -> ColumnElem
     )
 
 
-async def _goals(session: AsyncSession, client_id: int) -> list[GoalProgress]:
+async def _goals(session: AsyncSession, client_id: int, since: datetime) -> list[GoalProgress]:
+    """The goals the client set since they agreed to share (the invitation promises that
+    nothing written before is shared)."""
     goals = await session.execute(
         select(Goal)
-        .where(Goal.user_id == client_id, Goal.status != "dropped")
+        .where(Goal.user_id == client_id, Goal.status != "dropped", Goal.created_at >= since)
         .order_by(Goal.created_at, Goal.id)
     )
     return [
@@ -560,7 +562,7 @@ async def client_progress(
         first_name=client.first_name,
         linked_at=since,
         today=today,
-        goals=await _goals(session, client_id),
+        goals=await _goals(session, client_id, since),
         streak_current=current,
         streak_best=best,
         exercises=await _exercise_stats(session, coach_id, client_id, since, now),

@@ -24,6 +24,8 @@ TICK_SECONDS = 5.0
 PLAN_EVERY_SECONDS = 60.0
 CLAIM_BATCH = 100
 PROCESSED_UPDATES_KEPT = timedelta(days=2)
+#: Someone who never agreed that their answers are kept is forgotten after this long.
+CONSENT_WITHIN = timedelta(days=7)
 
 
 class Nudgeable(Protocol):
@@ -38,7 +40,8 @@ async def outbox_depth(store: Store) -> int:
 
 def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker_id: str,
               plan_every: float = PLAN_EVERY_SECONDS, batch: int = CLAIM_BATCH,
-              lease: timedelta = DEFAULT_LEASE) -> Callable[[], Awaitable[None]]:
+              lease: timedelta = DEFAULT_LEASE,
+              consent_within: timedelta = CONSENT_WITHIN) -> Callable[[], Awaitable[None]]:
     """One tick: plan (at most every ``plan_every`` seconds), then claim and start due rows
     ``batch`` at a time until fewer come back, taking back claims older than ``lease``."""
     last_plan = -float("inf")
@@ -51,6 +54,7 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
             await plan(store, now)
             # Telegram redelivers an update for a day at most: older ids need not be kept.
             await store.prune_processed_updates(now - PROCESSED_UPDATES_KEPT)
+            await store.purge_unconsented(now - consent_within)
         if await send_digests(store, now):
             sender.nudge()
         OUTBOX_DEPTH.set(await outbox_depth(store))
@@ -69,11 +73,11 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
 
 def start_scheduler(store: Store, dialogues: DialogueSet, sender: Nudgeable,
                     settings: Settings, *, tick_seconds: float = TICK_SECONDS) -> AsyncIOScheduler:
-    """Start the per-process tick (``max_instances=1``, ``coalesce=True``). ``settings`` is
-    taken for the deployment's configuration; the tick itself needs none of it yet."""
-    del settings
+    """Start the per-process tick (``max_instances=1``, ``coalesce=True``)."""
     scheduler = AsyncIOScheduler(timezone=UTC)
-    scheduler.add_job(make_tick(store, dialogues, sender, worker_id=default_worker_id()),
+    tick = make_tick(store, dialogues, sender, worker_id=default_worker_id(),
+                     consent_within=timedelta(days=settings.consent_days))
+    scheduler.add_job(tick,
                       "interval", seconds=tick_seconds, max_instances=1, coalesce=True,
                       id="coachbot-checkins", next_run_time=datetime.now(UTC))
     scheduler.start()

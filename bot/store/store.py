@@ -230,6 +230,14 @@ class Turn:
             "attempts": 1 if held else 0,
             "next_attempt_at": self._hold_until if held else self.now})
 
+    async def erase_user(self) -> None:
+        """Erase the turn's user, in this turn's transaction: what it queued or would write
+        is dropped too, so the erasure commits with the rest of the turn or not at all."""
+        self._writable()
+        self._answers, self._messages, self._state_set = [], [], False
+        await erase(self.session, self.user.id)
+        self._user_as_stored = _columns(self.user)  # nothing left to update
+
     async def flush(self) -> None:
         """Send the pending writes to the database, still uncommitted (e.g. to get ids)."""
         await self.connection.run_sync(self._write)
@@ -437,6 +445,23 @@ class Store:
             )
             return _rowcount(result)
 
+    async def purge_unconsented(self, before: datetime, *, batch: int = 100) -> int:
+        """Erase up to ``batch`` users who first wrote before ``before`` and never agreed
+        that their answers are kept (coaches, set up by an administrator, are not asked).
+        Returns how many were erased."""
+        async with self.sessionmaker() as session:
+            ids = list((await session.execute(
+                select(User.id).where(User.consent_at.is_(None), User.is_coach.is_(False),
+                                      User.created_at < before)
+                .order_by(User.created_at).limit(batch))).scalars())
+        for user_id in ids:
+            async with self.sessionmaker() as session, session.begin():
+                # Checked again under the erase's transaction: they may have agreed since.
+                if await session.scalar(select(User.id).where(
+                        User.id == user_id, User.consent_at.is_(None))) is not None:
+                    await erase(session, user_id)
+        return len(ids)
+
     # -- users -----------------------------------------------------------------------
 
     async def get_user(self, user_id: int) -> User | None:
@@ -494,68 +519,74 @@ class Store:
         redelivery of an old update is still recognised and not replayed.
         """
         async with self.sessionmaker() as session, session.begin():
-            involved = or_(Assignment.coach_id == user_id, Assignment.client_id == user_id)
-            own_exercises = select(Exercise.id).where(Exercise.coach_id == user_id)
-            assignment_ids = select(sql_cast(Assignment.id, String)).where(
-                or_(involved, Assignment.exercise_id.in_(own_exercises))
-            )
-            # Other people's exercise check-ins that depended on those assignments.
-            await session.execute(
-                update(PlannedCheckin)
-                .where(
-                    PlannedCheckin.kind == "exercise",
-                    PlannedCheckin.status.in_(("planned", "claimed")),
-                    PlannedCheckin.ref.in_(assignment_ids),
-                )
-                .values(status="cancelled")
-                .execution_options(synchronize_session=False)
-            )
-            for model in (Answer, Conversation, PlannedCheckin):
-                await session.execute(delete(model).where(model.user_id == user_id))
-            # Messages to them, and messages to others about them (a coach's reports,
-            # charts and crisis digests), sent or not; and the delivered history of everyone
-            # they were ever linked with, whose lists of clients or coaches named them.
-            await session.execute(delete(Outbox).where(or_(
-                Outbox.user_id == user_id, Outbox.chat_id == user_id,
-                Outbox.subject_user_id == user_id)))
-            counterparts = select(CoachLink.client_id).where(CoachLink.coach_id == user_id) \
-                .union(select(CoachLink.coach_id).where(CoachLink.client_id == user_id))
-            await session.execute(delete(Outbox).where(
-                Outbox.user_id.in_(counterparts), Outbox.status.in_(("sent", "failed"))))
-            await session.execute(delete(Goal).where(Goal.user_id == user_id))
-            await session.execute(
-                delete(Assignment).where(or_(involved, Assignment.exercise_id.in_(own_exercises)))
-            )
-            await session.execute(delete(Exercise).where(Exercise.coach_id == user_id))
-            await session.execute(
-                delete(CoachLink).where(
-                    or_(CoachLink.coach_id == user_id, CoachLink.client_id == user_id)
-                )
-            )
-            await session.execute(
-                delete(CoachEvent).where(
-                    or_(CoachEvent.coach_id == user_id, CoachEvent.client_id == user_id)
-                )
-            )
-            await session.execute(
-                delete(Invite).where(or_(Invite.coach_id == user_id, Invite.used_by == user_id))
-            )
-            await session.execute(
-                update(ProcessedUpdate)
-                .where(ProcessedUpdate.user_id == user_id)
-                .values(user_id=None)
-                .execution_options(synchronize_session=False)
-            )
-            # Whatever else refers to them (a table added later, say) goes too.
-            for name, column in USER_COLUMNS:
-                if (name, column) not in _KEPT_WITHOUT_USER:
-                    table = Base.metadata.tables[name]
-                    await session.execute(delete(table).where(table.c[column] == user_id))
+            await erase(session, user_id)
 
 
 #: References erase clears rather than deletes: processed update ids (not personal, and
 #: needed to recognise a late redelivery) and the user's own row, deleted last.
 _KEPT_WITHOUT_USER = frozenset({("processed_updates", "user_id")})
+
+
+async def erase(session: AsyncSession, user_id: int) -> None:
+    """Delete every row about the user, as client and as coach, in ``session``'s
+    transaction (see :meth:`Store.erase_user`)."""
+    involved = or_(Assignment.coach_id == user_id, Assignment.client_id == user_id)
+    own_exercises = select(Exercise.id).where(Exercise.coach_id == user_id)
+    assignment_ids = select(sql_cast(Assignment.id, String)).where(
+        or_(involved, Assignment.exercise_id.in_(own_exercises))
+    )
+    # Other people's exercise check-ins that depended on those assignments.
+    await session.execute(
+        update(PlannedCheckin)
+        .where(
+            PlannedCheckin.kind == "exercise",
+            PlannedCheckin.status.in_(("planned", "claimed")),
+            PlannedCheckin.ref.in_(assignment_ids),
+        )
+        .values(status="cancelled")
+        .execution_options(synchronize_session=False)
+    )
+    for model in (Answer, Conversation, PlannedCheckin):
+        await session.execute(delete(model).where(model.user_id == user_id))
+    # Messages to them, and messages to others about them (a coach's reports,
+    # charts and crisis digests), sent or not; and the delivered history of everyone
+    # they were ever linked with, whose lists of clients or coaches named them.
+    await session.execute(delete(Outbox).where(or_(
+        Outbox.user_id == user_id, Outbox.chat_id == user_id,
+        Outbox.subject_user_id == user_id)))
+    counterparts = select(CoachLink.client_id).where(CoachLink.coach_id == user_id) \
+        .union(select(CoachLink.coach_id).where(CoachLink.client_id == user_id))
+    await session.execute(delete(Outbox).where(
+        Outbox.user_id.in_(counterparts), Outbox.status.in_(("sent", "failed"))))
+    await session.execute(delete(Goal).where(Goal.user_id == user_id))
+    await session.execute(
+        delete(Assignment).where(or_(involved, Assignment.exercise_id.in_(own_exercises)))
+    )
+    await session.execute(delete(Exercise).where(Exercise.coach_id == user_id))
+    await session.execute(
+        delete(CoachLink).where(
+            or_(CoachLink.coach_id == user_id, CoachLink.client_id == user_id)
+        )
+    )
+    await session.execute(
+        delete(CoachEvent).where(
+            or_(CoachEvent.coach_id == user_id, CoachEvent.client_id == user_id)
+        )
+    )
+    await session.execute(
+        delete(Invite).where(or_(Invite.coach_id == user_id, Invite.used_by == user_id))
+    )
+    await session.execute(
+        update(ProcessedUpdate)
+        .where(ProcessedUpdate.user_id == user_id)
+        .values(user_id=None)
+        .execution_options(synchronize_session=False)
+    )
+    # Whatever else refers to them (a table added later, say) goes too.
+    for name, column in USER_COLUMNS:
+        if (name, column) not in _KEPT_WITHOUT_USER:
+            table = Base.metadata.tables[name]
+            await session.execute(delete(table).where(table.c[column] == user_id))
 
 
 def is_retryable(exc: BaseException) -> bool:

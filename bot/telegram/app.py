@@ -185,7 +185,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
     )
     sender = Sender(store, application.bot, rate=settings.send_rate)
     handlers = Handlers(store, dialogues, sender, admin_ids=settings.admin_ids,
-                        bot_username=lambda: application.bot.username)
+                        bot_username=lambda: application.bot.username,
+                        min_age=settings.min_age)
     application.add_handler(TypeHandler(Update, handlers.on_update))
     application.add_error_handler(_on_error)
     runner: web.AppRunner | None = None

@@ -28,6 +28,7 @@ from bot.coaching.conversation import (
 )
 from bot.coaching.privacy import EXPORT_EVERY, export_document
 from bot.coaching.progress import progress_text
+from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
 from bot.engine.state import Button, Command
@@ -86,6 +87,7 @@ class Handlers:
     sender: Deliverer
     admin_ids: frozenset[int] = frozenset()
     bot_username: Callable[[], str] = lambda: "coachbot"
+    min_age: int = DEFAULT_MIN_AGE
     coach: CoachHandlers = field(init=False)
 
     def __post_init__(self) -> None:
@@ -94,30 +96,72 @@ class Handlers:
     # -- plumbing ----------------------------------------------------------------------------
 
     async def _turn(self, update: Update,
-                    fn: Callable[[StoreTurn], Awaitable[Outcome | None]]) -> None:
-        """Run `fn` in one store turn for the update's user, then deliver what it queued."""
+                    fn: Callable[[StoreTurn], Awaitable[Outcome | None]], *,
+                    action: Action | None = None, before_consent: bool = False) -> None:
+        """Run `fn` in one store turn for the update's user, then deliver what it queued.
+
+        Consent first: until the user agrees that their answers are kept, `fn` runs only when
+        `before_consent` (/start, /language, /delete); anything else leads to the consent
+        question, except a message in which the engine sees a crisis (`action`, the engine's
+        reading of the update, decides; nothing of it is kept). A user who declines, or is
+        under the minimum age, is erased in the same turn and told so directly."""
         user = update.effective_user
         if user is None:
             return
         telegram_user = user
         committed: list[StoreTurn] = []  # the attempt that committed (a turn may be retried)
+        goodbye: list[Reply] = []
 
         async def body(t: StoreTurn) -> Outcome | None:
+            goodbye.clear()
             if t.state is None:  # first contact: take Telegram's language until they choose
                 t.user.locale = normalize_locale(telegram_user.language_code)
-            t.user.first_name = telegram_user.first_name
-            result = await fn(t)
+            agreed = self._agreed(t)
+            if agreed:  # before that, nothing of theirs is kept, not even their name
+                t.user.first_name = telegram_user.first_name
+            result = await fn(t) if agreed or before_consent \
+                else await self._consent_first(t, action)
+            if result is not None and declined_consent(result):
+                goodbye.extend(result.replies)
+                await t.erase_user()  # as the bot promised: nothing is kept
             committed[:] = [t]
             return result
 
-        outcome = await self.store.run_turn(user.id, body, update_id=update.update_id,
-                                            hold_for=self.sender.lease)
-        declined = outcome is not None and declined_consent(outcome)
-        if committed:
-            await self.sender.deliver_turn(committed[0], patient=declined)
-        if declined:
-            await self.sender.deliver_now(user.id, patient=True)  # the goodbye, then nothing
-            await self.store.erase_user(user.id)  # as the bot promised: nothing is kept
+        await self.store.run_turn(user.id, body, update_id=update.update_id,
+                                  hold_for=self.sender.lease)
+        if goodbye:  # straight to Telegram: nothing of theirs is left to queue it in
+            await self._say_directly(update, goodbye)
+        elif committed:
+            await self.sender.deliver_turn(committed[0])
+
+    def _agreed(self, t: StoreTurn) -> bool:
+        """Consent given; coaches and admins are set up by an administrator, not asked."""
+        return t.user.consent_at is not None or t.user.is_coach or t.user_id in self.admin_ids
+
+    async def _consent_first(self, t: StoreTurn, action: Action | None) -> Outcome:
+        """Before consent: a crisis is answered; an answer to the onboarding's questions goes
+        on; anything else is met with the consent question (where the onboarding stands)."""
+        state = ConversationState.from_dict(t.state)
+        onboarding = state.active and state.stack[0].dialogue == ONBOARDING
+        if isinstance(action, Turn) and (onboarding or action.text is not None):
+            outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
+            if onboarding or outcome.crisis:
+                enqueue_replies(t, outcome)
+                return outcome
+        outcome = await converse(t, self.dialogues, Resume() if onboarding else
+                                 Start(ONBOARDING), t.now, min_age=self.min_age)
+        enqueue_replies(t, outcome)
+        return outcome
+
+    @staticmethod
+    async def _say_directly(update: Update, replies: list[Reply]) -> None:
+        user = update.effective_user
+        assert user is not None
+        for reply in replies:
+            try:
+                await update.get_bot().send_message(user.id, reply.text)
+            except TelegramError as exc:
+                log.warning("goodbye to user %s not sent: %s", user.id, type(exc).__name__)
 
     async def _converse(self, update: Update, action: Action, *,
                         note: str | None = None) -> None:
@@ -127,18 +171,19 @@ class Handlers:
             if note is not None:
                 t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(note))
                           .to_payload())
-            outcome = await converse(t, self.dialogues, action, t.now)
+            outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
             enqueue_replies(t, outcome)
             return outcome
 
-        await self._turn(update, run)
+        await self._turn(update, run, action=action)
 
-    async def _say(self, update: Update, message: Callable[[StoreTurn], Reply]) -> None:
+    async def _say(self, update: Update, message: Callable[[StoreTurn], Reply], *,
+                   before_consent: bool = False) -> None:
         async def run(t: StoreTurn) -> None:
             t.enqueue(t.user_id, message(t).to_payload())
             return None
 
-        await self._turn(update, run)
+        await self._turn(update, run, before_consent=before_consent)
 
     @staticmethod
     def _private(update: Update) -> bool:
@@ -207,7 +252,7 @@ class Handlers:
         elif command == "help":
             await self._say(update, lambda t: help_reply(t.user.locale, coach=t.user.is_coach))
         elif command == "language":
-            await self._say(update, lambda t: language_reply(t.user.locale))
+            await self._say(update, lambda t: language_reply(t.user.locale), before_consent=True)
         elif command == "progress":
             await self._on_progress(update)
         elif command == "exercises":
@@ -215,7 +260,7 @@ class Handlers:
         elif command == "export":
             await self._on_export(update, message)
         elif command == "delete":
-            await self._say(update, lambda t: delete_reply(t.user.locale))
+            await self._say(update, lambda t: delete_reply(t.user.locale), before_consent=True)
         else:
             await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
                 "I don't know that command. Send /help to see what I can do.")))
@@ -224,18 +269,19 @@ class Handlers:
         async def run(t: StoreTurn) -> Outcome | None:
             state = ConversationState.from_dict(t.state)
             action: Action
-            if t.user.consent_at is None:
-                action = Start(ONBOARDING)
+            if not self._agreed(t):
+                action = Resume() if state.active and state.stack[0].dialogue == ONBOARDING \
+                    else Start(ONBOARDING)
             elif state.active:
                 action = Resume()
             else:
                 t.enqueue(t.user_id, help_reply(t.user.locale).to_payload())
                 return None
-            outcome = await converse(t, self.dialogues, action, t.now)
+            outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
             enqueue_replies(t, outcome)
             return outcome
 
-        await self._turn(update, run)
+        await self._turn(update, run, before_consent=True)
 
     async def _on_checkin(self, update: Update) -> None:
         async def run(t: StoreTurn) -> Outcome:
@@ -246,7 +292,7 @@ class Handlers:
                     "A check-in looks at your goal, and you have not set one yet. "
                     "Let's start there.")).to_payload())
                 action = Start(GOAL_SETTING)
-            outcome = await converse(t, self.dialogues, action, t.now)
+            outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
             enqueue_replies(t, outcome)
             return outcome
 
@@ -266,14 +312,18 @@ class Handlers:
         connection's thread and turned into JSON on another, so other chats go on."""
         user = update.effective_user
         assert user is not None
+        stored = await self.store.get_user(user.id)
+        if stored is None or not (stored.consent_at or stored.is_coach
+                                  or user.id in self.admin_ids):
+            await self._converse(update, Resume())  # the consent question; nothing is kept
+            return
         now = utcnow()
         next_allowed = await self.store.claim_export(user.id, now, EXPORT_EVERY)
         if next_allowed is not None:
-            stored = await self.store.get_user(user.id)
             await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
                 "I sent you a copy of your data a short while ago. You can ask for a new one "
                 "from {time}.").format(time=translator_for(t.user.locale).time(
-                    next_allowed.astimezone(_zone(stored.time_zone if stored else "UTC"))))))
+                    next_allowed.astimezone(_zone(stored.time_zone))))))
             return
         with off_the_loop():
             data = await self.store.export_user(user.id)
@@ -314,18 +364,18 @@ class Handlers:
             state = ConversationState.from_dict(t.state)
             if not state.active:
                 return None
-            outcome = await converse(t, self.dialogues, Resume(), t.now)
+            outcome = await converse(t, self.dialogues, Resume(), t.now, min_age=self.min_age)
             enqueue_replies(t, outcome)
             return outcome
 
-        await self._turn(update, run)
+        await self._turn(update, run, before_consent=True)
 
     async def _on_delete(self, update: Update, *, confirmed: bool) -> None:
         user, query = update.effective_user, update.callback_query
         assert user is not None and query is not None
         if not confirmed:
             await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
-                "Good, nothing was deleted.")))
+                "Good, nothing was deleted.")), before_consent=True)
             return
         stored = await self.store.get_user(user.id)
         tr = translator_for(stored.locale if stored else user.language_code)

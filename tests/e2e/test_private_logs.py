@@ -83,6 +83,7 @@ async def test_a_run_with_failures_logs_no_typed_text_and_no_secret(
         await coach.send("/makecoach")
         await client.send("/start")
         await client.press("Yes")
+        await client.press("Yes")
         await client.press("English")
         await client.send("Rome")
         await client.send("8:00")

@@ -113,3 +113,16 @@ def test_run_with_bad_settings_exits_2_with_the_lines_and_no_traceback(tmp_path:
         "IANA name such as Europe/Rome or UTC)",
     ]
     assert "Traceback" not in result.stderr
+
+
+def test_minimum_age_and_consent_window() -> None:
+    from bot.config import ConfigError, load_settings
+
+    base = {"COACHBOT_DIALOGUES": "dialogues"}
+    defaults = load_settings(base)
+    assert (defaults.min_age, defaults.consent_days) == (18, 7)
+    chosen = load_settings({**base, "COACHBOT_MIN_AGE": "16", "COACHBOT_CONSENT_DAYS": "3"})
+    assert (chosen.min_age, chosen.consent_days) == (16, 3)
+    with pytest.raises(ConfigError) as bad:
+        load_settings({**base, "COACHBOT_MIN_AGE": "²", "COACHBOT_CONSENT_DAYS": "0"})
+    assert len(bad.value.problems) == 2

@@ -131,3 +131,20 @@ async def test_every_column_is_exported_labelled_and_erased(store: Store) -> Non
     assert any(COACH_WORDS in repr(r) for r in after["outbox"])
     assert any(COACH_WORDS in repr(r) for r in after["exercises"])
     assert [r["user_id"] for r in after["processed_updates"]] == [None]
+
+
+async def test_people_who_never_agreed_are_forgotten_after_the_set_time(store: Store) -> None:
+    old, recent = NOW - timedelta(days=8), NOW - timedelta(days=1)
+    async with store.sessionmaker() as s, s.begin():
+        s.add_all([User(id=1, created_at=old), User(id=2, created_at=recent),
+                   User(id=3, created_at=old, consent_at=old),
+                   User(id=4, created_at=old, is_coach=True)])
+        await s.flush()
+        s.add(Conversation(user_id=1, state={"stack": []}, updated_at=old))
+        s.add(Outbox(user_id=1, chat_id=1, payload={"text": "Hello"}, created_at=old,
+                     next_attempt_at=old, status="sent"))
+    assert await store.purge_unconsented(NOW - timedelta(days=7)) == 1
+    remaining = {r["id"] for r in (await _all_rows(store))["users"]}
+    assert remaining == {2, 3, 4}
+    rows = await _all_rows(store)
+    assert rows["conversations"] == [] and rows["outbox"] == []
