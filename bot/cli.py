@@ -144,7 +144,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         finally:
             await store.close()
 
-    json.dump(asyncio.run(export()), sys.stdout, ensure_ascii=False, indent=2, default=str)
+    from bot.coaching.privacy import labelled
+    from bot.i18n import translator_for
+
+    data = asyncio.run(export())
+    tr = translator_for(data["users"][0]["locale"] if data["users"] else None)
+    json.dump(labelled(data, tr), sys.stdout, ensure_ascii=False, indent=2, default=str)
     sys.stdout.write("\n")
     return 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import binascii
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +21,10 @@ from bot.i18n import SUPPORTED_LOCALES
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///coachbot.db"
 DEFAULT_API_BASE_URL = "https://api.telegram.org"
 DEFAULT_TIMEZONE = "UTC"
+#: Who the bot is for (clients confirm their age before they agree), and how long someone who
+#: never agreed is kept (the Telegram id, language and where they are in the question).
+DEFAULT_MIN_AGE = 18
+DEFAULT_CONSENT_DAYS = 7
 _DATABASE_DRIVERS = ("sqlite+aiosqlite", "postgresql+asyncpg")
 #: What Telegram accepts as a webhook secret_token.
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
@@ -55,6 +59,8 @@ class Settings:
     default_timezone: str = DEFAULT_TIMEZONE
     log_json: bool | None = None  # None: JSON lines unless stderr is a terminal
     debug_log_content: bool = False
+    min_age: int = DEFAULT_MIN_AGE
+    consent_days: int = DEFAULT_CONSENT_DAYS
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -142,6 +148,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     elif raw_debug and raw_debug not in _FALSE:
         problems.append(f"COACHBOT_DEBUG_LOG_CONTENT: '{raw_debug}' is not a yes/no value "
                         "(1, true, yes or 0, false, no)")
+    min_age = _int_setting(get, "COACHBOT_MIN_AGE", DEFAULT_MIN_AGE, 13, 99, "an age in "
+                           "years", problems)
+    consent_days = _int_setting(get, "COACHBOT_CONSENT_DAYS", DEFAULT_CONSENT_DAYS, 1, 365,
+                                "a number of days", problems)
     if problems:
         raise ConfigError(problems)
     return Settings(
@@ -160,7 +170,20 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         default_timezone=timezone,
         log_json=log_json,
         debug_log_content=debug_content,
+        min_age=min_age,
+        consent_days=consent_days,
     )
+
+
+def _int_setting(get: Callable[[str], str | None], name: str, default: int, low: int,
+                 high: int, what: str, problems: list[str]) -> int:
+    raw = get(name)
+    if raw is None:
+        return default
+    if re.fullmatch(r"[0-9]{1,3}", raw) and low <= int(raw) <= high:
+        return int(raw)
+    problems.append(f"{name}: '{raw}' is not {what} from {low} to {high}")
+    return default
 
 
 def _check_database_url(url: str) -> list[str]:

@@ -70,6 +70,10 @@ async def chat(store: Store, dialogues: DialogueSet, *, dialogue_id: str | None,
             t.user.first_name = name or fallback_name
         if locale:
             t.user.locale = locale
+        if dialogue_id is not None and dialogue_id != default_dialogue:
+            # Whoever picks a dialogue at the terminal tries it on their own machine: their
+            # answers are kept as after consent (the onboarding asks, as on Telegram).
+            t.user.consent_at = t.user.consent_at or datetime.now(UTC)
         active = bool(t.state and t.state.get("stack"))
         action: Action = (Start(dialogue_id) if dialogue_id else
                           Resume() if active else Start(default_dialogue))

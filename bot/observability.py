@@ -22,6 +22,7 @@ import os
 import re
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -57,6 +58,7 @@ __all__ = [
     "JsonFormatter",
     "RedactingFilter",
     "configure_logging",
+    "describe_failure",
     "handling_update",
     "metrics_app",
     "record_send",
@@ -76,10 +78,48 @@ _TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{30,}")
 CONTENT_KEY = "content"
 
 
+#: SQLAlchemy's statement parameters in an error's text (the engines hide them; this is the
+#: second line of defence), up to its "Background on this error" line or the end: a client's
+#: words may span lines or contain brackets.
+_SQL_PARAMETERS = re.compile(r"\[parameters: .*?(?=\n\(Background on this error|\Z)", re.DOTALL)
+#: PostgreSQL's details of a failed constraint quote the row or the key's values.
+_PG_DETAIL = re.compile(r"(Failing row contains|DETAIL:\s*Key) .*?(?=\n|\Z)")
+
+
 def redact(text: str) -> str:
-    """``text`` with every bot token and ``bot<token>`` URL part replaced by ``[REDACTED]``."""
+    """``text`` with every bot token and ``bot<token>`` URL part replaced by ``[REDACTED]``,
+    and the values of a failed SQL statement removed."""
     text = _BOT_URL.sub("bot" + REDACTED, text)
-    return _TOKEN.sub(REDACTED, text)
+    text = _TOKEN.sub(REDACTED, text)
+    text = _SQL_PARAMETERS.sub("[parameters: " + REDACTED + "]", text)
+    return _PG_DETAIL.sub(r"\1 " + REDACTED, text)
+
+
+def describe_failure(error: BaseException | None, *, frames: int = 6) -> str:
+    """An exception as a log line may show it: the exception types of its chain and where it
+    was raised (the innermost ``frames`` as file:line function), never its message, which
+    can quote what a client wrote (``int('²')``, a statement's parameters)."""
+    if error is None:
+        return "unknown error"
+    chain: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        chain.append(type(current).__name__)
+        current = current.__cause__ or current.__context__
+    where = [f"{_short_path(f.filename)}:{f.lineno} {f.name}"
+             for f in traceback.extract_tb(error.__traceback__)[-frames:]]
+    text = " <- ".join(chain)
+    return f"{text} at {' > '.join(where)}" if where else text
+
+
+def _short_path(filename: str) -> str:
+    for marker in ("/bot/", "/site-packages/"):
+        if marker in filename:
+            return filename.rsplit(marker, 1)[1] if marker != "/bot/" else \
+                "bot/" + filename.rsplit(marker, 1)[1]
+    return os.path.basename(filename)
 
 
 class RedactingFilter(logging.Filter):
@@ -112,7 +152,20 @@ class RedactingFilter(logging.Filter):
                 setattr(record, CONTENT_KEY, redact(str(getattr(record, CONTENT_KEY))))
             else:
                 delattr(record, CONTENT_KEY)
+        for key, value in list(vars(record).items()):  # extras (aiohttp's access log has some)
+            if key not in _STANDARD_ATTRS and key != CONTENT_KEY and not key.startswith("_"):
+                setattr(record, key, _redact_value(value))
         return True
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_value(v) for v in value]
+    return value
 
 
 # -- formatting -------------------------------------------------------------------------------

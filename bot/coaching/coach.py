@@ -165,7 +165,8 @@ class Digest:
     """One message for one coach: either a prompt crisis notice or the batched news.
 
     Counts are of distinct clients per event kind; ``crisis_clients`` are first names
-    (or ids) only, never anything a client wrote.
+    (or ids) only, never anything a client wrote. A crisis notice names one client,
+    ``subject``, so that it goes with that client's data (their export, their erasure).
     """
 
     coach_id: int
@@ -173,6 +174,7 @@ class Digest:
     crisis: bool
     clients_by_kind: Mapping[str, int] = field(default_factory=dict)
     crisis_clients: tuple[str, ...] = ()
+    subject: int | None = None
 
 
 # -- coaches ------------------------------------------------------------------------------
@@ -471,10 +473,12 @@ def _answers_since(client_id: int, since: datetime, now: datetime) -> ColumnElem
     )
 
 
-async def _goals(session: AsyncSession, client_id: int) -> list[GoalProgress]:
+async def _goals(session: AsyncSession, client_id: int, since: datetime) -> list[GoalProgress]:
+    """The goals the client set since they agreed to share (the invitation promises that
+    nothing written before is shared)."""
     goals = await session.execute(
         select(Goal)
-        .where(Goal.user_id == client_id, Goal.status != "dropped")
+        .where(Goal.user_id == client_id, Goal.status != "dropped", Goal.created_at >= since)
         .order_by(Goal.created_at, Goal.id)
     )
     return [
@@ -558,7 +562,7 @@ async def client_progress(
         first_name=client.first_name,
         linked_at=since,
         today=today,
-        goals=await _goals(session, client_id),
+        goals=await _goals(session, client_id, since),
         streak_current=current,
         streak_best=best,
         exercises=await _exercise_stats(session, coach_id, client_id, since, now),
@@ -713,14 +717,15 @@ async def _claim(
     return [(client, k) for client, k in rows]
 
 
-async def _crisis_digest(
+async def _crisis_digests(
     session: AsyncSession, coach: User, events: list[tuple[int, str]]
-) -> Digest:
+) -> list[Digest]:
+    """One notice per client in crisis: each is that client's data as well as the coach's."""
     clients = sorted({client for client, _ in events})
     names = await session.execute(select(User.id, User.first_name).where(User.id.in_(clients)))
     by_id = {uid: name for uid, name in names}
-    shown = tuple(by_id.get(c) or str(c) for c in clients)
-    return Digest(coach.id, coach.locale, crisis=True, crisis_clients=shown)
+    return [Digest(coach.id, coach.locale, crisis=True, crisis_clients=(by_id.get(c) or str(c),),
+                   subject=c) for c in clients]
 
 
 def _regular_digest(coach: User, events: list[tuple[int, str]]) -> Digest:
@@ -749,7 +754,7 @@ async def due_digests(
             continue
         crisis = await _claim(session, coach_id, crisis=True, now=now)
         if crisis:
-            digests.append(await _crisis_digest(session, coach, crisis))
+            digests.extend(await _crisis_digests(session, coach, crisis))
         last = await _last_regular_digest(session, coach_id)
         if last is None or now - last >= min_interval:
             events = await _claim(session, coach_id, crisis=False, now=now)

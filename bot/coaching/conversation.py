@@ -18,6 +18,7 @@ from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.coach import CUSTOM_EXERCISE, event_for_status, notify_coaches
 from bot.coaching.safety import pause_after_crisis, record_signal
 from bot.coaching.streaks import streak
+from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.expr import Value
 from bot.dialogue.model import DialogueSet
 from bot.engine import Context, ConversationState, Outcome, Turn, handle, resume, start
@@ -50,14 +51,15 @@ class Resume:
 Action = Turn | Start | Resume
 
 
-async def context_for(session: AsyncSession | None, user: UserView, now: datetime) -> Context:
+async def context_for(session: AsyncSession | None, user: UserView, now: datetime, *,
+                      min_age: int = DEFAULT_MIN_AGE) -> Context:
     """What the engine knows of the user now; given a session, their streak too (a query)."""
     zone = user_zone(user)
     today = now.astimezone(zone).date()
-    provided: dict[str, Value] = {}
+    provided: dict[str, Value] = {"min_age": min_age}
     if session is not None:
         current, best = streak(await checkin_days(session, user, zone), today)
-        provided = {"streak.days": current, "streak.best": best}
+        provided.update({"streak.days": current, "streak.best": best})
     return Context(
         translator=translator_for(user.locale),
         today=today,
@@ -76,8 +78,10 @@ def reads_streak(dialogues: DialogueSet, state: ConversationState, action: Actio
 
 
 def declined_consent(outcome: Outcome) -> bool:
-    """The client said no to keeping their answers: everything about them must go."""
-    return any(a.variable == "profile.consent" and a.value is False for a in outcome.saved)
+    """The client said no to keeping their answers, or is younger than the bot is for:
+    everything about them must go."""
+    return any(a.variable in ("profile.consent", "profile.adult") and a.value is False
+               for a in outcome.saved)
 
 
 def custom_exercise_start(exercise: Exercise) -> Start:
@@ -205,20 +209,28 @@ def enqueue_replies(t: StoreTurn, outcome: Outcome) -> None:
 
 
 async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
-                   now: datetime) -> Outcome:
-    """Run one message through the engine inside the store turn `t` (not committed here)."""
+                   now: datetime, *, min_age: int = DEFAULT_MIN_AGE) -> Outcome:
+    """Run one message through the engine inside the store turn `t` (not committed here).
+    Until the user agrees that their answers are kept, none is: only where they are in the
+    conversation (the consent answer itself is the first one kept)."""
     user = t.user
     state = ConversationState.from_dict(t.state)
     with_streak = reads_streak(dialogues, state, action)
-    ctx = await context_for(t.session if with_streak else None, user, now)
+    ctx = await context_for(t.session if with_streak else None, user, now, min_age=min_age)
     outcome = run_engine(dialogues, state, action, ctx)
     saved = {a.variable for a in outcome.saved}
     locale_before = user.locale
     apply_profile(user, dict(outcome.state.variables), saved, now)
     if user.locale != locale_before:
         # The engine is pure: the same message again, now answered in the chosen language.
-        ctx = await context_for(t.session if with_streak else None, user, now)
+        ctx = await context_for(t.session if with_streak else None, user, now,
+                                min_age=min_age)
         outcome = run_engine(dialogues, state, action, ctx)
+    if user.consent_at is None and not user.is_coach:
+        if outcome.crisis:  # no coach can be linked yet; the reply is the engine's
+            await notify_coaches(t.session, user.id, "crisis", now)
+        t.set_state(outcome.state.to_dict())
+        return outcome
     for answer in outcome.saved:
         t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value)
         event = event_for_status(answer.value) if answer.variable == EXERCISE_STATUS else None

@@ -18,7 +18,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
 END = "end"
 
 # Provided by the platform on every turn (not saved by dialogues), so any text may use them.
-BUILTIN_VARIABLES = frozenset({"name", "today", "streak.days", "streak.best"})
+BUILTIN_VARIABLES = frozenset({"name", "today", "streak.days", "streak.best", "min_age"})
 
 
 @dataclass(frozen=True, order=True)

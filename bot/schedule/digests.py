@@ -16,5 +16,6 @@ async def send_digests(store: Store, now: datetime) -> int:
         for digest in digests:
             text = digest_text(digest, translator_for(digest.locale))
             session.add(Outbox(user_id=digest.coach_id, chat_id=digest.coach_id,
-                               payload={"text": text}, created_at=now, next_attempt_at=now))
+                               subject_user_id=digest.subject, payload={"text": text},
+                               created_at=now, next_attempt_at=now))
     return len(digests)

@@ -64,6 +64,7 @@ from bot.coaching.conversation import (
 )
 from bot.coaching.safety import CARE_CHECKIN, CARE_KIND, paused_by_crisis
 from bot.dialogue.model import DialogueSet
+from bot.observability import describe_failure
 from bot.schedule import planning
 from bot.schedule.planning import Profile
 from bot.store import (
@@ -629,10 +630,10 @@ async def claim_and_start(store: Store, dialogues: DialogueSet, now: datetime, *
 
         async with at_once:
             try:
-                status = await store.run_turn(row.user_id, run)
-            except Exception:
-                log.exception("check-in %s of user %s could not be started", row.id,
-                              row.user_id)
+                status = await store.run_turn(row.user_id, run, create=False)  # erased: gone
+            except Exception as exc:  # ids and the error's kind, never its text
+                log.error("check-in %s of user %s could not be started: %s", row.id,
+                          row.user_id, describe_failure(exc))
                 status = "error"  # stays claimed; the lease brings it back
         results[status or "lost"] += 1
 

@@ -30,6 +30,8 @@ STALE_AFTER = {"sender": 60.0, "scheduler": 180.0, "digests": 180.0}
 PLAN_EVERY_SECONDS = 60.0
 CLAIM_BATCH = 100
 PROCESSED_UPDATES_KEPT = timedelta(days=2)
+#: Someone who never agreed that their answers are kept is forgotten after this long.
+CONSENT_WITHIN = timedelta(days=7)
 
 
 class Nudgeable(Protocol):
@@ -55,10 +57,12 @@ def make_digests(store: Store, sender: Nudgeable) -> Callable[[], Awaitable[None
 def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker_id: str,
               plan_every: float = PLAN_EVERY_SECONDS, batch: int = CLAIM_BATCH,
               lease: timedelta = DEFAULT_LEASE,
-              with_digests: bool = True) -> Callable[[], Awaitable[None]]:
-    """One tick: plan (at most every ``plan_every`` seconds), then claim and start due rows
-    ``batch`` at a time until fewer come back, taking back claims older than ``lease``.
-    ``with_digests``: queue due coach digests too (when no digest loop runs them)."""
+              with_digests: bool = True,
+              consent_within: timedelta = CONSENT_WITHIN) -> Callable[[], Awaitable[None]]:
+    """One tick: plan (at most every ``plan_every`` seconds, and erase who never consented
+    within ``consent_within``), then claim and start due rows ``batch`` at a time until fewer
+    come back, taking back claims older than ``lease``. ``with_digests``: queue due coach
+    digests too (when no digest loop runs them)."""
     last_plan = -float("inf")
 
     async def tick() -> None:
@@ -69,6 +73,7 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
             await plan(store, now)
             # Telegram redelivers an update for a day at most: older ids need not be kept.
             await store.prune_processed_updates(now - PROCESSED_UPDATES_KEPT)
+            await store.purge_unconsented(now - consent_within)
         if with_digests and await send_digests(store, now):
             sender.nudge()
         OUTBOX_DEPTH.set(await outbox_depth(store))
@@ -87,12 +92,13 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
 
 def start_scheduler(store: Store, dialogues: DialogueSet, sender: Nudgeable, *,
                     supervisor: Supervisor, heartbeats: Heartbeats, stop: asyncio.Event,
+                    consent_within: timedelta = CONSENT_WITHIN,
                     tick_seconds: float = TICK_SECONDS,
                     digest_seconds: float = DIGEST_SECONDS) -> None:
     """Start this process's scheduler tick and digest loop under ``supervisor`` (a round
     at a time: a slow round delays the next, never overlaps it) until ``stop`` is set."""
     tick = make_tick(store, dialogues, sender, worker_id=default_worker_id(),
-                     with_digests=False)
+                     with_digests=False, consent_within=consent_within)
     digests = make_digests(store, sender)
     heartbeats.expect("scheduler", STALE_AFTER["scheduler"])
     heartbeats.expect("digests", STALE_AFTER["digests"])

@@ -35,6 +35,9 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
     serialised across tasks and processes (waiting up to the busy timeout), the
     journal is WAL, foreign keys are enforced, and statements run on the event loop's
     thread, waiting for a lock on the connection's own (``sqlite_async``).
+
+    Both engines hide statement parameters from error messages (``hide_parameters``): they
+    hold what clients wrote, and a failed statement's error ends up in the logs.
     """
     if is_sqlite(url):
         # One connection: SQLite lets one writer in at a time anyway, and writers queued in
@@ -45,14 +48,14 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
             "pool_size": 1, "max_overflow": 0, "pool_timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
         connector = sqlite_connector(make_url(url), lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
         engine = create_async_engine(url, async_creator=connector, module=SQLiteDBAPI(),
-                                     **one_connection)
+                                     hide_parameters=True, **one_connection)
     else:
         # Up to 64 updates are handled at once (bot/telegram/app.py). No overflow: a
         # connection opened past the pool is closed again when returned, so under load each
         # turn past the pool paid for a new connection; waiting for a pooled one is cheaper
         # (docs/performance.md, items 20 and 24).
         engine = create_async_engine(url, pool_pre_ping=True, pool_size=PG_POOL_SIZE,
-                                     max_overflow=0)
+                                     max_overflow=0, hide_parameters=True)
     cipher = make_cipher(encryption_key) if encryption_key else None
     install_cipher(engine.sync_engine.dialect, cipher)
     if is_sqlite(url):

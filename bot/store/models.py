@@ -69,6 +69,8 @@ class User(Base):
     consent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     is_coach: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # When the user last asked for a copy of their data (/export is limited per user).
+    exported_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
         CheckConstraint("checkin_hour BETWEEN 0 AND 23", name="checkin_hour"),
@@ -259,6 +261,9 @@ class Outbox(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     user_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
     chat_id: Mapped[int] = mapped_column(BigInteger)
+    # A message to someone about another user (a coach's /progress report and chart, a
+    # crisis digest): that user. Their export includes it and their erasure deletes it.
+    subject_user_id: Mapped[int | None] = mapped_column(BigInteger, _user_fk(), index=True)
     # May echo the client's own words, so it is encrypted like answers.
     payload: Mapped[dict[str, Any]] = mapped_column(EncryptedJSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -314,6 +319,10 @@ class CoachEvent(Base):
     )
 
 
+#: Columns that address a user without a foreign key: a private chat's id is its user's id,
+#: so a message to that chat is about them whoever queued it.
+ADDRESS_COLUMNS: tuple[tuple[str, str], ...] = (("outbox", "chat_id"),)
+
 #: Every (table, column) that refers to a user, used by export and erase.
 USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("users", "id"),
@@ -330,6 +339,8 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("assignments", "client_id"),
     ("planned_checkins", "user_id"),
     ("outbox", "user_id"),
+    ("outbox", "subject_user_id"),
+    ("outbox", "chat_id"),
     ("coach_events", "coach_id"),
     ("coach_events", "client_id"),
 )

@@ -50,6 +50,8 @@ from .types import utcnow
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
+#: Rows an export converts before it lets other tasks run (about a millisecond's work).
+_EXPORT_BATCH = 200
 #: PostgreSQL SQLSTATEs worth retrying a whole turn for.
 _RETRY_SQLSTATES = frozenset({"40001", "40P01", "55P03"})  # serialization, deadlock, lock n/a
 #: PostgreSQL SQLSTATEs (and classes) of a database that is away: restarting, refusing
@@ -97,6 +99,7 @@ class TurnUser:
     consent_at: datetime | None
     is_coach: bool
     created_at: datetime
+    exported_at: datetime | None
 
 
 #: What is read of a user: an ORM :class:`User` or a turn's :class:`TurnUser`.
@@ -167,6 +170,10 @@ class HeldMessage:
     chat_id: int
     payload: dict[str, Any]
     urgent: bool = False
+
+
+class UserGone(LookupError):
+    """A turn that may not create its user found none: the user was erased."""
 
 
 class ConflictError(RuntimeError):
@@ -253,7 +260,8 @@ class Turn:
                               "step_id": step_id, "variable": variable, "value": value,
                               "answered_at": self.now})
 
-    def enqueue(self, chat_id: int, payload: dict[str, Any], *, urgent: bool = False) -> None:
+    def enqueue(self, chat_id: int, payload: dict[str, Any], *, urgent: bool = False,
+                subject: int | None = None) -> None:
         """Queue a message; a sender delivers it after this turn commits.
 
         ``urgent``: the message goes out ahead of anything still queued for the chat. The
@@ -261,7 +269,10 @@ class Turn:
         of this one) are held back for good (``cancelled``, ``last_error`` saying why),
         and the turn's own delivery sends it at once, past the chat's pace, even when the
         chat has messages in flight. The one exception to "a chat's messages never
-        overtake each other"."""
+        overtake each other".
+
+        ``subject``: the user the message is about when that is someone else (a client, in
+        a coach's report), so that their export shows it and their erasure deletes it."""
         self._writable()
         own = chat_id == self.user.id
         if urgent:
@@ -275,10 +286,19 @@ class Turn:
             held = self._hold_until is not None and own and not self._chat_busy
         kind = "urgent" if urgent else "reply" if self._replying and own else "message"
         self._messages.append({
-            "user_id": self.user.id, "chat_id": chat_id, "payload": payload,
+            "user_id": self.user.id, "chat_id": chat_id, "subject_user_id": subject,
+            "payload": payload,
             "created_at": self.now, "status": "sending" if held else "pending",
             "attempts": 1 if held else 0, "kind": kind, "last_error": None,
             "next_attempt_at": self._hold_until if held else self.now})
+
+    async def erase_user(self) -> None:
+        """Erase the turn's user, in this turn's transaction: what it queued or would write
+        is dropped too, so the erasure commits with the rest of the turn or not at all."""
+        self._writable()
+        self._answers, self._messages, self._state_set = [], [], False
+        await erase(self.session, self.user.id)
+        self._user_as_stored = _columns(self.user)  # nothing left to update
 
     async def flush(self) -> None:
         """Send the pending writes to the database, still uncommitted (e.g. to get ids)."""
@@ -381,7 +401,8 @@ class Store:
 
     @asynccontextmanager
     async def turn(self, user_id: int, *, update_id: int | None = None,
-                   hold_for: timedelta | None = None) -> AsyncIterator[Turn]:
+                   hold_for: timedelta | None = None,
+                   create: bool = True) -> AsyncIterator[Turn]:
         """One transaction for one incoming update of ``user_id``.
 
         Turns of the same user are serialised (row lock on PostgreSQL, the database
@@ -395,6 +416,8 @@ class Store:
         A turn for an incoming update (``update_id``) first supersedes the replies to the
         chat's earlier messages that are still waiting (not in flight): they are
         ``cancelled``, and this turn's answer is what the user sees next.
+        ``create=False``: a user without a row (erased) is not created; :class:`UserGone`
+        is raised instead (the scheduler's turns: an erased user stays erased).
         """
         committed = False
         try:
@@ -402,7 +425,7 @@ class Store:
                 t: Turn | None = None
                 try:
                     t = await connection.run_sync(self._open_turn, connection, user_id,
-                                                  update_id, hold_for)
+                                                  update_id, hold_for, create)
                     if t.duplicate:
                         await connection.rollback()
                         yield t
@@ -435,6 +458,7 @@ class Store:
         hold_for: timedelta | None = None,
         attempts: int = 5,
         outage_retry: timedelta | None = None,
+        create: bool = True,
     ) -> T | None:
         """Run ``fn`` inside a turn, retrying the whole turn on a version conflict,
         serialisation failure or deadlock (up to ``attempts`` times), and through a
@@ -444,17 +468,20 @@ class Store:
 
         ``fn`` must therefore have no side effects outside the turn (send messages
         with :meth:`Turn.enqueue`). Returns ``fn``'s result, or None for a duplicate
-        update (``fn`` is then not called).
+        update, or with ``create=False`` a user without a row; ``fn`` is then not called).
         """
         attempt = outages = 0
         retry_for = (outage_retry or OUTAGE_RETRY).total_seconds()
         gave_up_at = monotonic_time.monotonic() + retry_for
         while True:
             try:
-                async with self.turn(user_id, update_id=update_id, hold_for=hold_for) as t:
+                async with self.turn(user_id, update_id=update_id, hold_for=hold_for,
+                                     create=create) as t:
                     if t.duplicate:
                         return None
                     return await fn(t)
+            except UserGone:
+                return None
             except Exception as exc:
                 if is_outage(exc):
                     outages += 1
@@ -473,13 +500,17 @@ class Store:
                 await asyncio.sleep(random.uniform(0, 0.02 * 2**attempt))
 
     def _open_turn(self, sync: Connection, connection: AsyncConnection, user_id: int,
-                   update_id: int | None, hold_for: timedelta | None) -> Turn:
+                   update_id: int | None, hold_for: timedelta | None,
+                   create: bool = True) -> Turn:
         """The turn's first statements, run in one go by ``connection.run_sync``."""
         now = utcnow()
         dialect = self.engine.dialect.name
         found = sync.execute(_LOCK_USER, {"user_id": user_id}).one_or_none()
         if found is None:  # first contact: create both rows, race-safe, then lock
-            sync.execute(_CREATE_USER[dialect], {"id": user_id, "created_at": now})
+            if create:
+                sync.execute(_CREATE_USER[dialect], {"id": user_id, "created_at": now})
+            elif sync.execute(select(_USERS.c.id).where(_USERS.c.id == user_id)).first() is None:
+                raise UserGone(user_id)
             sync.execute(_CREATE_CONVERSATION[dialect], {"user_id": user_id, "updated_at": now})
             found = sync.execute(_LOCK_USER, {"user_id": user_id}).one()
         *columns, state, version = found
@@ -514,6 +545,23 @@ class Store:
             )
             return _rowcount(result)
 
+    async def purge_unconsented(self, before: datetime, *, batch: int = 100) -> int:
+        """Erase up to ``batch`` users who first wrote before ``before`` and never agreed
+        that their answers are kept (coaches, set up by an administrator, are not asked).
+        Returns how many were erased."""
+        async with self.sessionmaker() as session:
+            ids = list((await session.execute(
+                select(User.id).where(User.consent_at.is_(None), User.is_coach.is_(False),
+                                      User.created_at < before)
+                .order_by(User.created_at).limit(batch))).scalars())
+        for user_id in ids:
+            async with self.sessionmaker() as session, session.begin():
+                # Checked again under the erase's transaction: they may have agreed since.
+                if await session.scalar(select(User.id).where(
+                        User.id == user_id, User.consent_at.is_(None))) is not None:
+                    await erase(session, user_id)
+        return len(ids)
+
     # -- users -----------------------------------------------------------------------
 
     async def get_user(self, user_id: int) -> User | None:
@@ -523,6 +571,23 @@ class Store:
             if user is not None:
                 session.expunge(user)
             return user
+
+    async def claim_export(self, user_id: int, now: datetime,
+                           every: timedelta) -> datetime | None:
+        """Record an export of ``user_id``'s data now, unless they had one within ``every``:
+        then return when the next one is allowed. A user without a row may always export
+        (there is nothing to build)."""
+        async with self.sessionmaker() as session, session.begin():
+            result = await session.execute(
+                update(User)
+                .where(User.id == user_id,
+                       or_(User.exported_at.is_(None), User.exported_at <= now - every))
+                .values(exported_at=now)
+                .execution_options(synchronize_session=False))
+            if _rowcount(result):
+                return None
+            last = await session.scalar(select(User.exported_at).where(User.id == user_id))
+            return None if last is None else last + every
 
     async def export_user(self, user_id: int) -> dict[str, Any]:
         """Everything stored about one user, as JSON-serialisable data.
@@ -540,7 +605,11 @@ class Store:
                     .where(or_(*(col == user_id for col in cols)))
                     .order_by(*table.primary_key.columns)
                 )
-                out[name] = [{k: _jsonable(v) for k, v in row._mapping.items()} for row in rows]
+                out[name] = found = []
+                for row in rows:  # decrypted row by row: let other tasks in now and then
+                    found.append({k: _jsonable(v) for k, v in row._mapping.items()})
+                    if len(found) % _EXPORT_BATCH == 0:
+                        await asyncio.sleep(0)
         return out
 
     async def erase_user(self, user_id: int) -> None:
@@ -550,49 +619,74 @@ class Store:
         redelivery of an old update is still recognised and not replayed.
         """
         async with self.sessionmaker() as session, session.begin():
-            involved = or_(Assignment.coach_id == user_id, Assignment.client_id == user_id)
-            own_exercises = select(Exercise.id).where(Exercise.coach_id == user_id)
-            assignment_ids = select(sql_cast(Assignment.id, String)).where(
-                or_(involved, Assignment.exercise_id.in_(own_exercises))
-            )
-            # Other people's exercise check-ins that depended on those assignments.
-            await session.execute(
-                update(PlannedCheckin)
-                .where(
-                    PlannedCheckin.kind == "exercise",
-                    PlannedCheckin.status.in_(("planned", "claimed")),
-                    PlannedCheckin.ref.in_(assignment_ids),
-                )
-                .values(status="cancelled")
-                .execution_options(synchronize_session=False)
-            )
-            for model in (Answer, Conversation, PlannedCheckin, Outbox):
-                await session.execute(delete(model).where(model.user_id == user_id))
-            await session.execute(delete(Goal).where(Goal.user_id == user_id))
-            await session.execute(
-                delete(Assignment).where(or_(involved, Assignment.exercise_id.in_(own_exercises)))
-            )
-            await session.execute(delete(Exercise).where(Exercise.coach_id == user_id))
-            await session.execute(
-                delete(CoachLink).where(
-                    or_(CoachLink.coach_id == user_id, CoachLink.client_id == user_id)
-                )
-            )
-            await session.execute(
-                delete(CoachEvent).where(
-                    or_(CoachEvent.coach_id == user_id, CoachEvent.client_id == user_id)
-                )
-            )
-            await session.execute(
-                delete(Invite).where(or_(Invite.coach_id == user_id, Invite.used_by == user_id))
-            )
-            await session.execute(
-                update(ProcessedUpdate)
-                .where(ProcessedUpdate.user_id == user_id)
-                .values(user_id=None)
-                .execution_options(synchronize_session=False)
-            )
-            await session.execute(delete(User).where(User.id == user_id))
+            await erase(session, user_id)
+
+
+#: References erase clears rather than deletes: processed update ids (not personal, and
+#: needed to recognise a late redelivery) and the user's own row, deleted last.
+_KEPT_WITHOUT_USER = frozenset({("processed_updates", "user_id")})
+
+
+async def erase(session: AsyncSession, user_id: int) -> None:
+    """Delete every row about the user, as client and as coach, in ``session``'s
+    transaction (see :meth:`Store.erase_user`)."""
+    involved = or_(Assignment.coach_id == user_id, Assignment.client_id == user_id)
+    own_exercises = select(Exercise.id).where(Exercise.coach_id == user_id)
+    assignment_ids = select(sql_cast(Assignment.id, String)).where(
+        or_(involved, Assignment.exercise_id.in_(own_exercises))
+    )
+    # Other people's exercise check-ins that depended on those assignments.
+    await session.execute(
+        update(PlannedCheckin)
+        .where(
+            PlannedCheckin.kind == "exercise",
+            PlannedCheckin.status.in_(("planned", "claimed")),
+            PlannedCheckin.ref.in_(assignment_ids),
+        )
+        .values(status="cancelled")
+        .execution_options(synchronize_session=False)
+    )
+    for model in (Answer, Conversation, PlannedCheckin):
+        await session.execute(delete(model).where(model.user_id == user_id))
+    # Messages to them, and messages to others about them (a coach's reports,
+    # charts and crisis digests), sent or not; and the delivered history of everyone
+    # they were ever linked with, whose lists of clients or coaches named them.
+    await session.execute(delete(Outbox).where(or_(
+        Outbox.user_id == user_id, Outbox.chat_id == user_id,
+        Outbox.subject_user_id == user_id)))
+    counterparts = select(CoachLink.client_id).where(CoachLink.coach_id == user_id) \
+        .union(select(CoachLink.coach_id).where(CoachLink.client_id == user_id))
+    await session.execute(delete(Outbox).where(
+        Outbox.user_id.in_(counterparts), Outbox.status.in_(("sent", "failed"))))
+    await session.execute(delete(Goal).where(Goal.user_id == user_id))
+    await session.execute(
+        delete(Assignment).where(or_(involved, Assignment.exercise_id.in_(own_exercises)))
+    )
+    await session.execute(delete(Exercise).where(Exercise.coach_id == user_id))
+    await session.execute(
+        delete(CoachLink).where(
+            or_(CoachLink.coach_id == user_id, CoachLink.client_id == user_id)
+        )
+    )
+    await session.execute(
+        delete(CoachEvent).where(
+            or_(CoachEvent.coach_id == user_id, CoachEvent.client_id == user_id)
+        )
+    )
+    await session.execute(
+        delete(Invite).where(or_(Invite.coach_id == user_id, Invite.used_by == user_id))
+    )
+    await session.execute(
+        update(ProcessedUpdate)
+        .where(ProcessedUpdate.user_id == user_id)
+        .values(user_id=None)
+        .execution_options(synchronize_session=False)
+    )
+    # Whatever else refers to them (a table added later, say) goes too.
+    for name, column in USER_COLUMNS:
+        if (name, column) not in _KEPT_WITHOUT_USER:
+            table = Base.metadata.tables[name]
+            await session.execute(delete(table).where(table.c[column] == user_id))
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -9,6 +9,7 @@ import hmac
 import logging
 import signal
 from collections.abc import Awaitable
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,7 +25,7 @@ from bot.dialogue.model import DialogueSet
 from bot.engine import warm_up
 from bot.i18n import SOURCE_LOCALE, SUPPORTED_LOCALES, translator_for
 from bot.loops import Supervisor
-from bot.observability import Heartbeats
+from bot.observability import Heartbeats, describe_failure
 from bot.schedule.runner import STALE_AFTER, start_scheduler
 from bot.store import Store, is_outage
 from bot.telegram.handlers import COMMANDS, Handlers
@@ -108,7 +109,12 @@ class FailedUpdates:
 
     async def __call__(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         error = context.error
-        log.error("update failed: %s", type(error).__name__)
+        update_id = update.update_id if isinstance(update, Update) else None
+        user_id = update.effective_user.id if isinstance(update, Update) \
+            and update.effective_user is not None else None
+        # ids, the failure's kind and where, never its message: that can quote the user
+        log.error("update %s of user %s failed: %s", update_id, user_id,
+                  describe_failure(error))
         if self.webhook and isinstance(update, Update) and error is not None \
                 and is_outage(error):
             failures = self._failures.pop(update.update_id, 0) + 1
@@ -223,7 +229,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
     sender = Sender(store, application.bot, rate=settings.send_rate, heartbeats=heartbeats,
                     give_up_after=settings.send_give_up_after)
     handlers = Handlers(store, dialogues, sender, admin_ids=settings.admin_ids,
-                        bot_username=lambda: application.bot.username)
+                        bot_username=lambda: application.bot.username,
+                        min_age=settings.min_age)
     application.add_handler(TypeHandler(Update, handlers.on_update))
     failed = FailedUpdates(webhook=bool(settings.webhook_url))
     application.add_error_handler(failed)
@@ -241,7 +248,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
         heartbeats.expect("sender", STALE_AFTER["sender"])
         supervisor.start("sender", sender.run)
         start_scheduler(store, dialogues, sender, supervisor=supervisor, heartbeats=heartbeats,
-                        stop=loops_stop)
+                        stop=loops_stop, consent_within=timedelta(days=settings.consent_days))
         if settings.webhook_url:
             runner = web.AppRunner(webhook_app(application, store, settings,
                                                heartbeats=heartbeats, failed=failed))

@@ -5,6 +5,7 @@ that the coach may act on that client, so forged button data gets nowhere."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import time, timedelta
@@ -35,10 +36,21 @@ SCHEDULES: dict[str, tuple[dict[str, object], int]] = {
 # The hours a coach picks from, in the client's own time zone; "c" is the client's check-in.
 HOURS = ("c", "7", "8", "12", "18", "20")
 CUSTOM = "x"  # prefix of a coach's own exercise in button data: x<id>
+# A Telegram id as typed or in button data: ASCII digits only (str.isdigit() accepts "²",
+# which int() refuses), and small enough for a BIGINT.
+_ID = re.compile(r"-?[0-9]{1,18}")
 
 
-def say(t: StoreTurn, text: str, buttons: tuple[Button, ...] = ()) -> None:
-    t.enqueue(t.user_id, Reply(text, buttons).to_payload())
+def parse_id(text: str) -> int | None:
+    """The id ``text`` spells, or None: never an exception, whatever was typed or forged."""
+    text = text.strip()
+    return int(text) if _ID.fullmatch(text) else None
+
+
+def say(t: StoreTurn, text: str, buttons: tuple[Button, ...] = (), *,
+        subject: int | None = None) -> None:
+    """Queue a message to the turn's user; ``subject``: the client it is about."""
+    t.enqueue(t.user_id, Reply(text, buttons).to_payload(), subject=subject)
 
 
 def schedule_label(key: str, tr: Translator) -> str:
@@ -108,7 +120,12 @@ class CoachHandlers:
         if t.user_id not in self.admin_ids:
             say(t, tr.gettext("I don't know that command. Send /help to see what I can do."))
             return None
-        target = int(argument) if argument.lstrip("-").isdigit() else t.user_id
+        target = parse_id(argument) if argument.strip() else t.user_id
+        if target is None:
+            say(t, tr.gettext("That is not a Telegram user id. Send /makecoach followed by "
+                              "the person's numeric id, or on its own to become a coach "
+                              "yourself."))
+            return None
         await domain.make_coach(t.session, target)
         say(t, tr.gettext("Done: user {user} can now invite clients with /invite.").format(
             user=target))
@@ -166,15 +183,16 @@ class CoachHandlers:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
                               "them."))
             return None
-        say(t, domain.progress_report(progress, tr))
+        say(t, domain.progress_report(progress, tr), subject=client_id)
         t.enqueue(t.user_id, {"photo": chart.hex(), "caption": tr.gettext(
-            "Weekly trend: mood and goal, last 12 weeks")})
+            "Weekly trend: mood and goal, last 12 weeks")}, subject=client_id)
         return None
 
     async def _find_client(self, t: StoreTurn, argument: str) -> int | None:
         argument = argument.strip()
-        if argument.isdigit():
-            return int(argument)
+        number = parse_id(argument)
+        if number is not None:
+            return number
         wanted = argument.casefold()
         for client in await domain.clients_of(t.session, t.user_id):
             if (client.first_name or "").casefold() == wanted:
@@ -192,10 +210,10 @@ class CoachHandlers:
         tr = translator_for(t.user.locale)
         parts = rest.split(":")
         invalid = tr.gettext("That button is no longer valid. Send /assign to start again.")
-        if not parts[0].isdigit() or len(parts) > 4:
+        client_id = parse_id(parts[0])
+        if client_id is None or len(parts) > 4:
             say(t, invalid)
             return None
-        client_id = int(parts[0])
         clients = {c.user_id: c for c in await domain.clients_of(t.session, t.user_id)}
         if client_id not in clients:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
@@ -236,7 +254,8 @@ class CoachHandlers:
         assigned = tr.gettext("Assigned “{exercise}” to {client}.").format(
             exercise=tr.isolate(choices[exercise]),
             client=tr.isolate(clients[client_id].first_name or str(client_id)))
-        say(t, f"{assigned}\n{schedule_label(parts[2], tr)} · {hour_label(parts[3], tr)}")
+        say(t, f"{assigned}\n{schedule_label(parts[2], tr)} · {hour_label(parts[3], tr)}",
+            subject=client_id)
         return None
 
     async def _exercise_choices(self, t: StoreTurn, tr: Translator) -> dict[str, str]:
@@ -270,7 +289,7 @@ class CoachHandlers:
                           "with /coach. Do you want to share?").format(
                               coach=tr.isolate(check.coach_name or "")),
             (Button(tr.gettext("Yes, share"), f"invite:yes:{code}"),
-             Button(tr.gettext("No"), "invite:no")))
+             Button(tr.gettext("No"), "invite:no")), subject=check.coach_id)
         return None
 
     async def _answer_invite(self, t: StoreTurn, rest: str) -> Outcome | None:
@@ -306,7 +325,9 @@ class CoachHandlers:
 
     async def _unlink(self, t: StoreTurn, rest: str) -> None:
         tr = translator_for(t.user.locale)
-        coach_id = int(rest) if rest.isdigit() else -1
+        coach_id = parse_id(rest)
+        if coach_id is None:
+            coach_id = -1
         if await domain.unlink(t.session, t.user_id, coach_id, t.now):
             say(t, tr.gettext("Done: that coach no longer sees your progress."))
         else:

@@ -3,12 +3,13 @@ transaction as the update's effects, and the sender delivers it once the turn ha
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from telegram import Message, Update
 from telegram.constants import ChatType
@@ -26,8 +27,10 @@ from bot.coaching.conversation import (
     declined_consent,
     enqueue_replies,
 )
+from bot.coaching.privacy import EXPORT_EVERY, export_document
 from bot.coaching.progress import progress_text
 from bot.coaching.safety import end_pause_when_client_writes
+from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
 from bot.engine.crisis import detect_crisis
@@ -36,8 +39,9 @@ from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
 from bot.observability import handling_update
 from bot.schedule.jobs import replan, schedule_of
-from bot.store import Store
+from bot.store import Store, off_the_loop
 from bot.store import Turn as StoreTurn
+from bot.store.types import utcnow
 from bot.telegram.coach import CoachHandlers
 
 log = logging.getLogger(__name__)
@@ -89,6 +93,7 @@ class Handlers:
     sender: Deliverer
     admin_ids: frozenset[int] = frozenset()
     bot_username: Callable[[], str] = lambda: "coachbot"
+    min_age: int = DEFAULT_MIN_AGE
     coach: CoachHandlers = field(init=False)
 
     def __post_init__(self) -> None:
@@ -97,41 +102,86 @@ class Handlers:
     # -- plumbing ----------------------------------------------------------------------------
 
     async def _turn(self, update: Update,
-                    fn: Callable[[StoreTurn], Awaitable[Outcome | None]]) -> None:
-        """Run `fn` in one store turn for the update's user, then deliver what it queued."""
+                    fn: Callable[[StoreTurn], Awaitable[Outcome | None]], *,
+                    action: Action | None = None, before_consent: bool = False) -> None:
+        """Run `fn` in one store turn for the update's user, then deliver what it queued.
+
+        Consent first: until the user agrees that their answers are kept, `fn` runs only when
+        `before_consent` (/start, /language, /delete); anything else leads to the consent
+        question, except a message in which the engine sees a crisis (`action`, the engine's
+        reading of the update, decides; nothing of it is kept). A user who declines, or is
+        under the minimum age, is erased in the same turn and told so directly."""
         user = update.effective_user
         if user is None:
             return
         telegram_user = user
         committed: list[StoreTurn] = []  # the attempt that committed (a turn may be retried)
+        goodbye: list[Reply] = []
 
         async def body(t: StoreTurn) -> Outcome | None:
+            goodbye.clear()
             if t.state is None:  # first contact: take Telegram's language until they choose
                 t.user.locale = normalize_locale(telegram_user.language_code)
-            t.user.first_name = telegram_user.first_name
+            agreed = self._agreed(t)
+            if agreed:  # before that, nothing of theirs is kept, not even their name
+                t.user.first_name = telegram_user.first_name
             schedule = schedule_of(t.user)
             # Writing to the bot means they no longer block it: reachable again, and their
             # check-ins are planned again (at once, by replan).
             t.user.reachable = True
-            result = await fn(t)
+            result = await fn(t) if agreed or before_consent \
+                else await self._consent_first(t, action)
             end_pause_when_client_writes(t.user, result, t.now)
-            if schedule_of(t.user) != schedule:  # a new check-in time applies at once
+            if result is not None and declined_consent(result):
+                goodbye.extend(result.replies)
+                await t.erase_user()  # as the bot promised: nothing is kept
+            elif schedule_of(t.user) != schedule:  # a new check-in time applies at once
                 await replan(t, t.now)
             committed[:] = [t]
             return result
 
-        outcome = await self.store.run_turn(user.id, body, update_id=update.update_id,
-                                            hold_for=self.sender.lease)
-        declined = outcome is not None and declined_consent(outcome)
-        if committed:
+        await self.store.run_turn(user.id, body, update_id=update.update_id,
+                                  hold_for=self.sender.lease)
+        if goodbye:  # straight to Telegram: nothing of theirs is left to queue it in
+            await self._say_directly(update, goodbye)
+        elif committed:
             try:
-                await self.sender.deliver_turn(committed[0], patient=declined)
+                await self.sender.deliver_turn(committed[0])
             except Exception as exc:  # committed: the rows' lease brings them back to the queue
                 log.error("update %s: replies not delivered now (%s); the sender retries",
                           update.update_id, type(exc).__name__)
-        if declined:
-            await self.sender.deliver_now(user.id, patient=True)  # the goodbye, then nothing
-            await self.store.erase_user(user.id)  # as the bot promised: nothing is kept
+
+    def _agreed(self, t: StoreTurn) -> bool:
+        """Consent given; coaches and admins are set up by an administrator, not asked."""
+        return t.user.consent_at is not None or t.user.is_coach or t.user_id in self.admin_ids
+
+    async def _consent_first(self, t: StoreTurn, action: Action | None) -> Outcome:
+        """Before consent: a crisis (or a possible one, or worry for someone) is answered;
+        an answer to the onboarding's questions goes on; anything else is met with the
+        consent question (where the onboarding stands)."""
+        state = ConversationState.from_dict(t.state)
+        onboarding = state.active and state.stack[0].dialogue == ONBOARDING
+        if isinstance(action, Turn) and (onboarding or state.safety_asked
+                                         or action.text is not None):
+            outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
+            if onboarding or outcome.crisis or outcome.signal is not None \
+                    or state.safety_asked:
+                enqueue_replies(t, outcome)
+                return outcome
+        outcome = await converse(t, self.dialogues, Resume() if onboarding else
+                                 Start(ONBOARDING), t.now, min_age=self.min_age)
+        enqueue_replies(t, outcome)
+        return outcome
+
+    @staticmethod
+    async def _say_directly(update: Update, replies: list[Reply]) -> None:
+        user = update.effective_user
+        assert user is not None
+        for reply in replies:
+            try:
+                await update.get_bot().send_message(user.id, reply.text)
+            except TelegramError as exc:
+                log.warning("goodbye to user %s not sent: %s", user.id, type(exc).__name__)
 
     async def _converse(self, update: Update, action: Action, *,
                         note: str | None = None) -> None:
@@ -141,18 +191,19 @@ class Handlers:
             if note is not None:
                 t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(note))
                           .to_payload())
-            outcome = await converse(t, self.dialogues, action, t.now)
+            outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
             enqueue_replies(t, outcome)
             return outcome
 
-        await self._turn(update, run)
+        await self._turn(update, run, action=action)
 
-    async def _say(self, update: Update, message: Callable[[StoreTurn], Reply]) -> None:
+    async def _say(self, update: Update, message: Callable[[StoreTurn], Reply], *,
+                   before_consent: bool = False) -> None:
         async def run(t: StoreTurn) -> None:
             t.enqueue(t.user_id, message(t).to_payload())
             return None
 
-        await self._turn(update, run)
+        await self._turn(update, run, before_consent=before_consent)
 
     @staticmethod
     def _private(update: Update) -> bool:
@@ -216,7 +267,7 @@ class Handlers:
             t.enqueue(t.user_id, sos_reply(ctx).to_payload(), urgent=True)
             return None
 
-        await self._turn(update, run)
+        await self._turn(update, run, before_consent=True)
 
     async def _on_non_text(self, update: Update) -> None:
         await self._converse(update, Resume(), note=N_(
@@ -241,7 +292,7 @@ class Handlers:
         elif command == "help":
             await self._say(update, lambda t: help_reply(t.user.locale, coach=t.user.is_coach))
         elif command == "language":
-            await self._say(update, lambda t: language_reply(t.user.locale))
+            await self._say(update, lambda t: language_reply(t.user.locale), before_consent=True)
         elif command == "progress":
             await self._on_progress(update)
         elif command == "exercises":
@@ -249,7 +300,7 @@ class Handlers:
         elif command == "export":
             await self._on_export(update, message)
         elif command == "delete":
-            await self._say(update, lambda t: delete_reply(t.user.locale))
+            await self._say(update, lambda t: delete_reply(t.user.locale), before_consent=True)
         else:
             await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
                 "I don't know that command. Send /help to see what I can do.")))
@@ -258,18 +309,19 @@ class Handlers:
         async def run(t: StoreTurn) -> Outcome | None:
             state = ConversationState.from_dict(t.state)
             action: Action
-            if t.user.consent_at is None:
-                action = Start(ONBOARDING)
+            if not self._agreed(t):
+                action = Resume() if state.active and state.stack[0].dialogue == ONBOARDING \
+                    else Start(ONBOARDING)
             elif state.active:
                 action = Resume()
             else:
                 t.enqueue(t.user_id, help_reply(t.user.locale).to_payload())
                 return None
-            outcome = await converse(t, self.dialogues, action, t.now)
+            outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
             enqueue_replies(t, outcome)
             return outcome
 
-        await self._turn(update, run)
+        await self._turn(update, run, before_consent=True)
 
     async def _on_checkin(self, update: Update) -> None:
         async def run(t: StoreTurn) -> Outcome:
@@ -281,7 +333,7 @@ class Handlers:
                     "A check-in looks at your goal, and you have not set one yet. "
                     "Let's start there.")).to_payload())
                 action = Start(GOAL_SETTING)
-            outcome = await converse(t, self.dialogues, action, t.now)
+            outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
             enqueue_replies(t, outcome)
             return outcome
 
@@ -297,11 +349,27 @@ class Handlers:
         await self._turn(update, run)
 
     async def _on_export(self, update: Update, message: Message) -> None:
+        """The client's data as a file: at most one per ``EXPORT_EVERY``, read on the
+        connection's thread and turned into JSON on another, so other chats go on."""
         user = update.effective_user
         assert user is not None
-        data = await self.store.export_user(user.id)
-        document = json.dumps(data, ensure_ascii=False, indent=2, default=str).encode()
+        stored = await self.store.get_user(user.id)
+        if stored is None or not (stored.consent_at or stored.is_coach
+                                  or user.id in self.admin_ids):
+            await self._converse(update, Resume())  # the consent question; nothing is kept
+            return
+        now = utcnow()
+        next_allowed = await self.store.claim_export(user.id, now, EXPORT_EVERY)
+        if next_allowed is not None:
+            await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
+                "I sent you a copy of your data a short while ago. You can ask for a new one "
+                "from {time}.").format(time=translator_for(t.user.locale).time(
+                    next_allowed.astimezone(_zone(stored.time_zone))))))
+            return
+        with off_the_loop():
+            data = await self.store.export_user(user.id)
         tr = translator_for(data["users"][0]["locale"] if data["users"] else user.language_code)
+        document = await asyncio.to_thread(export_document, data, tr)
         await message.reply_document(
             document, filename=f"coachbot-{user.id}.json",
             caption=tr.gettext("Everything I have stored about you. It is yours."))
@@ -337,18 +405,18 @@ class Handlers:
             state = ConversationState.from_dict(t.state)
             if not state.active:
                 return None
-            outcome = await converse(t, self.dialogues, Resume(), t.now)
+            outcome = await converse(t, self.dialogues, Resume(), t.now, min_age=self.min_age)
             enqueue_replies(t, outcome)
             return outcome
 
-        await self._turn(update, run)
+        await self._turn(update, run, before_consent=True)
 
     async def _on_delete(self, update: Update, *, confirmed: bool) -> None:
         user, query = update.effective_user, update.callback_query
         assert user is not None and query is not None
         if not confirmed:
             await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
-                "Good, nothing was deleted.")))
+                "Good, nothing was deleted.")), before_consent=True)
             return
         stored = await self.store.get_user(user.id)
         tr = translator_for(stored.locale if stored else user.language_code)
@@ -356,6 +424,13 @@ class Handlers:
         await query.get_bot().send_message(user.id, tr.gettext(
             "Done. Everything you shared with me is deleted. If you ever want to start again, "
             "send /start."))
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
 
 
 def _kind_of(update: Update) -> str:

@@ -515,3 +515,17 @@ async def test_a_coach_assigns_only_their_own_written_exercises(db: Store) -> No
     assert [(a.exercise_slug, a.exercise_id) for a in await rows(db, Assignment)] == [
         ("custom_exercise", mine)]
     assert await tx(db, lambda s: c.own_exercises(s, COACH)) == [(mine, "Pages")]
+
+
+async def test_goals_set_before_the_link_stay_private(db: Store) -> None:
+    """The invitation promises that nothing written before the client agrees is shared."""
+    async def goals(s: AsyncSession) -> None:
+        s.add(Goal(user_id=CLIENT, title="Leave my job without my boss knowing",
+                   created_at=NOW - timedelta(hours=1)))
+        s.add(Goal(user_id=CLIENT, title="Run 5k", created_at=NOW + timedelta(minutes=5)))
+
+    await tx(db, goals)
+    await link(db, COACH, CLIENT)
+    progress = await tx(db, lambda s: c.client_progress(s, COACH, CLIENT,
+                                                       NOW + timedelta(hours=1)))
+    assert [g.title for g in progress.goals] == ["Run 5k"]

@@ -32,6 +32,7 @@ async def say(store: Store, dialogues: DialogueSet, *actions: Turn | Start | Res
     outcome = None
     for action in actions:
         async def run(t, action=action):  # type: ignore[no-untyped-def]
+            t.user.consent_at = t.user.consent_at or now  # answers are kept after consent
             return await converse(t, dialogues, action, now)
 
         outcome = await store.run_turn(USER, run)

@@ -32,6 +32,7 @@ async def play(store: Store, dialogues: DialogueSet, dialogue_id: str,
 
     async def step(action: Turn | Start) -> Outcome:
         async def run(t):  # type: ignore[no-untyped-def]
+            t.user.consent_at = t.user.consent_at or NOW  # answers are kept after consent
             return await converse(t, dialogues, action, NOW)
 
         outcome = await store.run_turn(USER, run)

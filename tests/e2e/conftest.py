@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.config import Settings
-from bot.store import Outbox, Store
+from bot.store import Outbox, Store, Turn
 from bot.telegram.app import serve
 from tests.fakes.bot_api import FakeBotApi, SentMessage
 
@@ -85,6 +85,15 @@ class RunningBot:
 
     def user(self, user_id: int, **kwargs: str) -> TelegramUser:
         return TelegramUser(self.fake, self.store, user_id, **kwargs)
+
+    async def agree(self, *user_ids: int) -> None:
+        """These users have agreed that their answers are kept, as if through the
+        onboarding's consent question (which tests/e2e/test_consent.py goes through)."""
+        for user_id in user_ids:
+            async def consent(t: Turn) -> None:
+                t.user.consent_at = t.user.consent_at or t.now
+
+            await self.store.run_turn(user_id, consent)
 
 
 def settings_for(fake: FakeBotApi, tmp_path: Path, **overrides: object) -> Settings:

@@ -60,9 +60,10 @@ async def count(bot: RunningBot, model: type, user_id: int) -> int:
 async def test_onboarding_and_goal_setting_with_keyboards(running_bot: RunningBot) -> None:
     ana = running_bot.user(101)
     first = await ana.send("/start")
-    assert first[0].text is not None and first[0].text.startswith("Hello Ana, and welcome.")
+    assert first[0].text is not None and first[0].text.startswith("Hello, and welcome.")
     assert any("Yes" in json.dumps(m.reply_markup) for m in first)
-    await ana.press("Yes")
+    await ana.press("Yes")  # 18 or older
+    await ana.press("Yes")  # agrees that the answers are kept
     await ana.press("English")
     replies = await ana.send("Rome")
     assert "At what time of day" in (replies[-1].text or "")
@@ -82,6 +83,7 @@ async def test_onboarding_and_goal_setting_with_keyboards(running_bot: RunningBo
 
 async def test_a_check_in_with_buttons(running_bot: RunningBot) -> None:
     ana = running_bot.user(102)
+    await running_bot.agree(102)
     await ana.send("/checkin")  # no goal yet: it starts with the goal
     assert "you have not set one yet" in (ana.messages[0].text or "")
     await answer_until_idle(running_bot, ana, {"goal": "Read more books", "commitment": "8"})
@@ -97,6 +99,7 @@ async def test_wrong_answers_stale_buttons_stickers_and_commands(
     running_bot: RunningBot,
 ) -> None:
     ana = running_bot.user(103)
+    await running_bot.agree(103)
     await ana.send("/goal")
     await ana.send("Run a 10k race")
     await ana.send("Because I can")
@@ -128,6 +131,7 @@ async def test_wrong_answers_stale_buttons_stickers_and_commands(
 
 async def test_each_update_counts_once(running_bot: RunningBot) -> None:
     ana = running_bot.user(104)
+    await running_bot.agree(104)
     await ana.send("/goal")
     update_id = ana.fake.send_text(104, "Learn to swim")
     await ana.replies()
@@ -142,6 +146,10 @@ async def test_each_update_counts_once(running_bot: RunningBot) -> None:
 async def test_a_new_telegram_name_is_stored_with_the_next_message(
         running_bot: RunningBot) -> None:
     await running_bot.user(112, first_name="Ana").send("/help")
+    user = await running_bot.store.get_user(112)
+    assert user is not None and user.first_name is None  # before consent: not kept
+    await running_bot.agree(112)
+    await running_bot.user(112, first_name="Ana").send("/help")
     await running_bot.user(112, first_name="Anna").send("/help")
     user = await running_bot.store.get_user(112)
     assert user is not None and user.first_name == "Anna"
@@ -149,6 +157,7 @@ async def test_a_new_telegram_name_is_stored_with_the_next_message(
 
 async def test_export_and_delete(running_bot: RunningBot) -> None:
     ana = running_bot.user(105)
+    await running_bot.agree(105)
     await ana.send("/goal")
     await ana.send("Write a book")
     exported = await ana.send("/export")
@@ -171,6 +180,7 @@ async def test_export_and_delete(running_bot: RunningBot) -> None:
 async def test_declining_consent_keeps_nothing(running_bot: RunningBot) -> None:
     ana = running_bot.user(106)
     await ana.send("/start")
+    await ana.press("Yes")  # 18 or older
     declined = await ana.press("No")
     assert "nothing is kept" in (declined[-1].text or "")
     assert await count(running_bot, User, 106) == 0
@@ -179,6 +189,7 @@ async def test_declining_consent_keeps_nothing(running_bot: RunningBot) -> None:
 
 async def test_a_user_who_blocked_the_bot(running_bot: RunningBot) -> None:
     ana = running_bot.user(107)
+    await running_bot.agree(107)
     await ana.send("/goal")
     ana.fake.block(107)
     ana.fake.send_text(107, "Run a marathon")
@@ -227,6 +238,7 @@ async def test_a_wrong_token_is_one_clear_line(fake_bot_api: FakeBotApi, tmp_pat
 
 async def test_hebrew_reads_right_to_left_around_latin_words(running_bot: RunningBot) -> None:
     dana = running_bot.user(109, language_code="he", first_name="Dana")
+    await running_bot.agree(109)
     await dana.send("/goal")
     replies = await dana.send("Run 10k")
     text = replies[-1].text or ""
@@ -256,6 +268,7 @@ async def test_metrics_count_updates_and_sends(running_bot: RunningBot) -> None:
 
 async def test_the_language_picker_switches_at_once(running_bot: RunningBot) -> None:
     ana = running_bot.user(111, language_code="it-CH")
+    await running_bot.agree(111)
     first = await ana.send("/help")
     assert "/checkin" in (first[0].text or "") and "Daily check-in" not in (first[0].text or "")
     picker = await ana.send("/language")

@@ -30,12 +30,15 @@ async def test_invite_consent_progress_assign_and_unlink(running_bot: RunningBot
     invite = (await coach.send("/invite"))[0].text or ""
     code = re.search(r"start=(invite_[A-Za-z0-9_-]+)", invite)
     assert code is not None and "coachbot_test_bot" in invite
+    before = await client.send(f"/start {code.group(1)}")  # consent comes first
+    assert before[-1].text == "I am made for adults. Are you 18 or older?"
+    await running_bot.agree(CLIENT)
     offer = await client.send(f"/start {code.group(1)}")
     assert "Marta invites you to share" in (offer[0].text or "")
     linked = await client.press("Yes, share")
     assert "your coach can now follow your progress" in (linked[0].text or "")
-    assert linked[1].text is not None and linked[1].text.startswith("Hello Luca")
 
+    await running_bot.agree(STRANGER)
     reused = await running_bot.user(STRANGER).send(f"/start {code.group(1)}")
     assert "not valid any more" in (reused[0].text or "")
 
@@ -85,6 +88,7 @@ async def test_invite_consent_progress_assign_and_unlink(running_bot: RunningBot
 
 async def test_only_coaches_invite(running_bot: RunningBot) -> None:
     someone = running_bot.user(405)
+    await running_bot.agree(405)
     answer = (await someone.send("/invite"))[0].text or ""
     assert "Only coaches can invite clients" in answer
     assert "can't find that client" in ((await someone.send("/progress 402"))[0].text or "")
@@ -100,9 +104,9 @@ async def test_a_coach_writes_an_exercise_and_the_client_gets_it(
     invite = (await coach.send("/invite"))[0].text or ""
     code = re.search(r"start=(invite_[A-Za-z0-9_-]+)", invite)
     assert code is not None
+    await running_bot.agree(CLIENT)
     await client.send(f"/start {code.group(1)}")
     await client.press("Yes, share")
-    await client.send("/cancel")
 
     await coach.send("/newexercise")
     await coach.send("Morning pages")

@@ -113,6 +113,7 @@ async def test_fuzzed_updates_never_break_the_bot(running_bot: RunningBot,
 
 async def test_injection_attempts_are_stored_and_shown_verbatim(running_bot: RunningBot) -> None:
     ana = running_bot.user(302)
+    await running_bot.agree(302)
     await ana.send("/goal")
     sneaky = "Robert'); DROP TABLE users; -- {name} {goal.title} {{x}} %s <b>bold</b>"
     replies = await ana.send(sneaky)
@@ -127,6 +128,7 @@ async def test_injection_attempts_are_stored_and_shown_verbatim(running_bot: Run
 async def test_a_flood_from_one_user_does_not_starve_others(running_bot: RunningBot) -> None:
     fake = running_bot.fake
     flooder, other = running_bot.user(303), running_bot.user(304)
+    await running_bot.agree(303, 304)
     await flooder.send("/goal")
     for index in range(1000):
         fake.send_text(303, f"flood {index}")

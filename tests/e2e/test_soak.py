@@ -43,7 +43,7 @@ from sqlalchemy.engine import make_url
 
 from bot.dialogue import load_dialogues
 from bot.engine import ConversationState, step_token
-from bot.store import Answer, Conversation, Goal, Outbox, PlannedCheckin, Store, User
+from bot.store import Answer, Conversation, Goal, Outbox, PlannedCheckin, Store, Turn, User
 from bot.telegram.app import HEALTH_PATH, SECRET_HEADER
 from tests.conftest import PG_DEFAULT, _pg_admin
 from tests.e2e.conftest import REPO
@@ -551,6 +551,13 @@ class Soak:
         await wait_for(quiet, remaining, "the outbox to drain and the check-ins to start", 0.5)
 
 
+async def agreed(t: Turn) -> None:
+    """A chatter agreed that their answers are kept, and paused check-ins: the seeded users
+    are the ones the scheduler serves."""
+    t.user.consent_at = t.user.consent_at or t.now
+    t.user.paused_until = t.now + timedelta(days=30)
+
+
 async def seed_checkin_users(store: Store, due: datetime) -> None:
     """Users who consented, have an active goal and a daily check-in due at `due` (written
     straight into the database: the replicas' ticks must plan and start them)."""
@@ -613,6 +620,8 @@ async def test_soak_two_replicas_a_kill_and_check_ins(tmp_path: Path) -> None:
         replicas = [Replica(name, port, env, tmp_path)
                     for name, port in zip("ab", proxy.ports, strict=True)]
         chatters = [Chatter(CHATTER_IDS + number) for number in range(USERS)]
+        for chatter in chatters:  # they agreed that their answers are kept, earlier
+            await store.run_turn(chatter.user_id, agreed)
         soak = Soak(fake, store, replicas, proxy, due, chatters, Deliveries(fake))
         await asyncio.gather(*(replica.start() for replica in replicas))
         await asyncio.gather(*(replica.wait_healthy(session) for replica in replicas))

@@ -38,6 +38,7 @@ async def test_a_conversation_over_the_webhook(webhook_bot: RunningBot) -> None:
     assert fake.webhook_secret == SECRET
     assert fake.calls("getUpdates") == []
     ana = webhook_bot.user(201)
+    await webhook_bot.agree(201)
     await ana.send("/goal")
     replies = await ana.send("Run a 10k race")
     assert replies[-1].text == "Why does “Run a 10k race” matter to you?"

@@ -123,3 +123,16 @@ def test_the_send_give_up_limit_is_hours_and_checked() -> None:
     for bad in ("0", "200", "soon"):
         assert [line.split(" ")[0] for line in problems(COACHBOT_SEND_GIVE_UP_HOURS=bad)] == [
             "COACHBOT_SEND_GIVE_UP_HOURS"]
+
+
+def test_minimum_age_and_consent_window() -> None:
+    from bot.config import ConfigError, load_settings
+
+    base = {"COACHBOT_DIALOGUES": "dialogues"}
+    defaults = load_settings(base)
+    assert (defaults.min_age, defaults.consent_days) == (18, 7)
+    chosen = load_settings({**base, "COACHBOT_MIN_AGE": "16", "COACHBOT_CONSENT_DAYS": "3"})
+    assert (chosen.min_age, chosen.consent_days) == (16, 3)
+    with pytest.raises(ConfigError) as bad:
+        load_settings({**base, "COACHBOT_MIN_AGE": "²", "COACHBOT_CONSENT_DAYS": "0"})
+    assert len(bad.value.problems) == 2

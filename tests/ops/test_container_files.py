@@ -237,3 +237,29 @@ def test_the_env_example_names_every_required_variable(compose: dict[str, Any]) 
     defined = set(re.findall(r"^(\w+)=", example, re.MULTILINE))
     assert required <= defined, required - defined
     assert ".env" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def _caddy_blocks(text: str, directive: str) -> list[str]:
+    """The bodies of every ``directive { … }`` block in a Caddyfile, nested braces included."""
+    blocks = []
+    for match in re.finditer(rf"(?m)^\s*{directive}\s*\{{", text):
+        depth, start = 1, match.end()
+        for i in range(start, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                blocks.append(text[start:i])
+                break
+    return blocks
+
+
+def test_the_proxy_never_logs_the_webhook_secret() -> None:
+    from bot.telegram.app import SECRET_HEADER
+
+    # Caddy logs request headers in Go's canonical form.
+    canonical = "-".join(part.capitalize() for part in SECRET_HEADER.split("-"))
+    text = (ROOT / "deploy" / "Caddyfile").read_text()
+    logs = _caddy_blocks(text, "log")
+    assert logs, "the proxy keeps an access log; this test expects to check it"
+    for body in logs:
+        assert re.search(r"format\s+filter\s*\{", body), body
+        assert re.search(rf"request>headers>{re.escape(canonical)}\s+delete", body), body

@@ -144,3 +144,38 @@ def test_metrics_app_is_a_wsgi_app_serving_the_same_text() -> None:
     statuses: list[str] = []
     body = b"".join(obs.metrics_app()(environ, lambda status, headers: statuses.append(status)))
     assert statuses == ["200 OK"] and b"# TYPE outbox_depth gauge" in body
+
+
+WORDS = "Tell my wife about the debts"
+
+
+def test_a_failure_is_described_by_kind_and_place_never_by_its_text() -> None:
+    try:
+        try:
+            int("²")
+        except ValueError as exc:
+            raise RuntimeError(f"could not read {WORDS}") from exc
+    except RuntimeError as exc:
+        line = obs.describe_failure(exc)
+    assert line.startswith("RuntimeError <- ValueError at ")
+    assert "test_observability.py:" in line and "test_a_failure_is_described" in line
+    assert WORDS not in line and "²" not in line
+    assert obs.describe_failure(None) == "unknown error"
+
+
+def test_sql_parameters_and_row_details_are_redacted_from_any_record(
+        capture: tuple[logging.Logger, io.StringIO]) -> None:
+    log, stream = capture
+    error = ("(sqlite3.IntegrityError) simulated\n[SQL: INSERT INTO answers VALUES (?, ?)]\n"
+             f"[parameters: (7201, '\"{WORDS}]\nsecond line\"')]\n"
+             "(Background on this error at: https://sqlalche.me/e/20/gkpj)")
+    try:
+        raise RuntimeError(error)
+    except RuntimeError:
+        log.exception("failed: %s", error)
+    log.error('DETAIL:  Failing row contains (7, "%s", null).', WORDS)
+    log.info("request", extra={"line": f"POST /bot{TOKEN}/x", "nested": {"a": [TOKEN]}})
+    text = stream.getvalue()
+    assert WORDS not in text and "second line" not in text and TOKEN not in text
+    assert "[parameters: [REDACTED]]" in text and "Background on this error" in text
+    assert lines(stream)[-1]["nested"] == {"a": [obs.REDACTED]}

@@ -302,3 +302,43 @@ async def test_claimed_check_ins_start_several_at_a_time(store: Store,
     monkeypatch.setattr(store, "run_turn", counted)
     assert await claim_and_start(store, dialogues(), now, worker_id="w1") == {"started": 20}
     assert most == START_CONCURRENCY
+
+
+async def test_a_start_that_fails_logs_ids_and_kind_never_the_text(
+        store: Store, monkeypatch: Any, caplog: Any) -> None:
+    from bot.schedule import jobs
+
+    now = now_utc()
+    await add_users(store, [1], now=now, zone=noon_zone(now))
+    await add_due(store, [1], now - timedelta(minutes=5))
+
+    async def failing(*args: Any, **kwargs: Any) -> str:
+        raise ValueError("invalid literal for int(): 'Tell my wife about the debts'")
+
+    monkeypatch.setattr(jobs, "start_one", failing)
+    with caplog.at_level("ERROR"):
+        assert await claim_and_start(store, dialogues(), now, worker_id="w1") == {"error": 1}
+    (record,) = [r for r in caplog.records if r.name == "bot.schedule.jobs"]
+    assert record.getMessage().startswith("check-in 1 of user 1 could not be started: ValueError")
+    assert record.exc_info is None and "debts" not in caplog.text
+
+
+async def test_a_user_erased_after_the_claim_is_not_recreated(
+        store: Store, monkeypatch: Any) -> None:
+    from bot.schedule import jobs
+
+    now = now_utc()
+    await add_users(store, [1], now=now, zone=noon_zone(now))
+    await add_due(store, [1], now - timedelta(minutes=5))
+    real_claim = jobs.claim
+
+    async def claim_then_erase(*args: Any, **kwargs: Any) -> Any:
+        rows = await real_claim(*args, **kwargs)
+        await store.erase_user(1)  # "Yes, delete everything", pressed just then
+        return rows
+
+    monkeypatch.setattr(jobs, "claim", claim_then_erase)
+    assert await claim_and_start(store, dialogues(), now, worker_id="w1") == {"lost": 1}
+    for table, column in (("users", "id"), ("conversations", "user_id"),
+                          ("outbox", "user_id"), ("planned_checkins", "user_id")):
+        assert await count(store, table, f"{column} = 1") == 0, table

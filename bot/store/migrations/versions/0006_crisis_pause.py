@@ -1,7 +1,7 @@
 """A crisis pauses the client's scheduled coaching, and a caring check-in follows.
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-12-04
 
 ``users.crisis_pause_until``: nothing scheduled starts for the client before it (unless they
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006"
-down_revision: str | None = "0004"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

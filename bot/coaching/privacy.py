@@ -1,0 +1,50 @@
+"""What a client's copy of their data says about itself: a label for every kind of row, in
+their language, and how often they may ask for one."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from bot.i18n import N_, Translator
+
+#: How often one user may ask for a copy of their data (it is built from every row).
+EXPORT_EVERY = timedelta(hours=1)
+
+#: What each table of an export holds, as a client would read it. Every table that refers to a
+#: user has one (a test walks the schema).
+TABLE_LABELS: dict[str, str] = {
+    "users": N_("Your profile: language, time zone, check-in time, quiet hours, pause, "
+                "whether you agreed that I keep your answers, and when."),
+    "goals": N_("Your goals, with why they matter to you and how far you are."),
+    "answers": N_("Every answer you gave me, with the conversation and the moment."),
+    "conversations": N_("Where you are in the current conversation."),
+    "processed_updates": N_("The numbers of the messages of yours I have handled, so that "
+                            "none is handled twice. They hold no content."),
+    "coach_links": N_("The coaches you share your progress with (or shared with), and since "
+                      "when."),
+    "invites": N_("Invitation links you made or used."),
+    "exercises": N_("Exercises you wrote, if you are a coach."),
+    "assignments": N_("Exercises a coach gave you, or that you gave your clients."),
+    "planned_checkins": N_("The check-ins and exercises planned for you, and what became of "
+                           "them."),
+    "outbox": N_("Messages I sent you, and messages about you that I sent to your coach "
+                 "(progress reports, charts and crisis notices, which never contain your "
+                 "words)."),
+    "coach_events": N_("What your coach was told about, without any content: an exercise "
+                       "done, partly done or skipped, or that I saw signs of a crisis."),
+}
+
+
+def labelled(data: dict[str, Any], tr: Translator) -> dict[str, Any]:
+    """An export with, first, what each of its parts is, in the reader's language."""
+    about = {name: tr.gettext(TABLE_LABELS[name]) for name in data if name in TABLE_LABELS}
+    intro = tr.gettext("Everything I have stored about you. Each part is explained under "
+                       "“about”.")
+    return {"about_this_file": intro, "about": about, **data}
+
+
+def export_document(data: dict[str, Any], tr: Translator) -> bytes:
+    """The file a client gets: their labelled data as JSON (CPU-bound: run it off the loop)."""
+    return json.dumps(labelled(data, tr), ensure_ascii=False, indent=2, default=str).encode()
