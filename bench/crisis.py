@@ -23,11 +23,9 @@ from bench.common import machine, table
 from bot.engine.crisis import (
     CrisisCategory,
     CrisisLevel,
-    _lexicon_hit,
     detect_crisis,
-    normalize,
+    phrase_match,
 )
-from bot.engine.crisis_model import split_sentences
 from bot.engine.crisis_train import EVERYDAY, Example, read_corpus
 
 CORPUS = Path(__file__).parents[1] / "crisis_corpus"
@@ -50,7 +48,7 @@ def model_verdict(text: str) -> Verdict:
 
 def phrase_list_verdict(text: str) -> Verdict:
     """The phrase lists alone, as the detector was before the model: a match is urgent."""
-    return "urgent" if any(_lexicon_hit(s) for s in split_sentences(normalize(text))) else ""
+    return "urgent" if phrase_match(text) else ""
 
 
 def _pct(hits: int, total: int) -> str:

@@ -38,9 +38,12 @@ __all__ = [
     "country_for_timezone",
     "default_country_for_locale",
     "detect_crisis",
+    "flagged",
+    "has_telling_word",
     "helplines_for",
     "message_features",
     "normalize",
+    "phrase_match",
 ]
 
 #: Languages whose phrase lists are always checked, whatever the user's locale.
@@ -352,10 +355,9 @@ _NEUTRAL_CONCEPTS = frozenset({
 _SHORT = 2  # words
 
 
-def _risk_concepts(normalized: str) -> bool:
+def _risk_concepts(piece: str) -> bool:
     lexicon = _concepts()
-    return any(_word_concepts(word, lexicon) - _NEUTRAL_CONCEPTS
-               for word in _without_idioms(normalized).split())
+    return any(_word_concepts(word, lexicon) - _NEUTRAL_CONCEPTS for word in piece.split())
 
 
 def phrase_counts() -> dict[str, tuple[int, int]]:
@@ -415,33 +417,61 @@ def urgent_score(classes: tuple[str, ...], probabilities: Sequence[float]) -> fl
                      if c in URGENT_CATEGORIES))
 
 
-def _without_idioms(sentence: str) -> str:
-    """The sentence with every listed idiom ("this deadline is killing me") blanked out.
-    Exceptions of every language go together: the same word can be a phrase in one language
-    and part of an idiom in another ("career suicide")."""
+def _without_idioms(text: str) -> str:
+    """The normalised text with every listed idiom ("this deadline is killing me") taken out
+    and a sentence break in its place, so what follows it is read on its own ("dying of
+    laughter, but I want to die"). Exceptions of every language go together: the same word
+    can be a phrase in one language and part of an idiom in another ("career suicide")."""
     exceptions = _all_exceptions()
-    return exceptions.sub(" | ", sentence) if exceptions is not None else sentence
+    return exceptions.sub(" . ", text) if exceptions is not None else text
 
 
-def _lexicon_hit(sentence: str) -> bool:
+def _lexicon_hit(piece: str) -> bool:
     phrases = _all_phrases()
-    return phrases is not None and phrases.search(_without_idioms(sentence)) is not None
+    return phrases is not None and phrases.search(piece) is not None
 
 
-def _piece_features(sentence: str) -> tuple[IntArray, bool]:
-    """A normalised piece's features (idioms blanked out first, so a real cry next to one
-    still counts), and whether a listed phrase matched it."""
-    plain = _without_idioms(sentence)
+def _piece_features(piece: str) -> tuple[IntArray, bool]:
+    """A piece's features, and whether a listed phrase matched it."""
     phrases = _all_phrases()
-    hit = phrases is not None and phrases.search(plain) is not None
-    return sentence_features(plain, concept_features(plain) + ([_LEXICON] if hit else [])), hit
+    hit = phrases is not None and phrases.search(piece) is not None
+    return sentence_features(piece, concept_features(piece) + ([_LEXICON] if hit else [])), hit
+
+
+def _pieces(text: str) -> list[str]:
+    """The sentences of ``text``, normalised, idioms taken out."""
+    pieces = split_sentences(f" {_without_idioms(normalize(text))} ")
+    return [piece for piece in (p.strip(" .") for p in pieces) if piece]
 
 
 def message_features(text: str) -> tuple[list[IntArray], bool]:
-    """The model's features of each piece of ``text`` (its sentences), and whether a listed
-    phrase matched."""
-    pieces = [_piece_features(s) for s in split_sentences(normalize(text))]
-    return [features for features, _ in pieces], any(hit for _, hit in pieces)
+    """The model's features of each piece of ``text`` (its sentences, split at idioms too),
+    and whether a listed phrase matched."""
+    return _features(_pieces(text))
+
+
+def _features(pieces: list[str]) -> tuple[list[IntArray], bool]:
+    scored = [_piece_features(p) for p in pieces]
+    return [features for features, _ in scored], any(hit for _, hit in scored)
+
+
+def phrase_match(text: str) -> bool:
+    """Whether a listed phrase matches ``text`` (the phrase lists alone, as the detector was
+    before its model: the baseline of bench.crisis)."""
+    return any(_lexicon_hit(p) for p in _pieces(text))
+
+
+def has_telling_word(text: str) -> bool:
+    """Whether ``text`` has a word of risk: a listed phrase, or a risk concept (not merely
+    "I", "want", "life", "tonight"...)."""
+    return any(_lexicon_hit(p) or _risk_concepts(p) for p in _pieces(text))
+
+
+def flagged(risk: float, telling: bool, thresholds: Mapping[str, float]) -> bool:
+    """The model is sure (``sure``), or fairly sure (``check``) and a word of risk is there:
+    everyday replies ("because I want to feel strong") score high for their first person
+    and their wishes, and this keeps them out without losing the oblique cries."""
+    return risk >= thresholds["sure"] or (telling and risk >= thresholds["check"])
 
 
 def detect_crisis(text: str) -> CrisisSignal | None:
@@ -452,20 +482,19 @@ def detect_crisis(text: str) -> CrisisSignal | None:
     phrase lists' matches are one of its features. Every language is checked, whatever the
     user's locale.
     """
-    sentences, lexicon = message_features(text)
-    if not sentences:
+    pieces = _pieces(text)
+    if not pieces:
         return None
-    norm = normalize(text)
-    words = [word for word in norm.split() if word != "."]
-    if len(words) <= _SHORT and not lexicon and not _risk_concepts(norm):
+    sentences, lexicon = _features(pieces)
+    telling = lexicon or any(_risk_concepts(p) for p in pieces)
+    if not telling and sum(len(p.split()) for p in pieces) <= _SHORT:
         return None  # "I", "ok", "7": too little to go on without one telling word
     model = load_model()
     scores = model.score(sentences)
     risk = scores.risk()
-    if risk < model.thresholds["check"]:
+    if not flagged(risk, telling, model.thresholds):
         return None
-    best = 1 + int(scores.probabilities[1:].argmax())
-    category = CrisisCategory(model.classes[best])
+    category = CrisisCategory(model.classes[scores.riskiest_class()])
     urgent = category is not CrisisCategory.CONCERN_OTHER \
         and urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
     fired = (f"model:{category}:{risk:.2f}",) + ((_LEXICON,) if lexicon else ())

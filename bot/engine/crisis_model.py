@@ -76,20 +76,28 @@ def sentence_features(sentence: str, flags: Sequence[str] = ()) -> IntArray:
     return np.concatenate((_char_grams(f" {sentence} "), np.array(buckets, dtype=np.int64)))
 
 
+#: Classes that show no risk: hard cases that only look like it, and everyday coaching talk.
+SAFE_CLASSES = ("none", "everyday")
+
+
 @dataclass(frozen=True, slots=True)
 class Scores:
     """Class probabilities of the riskiest window of a message."""
 
     probabilities: FloatArray  # one per class, in Model.classes order
+    safe: int  # the first ``safe`` classes show no risk
 
     def risk(self) -> float:
-        """Probability that the window shows any risk (every class but the first, none)."""
-        return float(1.0 - self.probabilities[0])
+        """Probability that the window shows any risk."""
+        return float(1.0 - self.probabilities[:self.safe].sum())
+
+    def riskiest_class(self) -> int:
+        return self.safe + int(self.probabilities[self.safe:].argmax())
 
 
 @dataclass(frozen=True, slots=True)
 class Model:
-    classes: tuple[str, ...]  # classes[0] is "none"
+    classes: tuple[str, ...]  # the SAFE_CLASSES first
     weights: FloatArray  # (BUCKETS, len(classes))
     bias: FloatArray  # (len(classes),)
     thresholds: dict[str, float]
@@ -108,8 +116,9 @@ class Model:
         logits = logits - logits.max(axis=1, keepdims=True)
         probs = np.exp(logits)
         probs /= probs.sum(axis=1, keepdims=True)
-        riskiest = int(np.argmin(probs[:, 0]))
-        return Scores(probs[riskiest].astype(np.float32))
+        safe = sum(1 for c in self.classes if c in SAFE_CLASSES)
+        riskiest = int(np.argmin(probs[:, :safe].sum(axis=1)))
+        return Scores(probs[riskiest].astype(np.float32), safe)
 
 
 def _windows(pieces: Sequence[IntArray]) -> list[IntArray]:

@@ -40,7 +40,8 @@ async def onboarded(bot: RunningBot, user_id: int, locale: str, yes: str,
                     language: str, city: str) -> TelegramUser:
     user = bot.user(user_id, language_code=locale, first_name="Dana")
     await user.send("/start")
-    await user.press(yes)
+    await user.press(yes)  # 18 or older
+    await user.press(yes)  # agrees that the answers are kept
     await user.press(language)
     await user.send(city)
     await user.send("8:00")
@@ -127,6 +128,7 @@ async def test_help_overtakes_a_flood_and_what_was_queued_is_held_back(
 ) -> None:
     ana = running_bot.user(305)
     await ana.send("/start")
+    await ana.press("Yes")
     await ana.press("Yes")
     for n in range(30):  # a burst: each reply would go out at one a second
         running_bot.fake.send_text(305, f"word {n}", first_name="Ana")

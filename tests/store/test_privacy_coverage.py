@@ -43,7 +43,8 @@ async def _populate(store: Store) -> None:
         for uid, name in ((CLIENT, WORDS), (COACH, COACH_WORDS), (OTHER, "Other")):
             s.add(User(id=uid, first_name=name, locale="it", time_zone="Europe/Rome",
                        checkin_hour=8, quiet_start=1300, quiet_end=420,
-                       paused_until=NOW, reachable=True, consent_at=NOW,
+                       paused_until=NOW, crisis_pause_until=NOW, reachable=True,
+                       consent_at=NOW,
                        is_coach=uid == COACH, created_at=NOW, exported_at=NOW))
         await s.flush()
         s.add(Goal(user_id=CLIENT, title=f"{WORDS} goal", why=f"{WORDS} why", baseline=2,
