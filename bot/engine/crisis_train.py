@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from babel.messages.pofile import read_po
 
 from bot.engine.crisis import CrisisCategory, has_telling_word, message_features, urgent_score
 from bot.engine.crisis_model import (
@@ -93,8 +94,6 @@ def ordinary_messages() -> list[Example]:
     """Everyday coaching talk the detector must never flag, derived rather than written: the
     bot's own questions and answer buttons in every language, and short answers (numbers,
     times, yes and no). Without them a message with no telling word has no safe example."""
-    from babel.messages.pofile import read_po
-
     texts = {text: "en" for text in (*_SHORT_ANSWERS, *map(str, range(101)))}
     for path in sorted(LOCALES.glob("*/LC_MESSAGES/coachbot.po")):
         language = path.parts[-3]

@@ -56,7 +56,7 @@ def text_of(messages: list) -> str:  # type: ignore[type-arg]
 async def test_hebrew_safety_question_no_goes_on_yes_stops(running_bot: RunningBot) -> None:
     dana = await onboarded(running_bot, 301, "he", "כן", "עברית", "Jerusalem")
     asked = await dana.send(POSSIBLE)  # the answer to the goal question, with a possible risk
-    assert len(asked) == 1 and "מחשבות לשים קץ לחיים" in (asked[0].text or "")
+    assert len(asked) == 1 and "מחשבות לשים קץ לחייך" in (asked[0].text or "")
     went_on = await dana.press("לא")
     assert "ממשיכים" in text_of(went_on)
     assert went_on[-1].reply_markup is None or "safety" not in str(went_on[-1].reply_markup)
