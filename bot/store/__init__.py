@@ -22,7 +22,16 @@ from .models import (
     undelivered,
 )
 from .sqlite_async import off_the_loop
-from .store import ConflictError, Store, Turn, TurnUser, UserGone, UserView, is_retryable
+from .store import (
+    ConflictError,
+    Retention,
+    Store,
+    Turn,
+    TurnUser,
+    UserGone,
+    UserView,
+    is_retryable,
+)
 from .types import DecryptionError
 
 __all__ = [
@@ -41,6 +50,7 @@ __all__ = [
     "Outbox",
     "PlannedCheckin",
     "ProcessedUpdate",
+    "Retention",
     "Store",
     "Turn",
     "TurnUser",
