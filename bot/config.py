@@ -62,6 +62,7 @@ class Settings:
     debug_log_content: bool = False
     min_age: int = DEFAULT_MIN_AGE
     consent_days: int = DEFAULT_CONSENT_DAYS
+    allow_plaintext: bool = False
     retention_days: Mapping[str, int] = field(
         default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
 
@@ -145,6 +146,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                            "years", problems)
     consent_days = _int_setting(get, "COACHBOT_CONSENT_DAYS", DEFAULT_CONSENT_DAYS, 1, 365,
                                 "a number of days", problems)
+    allow_plaintext = False
+    raw_plain = (get("COACHBOT_ALLOW_PLAINTEXT") or "").lower()
+    if raw_plain in _TRUE:
+        allow_plaintext = True
+    elif raw_plain and raw_plain not in _FALSE:
+        problems.append(f"COACHBOT_ALLOW_PLAINTEXT: '{raw_plain}' is not a yes/no value "
+                        "(1, true, yes or 0, false, no)")
     retention_days = dict(DEFAULT_RETENTION_DAYS)
     for part in (get("COACHBOT_RETENTION") or "").replace(" ", "").split(","):
         kind, _, days = part.partition("=")
@@ -175,6 +183,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         min_age=min_age,
         consent_days=consent_days,
         retention_days=retention_days,
+        allow_plaintext=allow_plaintext,
     )
 
 

@@ -26,6 +26,7 @@ from bot.i18n import SOURCE_LOCALE, SUPPORTED_LOCALES, translator_for
 from bot.observability import describe_failure
 from bot.schedule.runner import start_scheduler
 from bot.store import Store
+from bot.store.engine import is_sqlite
 from bot.telegram.handlers import COMMANDS, Handlers
 from bot.telegram.http import AiohttpRequest
 from bot.telegram.sender import Sender
@@ -166,6 +167,14 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
     if settings.webhook_url and not settings.webhook_secret:
         raise StartupError("COACHBOT_WEBHOOK_SECRET must be set in webhook mode, so that only "
                            "Telegram can post updates")
+    if not settings.encryption_key:
+        if not is_sqlite(settings.database_url) and not settings.allow_plaintext:
+            raise StartupError(
+                "COACHBOT_ENCRYPTION_KEY is not set: on PostgreSQL the bot does not store "
+                "what clients write in plain text; set a key (docs/deploy.md), or "
+                "COACHBOT_ALLOW_PLAINTEXT=1 to run without one")
+        log.warning("COACHBOT_ENCRYPTION_KEY is not set: what clients write is stored in "
+                    "plain text")
     dialogues = load_dialogue_set(settings)
     warm_up()
     stop = stop or asyncio.Event()
