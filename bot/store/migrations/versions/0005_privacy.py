@@ -1,5 +1,5 @@
 """Privacy: the user a message is about (export and erase follow it), when a user last
-exported their data.
+exported their data; first names and coaches' exercise texts become (encrypted) text.
 
 Revision ID: 0005
 Revises: 0003 (to be re-pointed to 0004 when the branches merge)
@@ -28,10 +28,20 @@ def upgrade() -> None:
                            unique=False)
     with op.batch_alter_table("users") as batch:
         batch.add_column(sa.Column("exported_at", sa.DateTime(timezone=True), nullable=True))
+        batch.alter_column("first_name", type_=sa.Text(), existing_type=sa.String(255),
+                           existing_nullable=True)
+    with op.batch_alter_table("exercises") as batch:
+        batch.alter_column("title", type_=sa.Text(), existing_type=sa.String(200),
+                           existing_nullable=False)
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("exercises") as batch:
+        batch.alter_column("title", type_=sa.String(200), existing_type=sa.Text(),
+                           existing_nullable=False)
     with op.batch_alter_table("users") as batch:
+        batch.alter_column("first_name", type_=sa.String(255), existing_type=sa.Text(),
+                           existing_nullable=True)
         batch.drop_column("exported_at")
     with op.batch_alter_table("outbox") as batch:
         batch.drop_index(op.f("ix_outbox_subject_user_id"))
