@@ -25,6 +25,11 @@ DEFAULT_TIMEZONE = "UTC"
 #: never agreed is kept (the Telegram id, language and where they are in the question).
 DEFAULT_MIN_AGE = 18
 DEFAULT_CONSENT_DAYS = 7
+#: Lifetimes in days of rows past their use (bot.store.Retention; docs/privacy.md), changed
+#: with COACHBOT_RETENTION, e.g. "sent_messages=2,coach_events=60".
+DEFAULT_RETENTION_DAYS: Mapping[str, int] = {
+    "sent_messages": 1, "coach_events": 30, "finished_checkins": 60, "invites": 7,
+    "ended_links": 30}
 _DATABASE_DRIVERS = ("sqlite+aiosqlite", "postgresql+asyncpg")
 #: What Telegram accepts as a webhook secret_token.
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
@@ -61,6 +66,9 @@ class Settings:
     debug_log_content: bool = False
     min_age: int = DEFAULT_MIN_AGE
     consent_days: int = DEFAULT_CONSENT_DAYS
+    allow_plaintext: bool = False
+    retention_days: Mapping[str, int] = field(
+        default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -152,6 +160,23 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                            "years", problems)
     consent_days = _int_setting(get, "COACHBOT_CONSENT_DAYS", DEFAULT_CONSENT_DAYS, 1, 365,
                                 "a number of days", problems)
+    allow_plaintext = False
+    raw_plain = (get("COACHBOT_ALLOW_PLAINTEXT") or "").lower()
+    if raw_plain in _TRUE:
+        allow_plaintext = True
+    elif raw_plain and raw_plain not in _FALSE:
+        problems.append(f"COACHBOT_ALLOW_PLAINTEXT: '{raw_plain}' is not a yes/no value "
+                        "(1, true, yes or 0, false, no)")
+    retention_days = dict(DEFAULT_RETENTION_DAYS)
+    for part in (get("COACHBOT_RETENTION") or "").replace(" ", "").split(","):
+        kind, _, days = part.partition("=")
+        if not part:
+            continue
+        if kind in retention_days and re.fullmatch(r"[0-9]{1,4}", days) and int(days) >= 1:
+            retention_days[kind] = int(days)
+        else:
+            problems.append(f"COACHBOT_RETENTION: '{part}' is not kind=days with a kind "
+                            f"among {', '.join(DEFAULT_RETENTION_DAYS)} and days from 1")
     if problems:
         raise ConfigError(problems)
     return Settings(
@@ -172,6 +197,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         debug_log_content=debug_content,
         min_age=min_age,
         consent_days=consent_days,
+        retention_days=retention_days,
+        allow_plaintext=allow_plaintext,
     )
 
 

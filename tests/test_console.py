@@ -31,11 +31,11 @@ def test_a_scripted_goal_setting_completes_and_exits_0(tmp_path: Path) -> None:
                   tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.startswith("Let's give your goal some shape, Ana.")
+    assert out.startswith("Let's give your goal some shape, \u2068Ana\u2069.")
     assert "Please answer with a whole number from 1 to 10." in out
     assert "Please send a date such as" in out
-    assert ("Goal: “Run a 10k race”. Today you are at 3 out of 10, and your target is 8. "
-            "First step: “Buy running shoes”, by December 24, 2026.") in out
+    assert ("Goal: “\u2068Run a 10k race\u2069”. Today you are at 3 out of 10, and your target is "
+            "8. First step: “\u2068Buy running shoes\u2069”, by December 24, 2026.") in out
     assert out.rstrip().endswith("I will ask how it goes in your daily check-ins. You make it "
                                  "happen; I am here to ask the questions.")
     assert result.stderr == ""
@@ -68,10 +68,10 @@ def test_a_stopped_chat_continues_where_it_stood(tmp_path: Path) -> None:
     first = chat("--dialogue", "goal_setting", "--name", "Ana", stdin="Run a 10k race\n",
                  tmp_path=tmp_path)
     assert "stopped before the end" in first.stderr
-    assert first.stdout.rstrip().endswith("Why does “Run a 10k race” matter to you?")
+    assert first.stdout.rstrip().endswith("Why does “\u2068Run a 10k race\u2069” matter to you?")
     second = chat(stdin="Because I can\n", tmp_path=tmp_path)
     assert second.returncode == 0
-    assert second.stdout.startswith("Why does “Run a 10k race” matter to you?")
+    assert second.stdout.startswith("Why does “\u2068Run a 10k race\u2069” matter to you?")
     assert "Imagine you have reached it." in second.stdout
 
 

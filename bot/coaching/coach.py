@@ -571,7 +571,7 @@ async def client_progress(
 
 
 def _client_name(progress: ClientProgress, tr: Translator) -> str:
-    return tr.isolate(progress.first_name or tr.number(progress.client_id))
+    return tr.words(progress.first_name or tr.number(progress.client_id))
 
 
 def _goal_lines(goals: Sequence[GoalProgress], tr: Translator) -> list[str]:
@@ -579,7 +579,7 @@ def _goal_lines(goals: Sequence[GoalProgress], tr: Translator) -> list[str]:
         return [tr.gettext("No goal set yet.")]
     lines: list[str] = []
     for g in goals:
-        line = f"• {tr.isolate(g.title)}"
+        line = f"• {tr.words(g.title)}"
         if g.status == "done":
             line += " " + tr.gettext("(reached)")
         lines.append(line)
@@ -622,7 +622,7 @@ def _reflection_lines(reflections: Sequence[Reflection], tr: Translator) -> list
         return []
     lines = [tr.gettext("Latest reflections:")]
     for r in reflections:
-        lines.append(f"• {tr.date(r.answered_at.date(), 'short')}: {tr.isolate(r.text)}")
+        lines.append(f"• {tr.date(r.answered_at.date(), 'short')}: {tr.words(r.text)}")
     return lines
 
 
@@ -779,7 +779,7 @@ def _kind_line(kind: str, count: int, tr: Translator) -> str:
 def digest_text(digest: Digest, tr: Translator) -> str:
     """The message for a digest, in the coach's language; never any client content."""
     if digest.crisis:
-        names = ", ".join(tr.isolate(n) for n in digest.crisis_clients)
+        names = ", ".join(tr.words(n) for n in digest.crisis_clients)
         return tr.ngettext(
             "Please reach out soon: the bot noticed signs that {names} may be in crisis. "
             "Nothing they wrote is shared here.",

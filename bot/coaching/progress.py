@@ -33,7 +33,7 @@ async def progress_text(session: AsyncSession, user: UserView, ctx: Context) -> 
     if not active:
         lines.append(tr.gettext("You have no goal in progress. Send /goal to set one."))
     for goal in active:
-        lines.append(f"• {tr.isolate(goal.title)}")
+        lines.append(f"• {tr.words(goal.title)}")
         if goal.baseline is not None and goal.target is not None:
             lines.append("  " + tr.gettext(
                 "Started at {baseline}, now at {current}, aiming for {target} "

@@ -32,6 +32,9 @@ from bot.dialogue.model import (
 from bot.dialogue.template import TemplateError, placeholders
 
 _ID = re.compile(r"[a-z][a-z0-9_]*\Z")
+#: A dialogue id travels in button data (``exercise:<id>``, ``assign:<client>:<id>:…``),
+#: which Telegram caps at 64 bytes: with the longest Telegram id, 32 characters still fit.
+MAX_DIALOGUE_ID = 32
 _OPTION_KEY = re.compile(r"[a-z0-9][a-z0-9_]{0,31}\Z")
 _MAX_OPTIONS = 12
 
@@ -149,6 +152,14 @@ class _FileParser:
             return None
         return value
 
+    def dialogue_id(self, node: Node) -> str | None:
+        value = self.identifier(node, "the dialogue id")
+        if value is not None and len(value) > MAX_DIALOGUE_ID:
+            self.error(node, f"the dialogue id '{value}' is longer than {MAX_DIALOGUE_ID} "
+                       "characters (it must fit in a button's data)")
+            return None
+        return value
+
     def variable(self, node: Node, what: str) -> str | None:
         if not isinstance(node, ScalarNode) or not is_valid_variable(str(node.value)):
             value = node.value if isinstance(node, ScalarNode) else "…"
@@ -208,7 +219,7 @@ class _FileParser:
             if required not in fields:
                 self.error(root, f"a dialogue needs '{required}'")
         dialogue_id = (
-            self.identifier(fields["id"][1], "the dialogue id") if "id" in fields else None
+            self.dialogue_id(fields["id"][1]) if "id" in fields else None
         )
         title = self.text(fields["title"][1], "'title'") if "title" in fields else None
         if "description" in fields:

@@ -110,10 +110,16 @@ class _Run:
         if not names:
             return render(translated, {})
         readable = self.readable()
-        values = {name: self.display(name, readable.get(name)) for name in names}
-        if "name" in values:
-            values["name"] = self.ctx.name
-        return render(translated, values, self.tr.isolate)
+        values = {}
+        for name in names:
+            value = readable.get(name)
+            shown = self.display(name, value)
+            # What a person wrote (or their name) is isolated in every language; what the
+            # bot formats (numbers, dates, its own labels) where the line reads right to left.
+            typed = name == "name" or (isinstance(value, str) and shown == value)
+            values[name] = (self.tr.words if typed else self.tr.isolate)(
+                self.ctx.name if name == "name" else shown)
+        return render(translated, values)
 
     def step_text(self, step: Step) -> str:
         if step.say_plural is None:

@@ -30,6 +30,16 @@ _ALIASES = {"iw": "he"}  # the old ISO code some clients still send for Hebrew
 # cannot flip the direction of the sentence around it.
 FSI = "\u2068"
 PDI = "\u2069"
+#: Characters that set or change direction (embeddings, overrides, isolates, marks): in a
+#: client's text they would act on the bot's words around it, so they are taken out.
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                          "\u2066\u2067\u2068\u2069")
+_NEUTRALISE = {ord(c): None for c in BIDI_CONTROLS}
+
+
+def neutralise_bidi(value: str) -> str:
+    """``value`` without direction controls (a right-to-left override in a name, say)."""
+    return value.translate(_NEUTRALISE)
 
 
 _BUNDLED_LOCALES = Path(__file__).resolve().parents[2] / "locales"
@@ -77,8 +87,16 @@ class Translator:
         return self.catalog.ngettext(singular, plural, count)
 
     def isolate(self, value: str) -> str:
-        """Keep a user's own words (or a number) from turning a right-to-left line around."""
+        """Keep a value the bot formats (a number, a date, a label) from turning a
+        right-to-left line around. A person's words go through :meth:`words`."""
         return f"{FSI}{value}{PDI}" if self.rtl and value else value
+
+    def words(self, value: str) -> str:
+        """What a person wrote or calls themselves (a name, a goal, a reflection), in every
+        language: direction controls taken out, the rest wrapped in an isolate, so that it
+        cannot turn the bot's line around (a right-to-left override in a name, say)."""
+        value = neutralise_bidi(value)
+        return f"{FSI}{value}{PDI}" if value else value
 
     def number(self, value: float) -> str:
         return _format_number(value, self.locale)

@@ -19,7 +19,7 @@ from bot.loops import Supervisor, run_loop
 from bot.observability import CHECKINS_DUE, CHECKINS_SENT, OUTBOX_DEPTH, Heartbeats
 from bot.schedule.digests import send_digests
 from bot.schedule.jobs import DEFAULT_LEASE, claim_and_start, default_worker_id, plan
-from bot.store import Outbox, Store, undelivered
+from bot.store import Outbox, Retention, Store, undelivered
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ CLAIM_BATCH = 100
 PROCESSED_UPDATES_KEPT = timedelta(days=2)
 #: Someone who never agreed that their answers are kept is forgotten after this long.
 CONSENT_WITHIN = timedelta(days=7)
+DEFAULT_RETENTION = Retention()
 
 
 class Nudgeable(Protocol):
@@ -58,11 +59,12 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
               plan_every: float = PLAN_EVERY_SECONDS, batch: int = CLAIM_BATCH,
               lease: timedelta = DEFAULT_LEASE,
               with_digests: bool = True,
-              consent_within: timedelta = CONSENT_WITHIN) -> Callable[[], Awaitable[None]]:
-    """One tick: plan (at most every ``plan_every`` seconds, and erase who never consented
-    within ``consent_within``), then claim and start due rows ``batch`` at a time until fewer
-    come back, taking back claims older than ``lease``. ``with_digests``: queue due coach
-    digests too (when no digest loop runs them)."""
+              consent_within: timedelta = CONSENT_WITHIN,
+              retention: Retention = DEFAULT_RETENTION) -> Callable[[], Awaitable[None]]:
+    """One tick: plan (at most every ``plan_every`` seconds, and then erase who never
+    consented within ``consent_within`` and prune by ``retention``), then claim and start due
+    rows ``batch`` at a time until fewer come back, taking back claims older than ``lease``.
+    ``with_digests``: queue due coach digests too (when no digest loop runs them)."""
     last_plan = -float("inf")
 
     async def tick() -> None:
@@ -74,6 +76,7 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
             # Telegram redelivers an update for a day at most: older ids need not be kept.
             await store.prune_processed_updates(now - PROCESSED_UPDATES_KEPT)
             await store.purge_unconsented(now - consent_within)
+            await store.prune(now, retention)
         if with_digests and await send_digests(store, now):
             sender.nudge()
         OUTBOX_DEPTH.set(await outbox_depth(store))
@@ -93,12 +96,14 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
 def start_scheduler(store: Store, dialogues: DialogueSet, sender: Nudgeable, *,
                     supervisor: Supervisor, heartbeats: Heartbeats, stop: asyncio.Event,
                     consent_within: timedelta = CONSENT_WITHIN,
+                    retention: Retention = DEFAULT_RETENTION,
                     tick_seconds: float = TICK_SECONDS,
                     digest_seconds: float = DIGEST_SECONDS) -> None:
     """Start this process's scheduler tick and digest loop under ``supervisor`` (a round
     at a time: a slow round delays the next, never overlaps it) until ``stop`` is set."""
     tick = make_tick(store, dialogues, sender, worker_id=default_worker_id(),
-                     with_digests=False, consent_within=consent_within)
+                     with_digests=False, consent_within=consent_within,
+                     retention=retention)
     digests = make_digests(store, sender)
     heartbeats.expect("scheduler", STALE_AFTER["scheduler"])
     heartbeats.expect("digests", STALE_AFTER["digests"])

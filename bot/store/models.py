@@ -53,7 +53,8 @@ class User(Base):
 
     # The Telegram user id; the terminal chat uses 0.
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
-    first_name: Mapped[str | None] = mapped_column(String(255))
+    # A real name: encrypted at rest like what the client writes.
+    first_name: Mapped[str | None] = mapped_column(EncryptedText)
     locale: Mapped[str] = mapped_column(String(35), default="en", server_default="en")
     time_zone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
     checkin_hour: Mapped[int] = mapped_column(Integer, default=9, server_default="9")
@@ -181,8 +182,10 @@ class Exercise(Base):
     # NULL: a library exercise, identified by its slug.
     coach_id: Mapped[int | None] = mapped_column(BigInteger, _user_fk())
     slug: Mapped[str] = mapped_column(String(64))
-    title: Mapped[str] = mapped_column(String(200))
-    instructions: Mapped[str] = mapped_column(Text, default="", server_default=text("''"))
+    # A coach's own words, which may mention a client: encrypted at rest.
+    title: Mapped[str] = mapped_column(EncryptedText)
+    instructions: Mapped[str] = mapped_column(EncryptedText, default="",
+                                              server_default=text("''"))
     questions: Mapped[list[Any]] = mapped_column(JSON, default=list)
 
     __table_args__ = (

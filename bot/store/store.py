@@ -163,6 +163,24 @@ _MARK_PROCESSED = {
 
 
 @dataclass(frozen=True)
+class Retention:
+    """How long each kind of row outlives its use (docs/privacy.md). A client's own history
+    (goals, answers, conversation, profile) is not here: it stays until they erase it."""
+
+    #: Messages delivered (or given up on): copies of what was said, reports and charts too.
+    sent_messages: timedelta = timedelta(days=1)
+    #: What coaches were told about (kind and time only), once told.
+    coach_events: timedelta = timedelta(days=30)
+    #: Check-ins and exercises that are over (started, missed, cancelled); the gentler rhythm
+    #: looks 60 days back.
+    finished_checkins: timedelta = timedelta(days=60)
+    #: Invitations used or expired.
+    invites: timedelta = timedelta(days=7)
+    #: Links to a coach that ended.
+    ended_links: timedelta = timedelta(days=30)
+
+
+@dataclass(frozen=True)
 class HeldMessage:
     """A message a turn committed already claimed, for its caller to send."""
 
@@ -544,6 +562,30 @@ class Store:
                 .execution_options(synchronize_session=False)
             )
             return _rowcount(result)
+
+    async def prune(self, now: datetime, retention: Retention) -> dict[str, int]:
+        """Delete rows past their lifetime (see :class:`Retention`); how many, by kind."""
+        done: dict[str, int] = {}
+        async with self.sessionmaker() as session, session.begin():
+            for kind, statement in (
+                ("sent_messages", delete(Outbox).where(
+                    Outbox.status.in_(("sent", "failed")),
+                    Outbox.created_at < now - retention.sent_messages)),
+                ("coach_events", delete(CoachEvent).where(
+                    CoachEvent.notified_at < now - retention.coach_events)),
+                ("finished_checkins", delete(PlannedCheckin).where(
+                    PlannedCheckin.status.in_(("started", "missed", "cancelled")),
+                    PlannedCheckin.due_at < now - retention.finished_checkins)),
+                ("invites", delete(Invite).where(or_(
+                    Invite.used_at < now - retention.invites,
+                    Invite.expires_at < now - retention.invites))),
+                ("ended_links", delete(CoachLink).where(
+                    CoachLink.unlinked_at < now - retention.ended_links)),
+            ):
+                result = await session.execute(
+                    statement.execution_options(synchronize_session=False))
+                done[kind] = _rowcount(result)
+        return done
 
     async def purge_unconsented(self, before: datetime, *, batch: int = 100) -> int:
         """Erase up to ``batch`` users who first wrote before ``before`` and never agreed

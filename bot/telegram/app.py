@@ -27,7 +27,8 @@ from bot.i18n import SOURCE_LOCALE, SUPPORTED_LOCALES, translator_for
 from bot.loops import Supervisor
 from bot.observability import Heartbeats, describe_failure
 from bot.schedule.runner import STALE_AFTER, start_scheduler
-from bot.store import Store, is_outage
+from bot.store import Retention, Store, is_outage
+from bot.store.engine import is_sqlite
 from bot.telegram.handlers import COMMANDS, Handlers
 from bot.telegram.http import AiohttpRequest
 from bot.telegram.sender import Sender
@@ -206,6 +207,14 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
     if settings.webhook_url and not settings.webhook_secret:
         raise StartupError("COACHBOT_WEBHOOK_SECRET must be set in webhook mode, so that only "
                            "Telegram can post updates")
+    if not settings.encryption_key:
+        if not is_sqlite(settings.database_url) and not settings.allow_plaintext:
+            raise StartupError(
+                "COACHBOT_ENCRYPTION_KEY is not set: on PostgreSQL the bot does not store "
+                "what clients write in plain text; set a key (docs/deploy.md), or "
+                "COACHBOT_ALLOW_PLAINTEXT=1 to run without one")
+        log.warning("COACHBOT_ENCRYPTION_KEY is not set: what clients write is stored in "
+                    "plain text")
     dialogues = load_dialogue_set(settings)
     warm_up()
     stop = stop or asyncio.Event()
@@ -248,7 +257,9 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
         heartbeats.expect("sender", STALE_AFTER["sender"])
         supervisor.start("sender", sender.run)
         start_scheduler(store, dialogues, sender, supervisor=supervisor, heartbeats=heartbeats,
-                        stop=loops_stop, consent_within=timedelta(days=settings.consent_days))
+                        stop=loops_stop, consent_within=timedelta(days=settings.consent_days),
+                        retention=Retention(**{kind: timedelta(days=days) for kind, days
+                                               in settings.retention_days.items()}))
         if settings.webhook_url:
             runner = web.AppRunner(webhook_app(application, store, settings,
                                                heartbeats=heartbeats, failed=failed))

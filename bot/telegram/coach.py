@@ -162,7 +162,7 @@ class CoachHandlers:
         if not clients:
             say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
             return
-        say(t, question, tuple(Button(c.first_name or str(c.user_id),
+        say(t, question, tuple(Button(tr.words(c.first_name or str(c.user_id)),
                                       f"{data_prefix}:{c.user_id}") for c in clients))
 
     async def _clients(self, t: StoreTurn, argument: str) -> None:
@@ -252,8 +252,8 @@ class CoachHandlers:
             today + timedelta(days=days - 1), t.now, domain.exercise_ids(self.dialogues),
             custom_exercise_id=custom)
         assigned = tr.gettext("Assigned “{exercise}” to {client}.").format(
-            exercise=tr.isolate(choices[exercise]),
-            client=tr.isolate(clients[client_id].first_name or str(client_id)))
+            exercise=tr.words(choices[exercise]),
+            client=tr.words(clients[client_id].first_name or str(client_id)))
         say(t, f"{assigned}\n{schedule_label(parts[2], tr)} · {hour_label(parts[3], tr)}",
             subject=client_id)
         return None
@@ -287,7 +287,7 @@ class CoachHandlers:
                           "your goals, check-ins and exercise reflections. Nothing you write "
                           "before you agree is shared, and you can stop sharing at any time "
                           "with /coach. Do you want to share?").format(
-                              coach=tr.isolate(check.coach_name or "")),
+                              coach=tr.words(check.coach_name or "")),
             (Button(tr.gettext("Yes, share"), f"invite:yes:{code}"),
              Button(tr.gettext("No"), "invite:no")), subject=check.coach_id)
         return None
@@ -320,7 +320,8 @@ class CoachHandlers:
             return None
         say(t, tr.gettext("You share your progress with these coaches. Press a name to stop "
                           "sharing with them:"), tuple(
-            Button(c.first_name or str(c.user_id), f"unlink:{c.user_id}") for c in coaches))
+            Button(tr.words(c.first_name or str(c.user_id)), f"unlink:{c.user_id}")
+            for c in coaches))
         return None
 
     async def _unlink(self, t: StoreTurn, rest: str) -> None:

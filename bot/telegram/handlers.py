@@ -389,7 +389,7 @@ class Handlers:
             await self._on_language(update, value)
         elif kind == "delete":
             await self._on_delete(update, confirmed=value == "yes")
-        elif kind == "exercise" and value in self.dialogues:
+        elif kind == "exercise" and value in exercise_ids(self.dialogues):  # only as offered
             await self._converse(update, Start(value))
         elif await self.coach.on_button(update, data):
             return

@@ -108,7 +108,7 @@ async def test_progress_shows_goals_and_streak(store: Store, dialogues: Dialogue
         assert user is not None
         text = await progress_text(session, user, await context_for(session, user, NOW))
     assert text.splitlines() == [
-        "• Run 10k",
+        "• \u2068Run 10k\u2069",
         "  Started at 3, now at 5, aiming for 8 (on a scale of 1 to 10).",
         "Check-ins in a row: 2 days.",
     ]

@@ -34,7 +34,7 @@ async def test_invite_consent_progress_assign_and_unlink(running_bot: RunningBot
     assert before[-1].text == "I am made for adults. Are you 18 or older?"
     await running_bot.agree(CLIENT)
     offer = await client.send(f"/start {code.group(1)}")
-    assert "Marta invites you to share" in (offer[0].text or "")
+    assert "\u2068Marta\u2069 invites you to share" in (offer[0].text or "")
     linked = await client.press("Yes, share")
     assert "your coach can now follow your progress" in (linked[0].text or "")
 
@@ -44,17 +44,17 @@ async def test_invite_consent_progress_assign_and_unlink(running_bot: RunningBot
 
     listing = await coach.send("/clients")
     assert listing[0].reply_markup is not None
-    report = await coach.press("Luca")
+    report = await coach.press("\u2068Luca\u2069")
     assert report[0].text is not None and "Luca" in report[0].text
     assert report[1].kind == "photo"
     assert running_bot.fake.photos[-1].content.startswith(b"\x89PNG")
 
     await coach.send("/assign")
-    await coach.press("Luca")
+    await coach.press("\u2068Luca\u2069")
     await coach.press("Three good things")
     await coach.press("Every day for a week")
     done = await coach.press("8:00\u202fAM")
-    assert done[0].text == ("Assigned “Three good things” to Luca.\n"
+    assert done[0].text == ("Assigned “\u2068Three good things\u2069” to \u2068Luca\u2069.\n"
                             "Every day for a week · 8:00\u202fAM")
     async with running_bot.store.sessionmaker() as session:
         assignment = (await session.execute(select(Assignment))).scalar_one()
@@ -77,7 +77,7 @@ async def test_invite_consent_progress_assign_and_unlink(running_bot: RunningBot
     # The client stops sharing: the coach loses access at once.
     await client.send("/cancel")
     await client.send("/coach")
-    gone = await client.press("Marta")
+    gone = await client.press("\u2068Marta\u2069")
     assert "no longer sees your progress" in (gone[0].text or "")
     assert "can't find that client" in ((await coach.send("/progress Luca"))[0].text or "")
     async with running_bot.store.sessionmaker() as session:
@@ -114,11 +114,11 @@ async def test_a_coach_writes_an_exercise_and_the_client_gets_it(
     saved = await coach.press("Yes")
     assert saved[0].text is not None and saved[0].text.startswith("Saved.")
     await coach.send("/assign")
-    await coach.press("Luca")
+    await coach.press("\u2068Luca\u2069")
     await coach.press("Morning pages")
     await coach.press("Monday to Friday for two weeks")
     done = await coach.press("At their check-in time")
-    assert done[0].text == ("Assigned “Morning pages” to Luca.\n"
+    assert done[0].text == ("Assigned “\u2068Morning pages\u2069” to \u2068Luca\u2069.\n"
                             "Monday to Friday for two weeks · At their check-in time")
     # Another coach sees neither the exercise nor a way to assign it.
     await other.send("/newexercise")
@@ -138,10 +138,10 @@ async def test_a_coach_writes_an_exercise_and_the_client_gets_it(
                                    due_at=datetime.now(UTC) - timedelta(minutes=1)))
         await session.commit()
     exercise = await client.replies(timeout=30)
-    assert exercise[0].text == "An exercise from your coach: Morning pages"
-    assert exercise[1].text == ("Write three pages by hand every morning, before you check "
-                                "your phone.")
+    assert exercise[0].text == "An exercise from your coach: \u2068Morning pages\u2069"
+    assert exercise[1].text == ("\u2068Write three pages by hand every morning, before you "
+                                "check your phone.\u2069")
     await client.press("I did it")
     await client.send("My head felt lighter")
     closing = await client.send("Keep going")
-    assert closing[-1].text == "Thank you, Luca. Your coach will see how it went."
+    assert closing[-1].text == "Thank you, \u2068Luca\u2069. Your coach will see how it went."

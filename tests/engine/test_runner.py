@@ -22,7 +22,7 @@ def test_start_passes_through_talk_and_stops_at_the_first_question(
     dialogues: DialogueSet, ctx: Context
 ) -> None:
     outcome = start(dialogues, ConversationState(), "all_types", ctx)
-    assert texts(outcome) == ["Hello Ana.", "A number from 0 to 100?"]
+    assert texts(outcome) == ["Hello \u2068Ana\u2069.", "A number from 0 to 100?"]
     assert outcome.state.stack[-1].step == "number"
 
 
@@ -41,7 +41,8 @@ def test_a_whole_dialogue_with_every_type_and_a_branch(
     assert yes.label == "Yes"
     outcome = handle(dialogues, outcome.state, Turn(button=yes.data), ctx)
     outcome = say(dialogues, outcome, ctx, "7:15", "2026-12-24", "My {name} text")
-    assert texts(outcome) == ["A: My {name} text at 7:15\u202fAM on December 24, 2026, 42.5."]
+    assert texts(outcome) == [
+        "A: \u2068My {name} text\u2069 at 7:15\u202fAM on December 24, 2026, 42.5."]
     assert outcome.finished == ("all_types",)
     assert not outcome.state.active
     assert outcome.state.variables == {
@@ -135,7 +136,7 @@ def test_call_and_return(dialogues: DialogueSet, ctx: Context) -> None:
     assert [f.dialogue for f in outcome.state.stack] == ["outer", "inner"]
     outcome = say(dialogues, outcome, ctx, "deep")
     assert outcome.finished == ("inner",)
-    assert texts(outcome) == ["Back in outer with deep."]
+    assert texts(outcome) == ["Back in outer with \u2068deep\u2069."]
     outcome = say(dialogues, outcome, ctx, "yes")
     assert outcome.finished == ("outer",)
     assert not outcome.state.active

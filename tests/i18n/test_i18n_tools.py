@@ -111,3 +111,18 @@ msgstr[1] "{n} dana"
     assert f"{path}:16:1: not translated" in text
     assert f"{path}:19:1: not translated: '{{n}} day'" in text
     assert "missing the text 'Missing text'" in text
+
+
+def test_a_persons_words_are_isolated_in_every_language_without_direction_controls() -> None:
+    """A right-to-left override in a name must not flip an English line (review L5)."""
+    from bot.coaching.coach import Digest, digest_text
+    from bot.i18n import BIDI_CONTROLS, SUPPORTED_LOCALES
+
+    for locale in SUPPORTED_LOCALES:
+        tr = translator_for(locale)
+        assert tr.words("\u202eanA\u202c") == f"{FSI}anA{PDI}"
+        assert tr.words("a\u2066b\u200fc\u061c") == f"{FSI}abc{PDI}"
+        assert tr.words("") == ""
+        notice = digest_text(Digest(1, locale, crisis=True, crisis_clients=("\u202eanA",)), tr)
+        assert f"{FSI}anA{PDI}" in notice
+        assert not set(notice) & (BIDI_CONTROLS - {FSI, PDI}), locale

@@ -136,3 +136,15 @@ def test_minimum_age_and_consent_window() -> None:
     with pytest.raises(ConfigError) as bad:
         load_settings({**base, "COACHBOT_MIN_AGE": "²", "COACHBOT_CONSENT_DAYS": "0"})
     assert len(bad.value.problems) == 2
+
+
+def test_retention_is_configurable_per_kind() -> None:
+    from bot.config import DEFAULT_RETENTION_DAYS, ConfigError, load_settings
+
+    base = {"COACHBOT_DIALOGUES": "dialogues"}
+    assert load_settings(base).retention_days == DEFAULT_RETENTION_DAYS
+    chosen = load_settings({**base, "COACHBOT_RETENTION": "sent_messages=3, invites=14"})
+    assert chosen.retention_days == {**DEFAULT_RETENTION_DAYS, "sent_messages": 3,
+                                     "invites": 14}
+    with pytest.raises(ConfigError):
+        load_settings({**base, "COACHBOT_RETENTION": "answers=1"})  # history is never pruned

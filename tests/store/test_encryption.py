@@ -107,3 +107,26 @@ async def test_plaintext_written_before_a_key_stays_readable(db_url: str) -> Non
         await _read_back(keyed)
     finally:
         await keyed.close()
+
+
+async def test_names_and_coaches_texts_are_encrypted_too(db_url: str) -> None:
+    """Review M7: first names and a coach's own exercises were plain text."""
+    from bot.store import Exercise
+
+    store = Store(db_url, encryption_key=Fernet.generate_key().decode())
+    await store.start()
+    try:
+        async with store.turn(22) as t:
+            t.user.first_name = "Zoravka"
+            t.session.add(Exercise(coach_id=22, slug="mine", title="About Zoravka's divorce",
+                                   instructions="Write to Zoravka's sister", questions=[]))
+        stored = await raw(store, "SELECT first_name FROM users WHERE id = 22")
+        stored += await raw(store, "SELECT title, instructions FROM exercises")
+        assert "Zoravka" not in repr(stored)
+        assert (await store.get_user(22)).first_name == "Zoravka"  # type: ignore[union-attr]
+        async with store.sessionmaker() as session:
+            exercise = (await session.scalars(select(Exercise))).one()
+        assert (exercise.title, exercise.instructions) == (
+            "About Zoravka's divorce", "Write to Zoravka's sister")
+    finally:
+        await store.close()

@@ -149,3 +149,34 @@ async def test_people_who_never_agreed_are_forgotten_after_the_set_time(store: S
     assert remaining == {2, 3, 4}
     rows = await _all_rows(store)
     assert rows["conversations"] == [] and rows["outbox"] == []
+
+
+async def test_rows_past_their_lifetime_go_and_a_clients_history_stays(store: Store) -> None:
+    from dataclasses import fields
+
+    from bot.config import DEFAULT_RETENTION_DAYS
+    from bot.store import Retention
+
+    assert {f.name: f.default for f in fields(Retention)} == {
+        kind: timedelta(days=days) for kind, days in DEFAULT_RETENTION_DAYS.items()}
+    await _populate(store)  # everything dated NOW
+    later = NOW + timedelta(days=1, minutes=1)
+    counts = await store.prune(later, Retention())
+    assert counts == {"sent_messages": 3, "coach_events": 0, "finished_checkins": 0,
+                      "invites": 0, "ended_links": 0}
+    rows = await _all_rows(store)
+    assert [r["status"] for r in rows["outbox"]] == ["pending", "pending"]  # not yet sent
+    much_later = NOW + timedelta(days=61)
+    async with store.sessionmaker() as s, s.begin():
+        s.add(PlannedCheckin(user_id=CLIENT, kind="daily", due_at=NOW, status="missed"))
+        s.add(PlannedCheckin(user_id=CLIENT, kind="daily", due_at=much_later,
+                             status="planned"))
+    counts = await store.prune(much_later, Retention())
+    assert counts == {"sent_messages": 0, "coach_events": 1, "finished_checkins": 1,
+                      "invites": 1, "ended_links": 1}
+    rows = await _all_rows(store)
+    # The client's own history and what is still to come stay.
+    for table in ("users", "goals", "answers", "conversations", "assignments"):
+        assert rows[table], table
+    assert [r["status"] for r in rows["planned_checkins"]] == ["claimed", "planned"]
+    assert [r["unlinked_at"] for r in rows["coach_links"]] == [None]

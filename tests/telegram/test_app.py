@@ -32,3 +32,21 @@ def test_a_started_server_stops_scanning_what_start_up_loaded() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["10000", "True"]
+
+
+async def test_no_plain_text_on_postgresql_unless_allowed(caplog: pytest.LogCaptureFixture,
+                                                          tmp_path: Any) -> None:
+    """Production (PostgreSQL) refuses to start without an encryption key, unless told it
+    may (COACHBOT_ALLOW_PLAINTEXT=1); SQLite starts with a warning (review M7)."""
+    from bot.config import Settings
+
+    postgres = Settings(telegram_token="1:x", database_url="postgresql+asyncpg://u@h/db",
+                        dialogues=tmp_path / "none")
+    with pytest.raises(app.StartupError, match="COACHBOT_ALLOW_PLAINTEXT=1"):
+        await app.serve(postgres)
+    # Allowed, or on SQLite, it goes on (here, to the next check: the dialogues).
+    for settings in (Settings(**{**vars(postgres), "allow_plaintext": True}),
+                     Settings(**{**vars(postgres), "database_url": "sqlite+aiosqlite:///x"})):
+        with caplog.at_level("WARNING"), pytest.raises(app.StartupError, match="dialogues"):
+            await app.serve(settings)
+    assert caplog.text.count("stored in plain text") == 2
