@@ -396,6 +396,7 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
     if signal is not None and signal.level is CrisisLevel.URGENT \
             and not signal.about_someone_else:
         return _urgent(state, ctx, signal)
+    asked = state
     if state.safety_asked:
         answer = _safety_answer(turn, ctx)
         if answer is True:
@@ -407,6 +408,9 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
             return replace(resumed, replies=(thanks, *resumed.replies))
     outcome = _answer(dialogues, state, turn, ctx) if turn.answers \
         else Outcome(state=state, replies=())
+    if outcome.state == state and signal is None:
+        # Not an answer (a wrong one, or none open): an open safety question stays open.
+        outcome = replace(outcome, state=asked)
     if signal is None:
         return outcome
     if signal.about_someone_else:

@@ -14,7 +14,7 @@ from bot.engine.crisis import detect_crisis
 from tests.e2e.conftest import RunningBot, TelegramUser
 
 NAME = "Zoravka"
-TYPED = ("Leave my abusive partner", "Because I am afraid at home")
+TYPED = ("Tell my wife about the debts", "Because I hide the letters from her")
 
 
 async def stored(bot: RunningBot, user_id: int) -> dict[str, list[str]]:

@@ -143,7 +143,9 @@ async def loops_alive(bot: RunningBot, since: float, user: int) -> None:
 
 @contextlib.asynccontextmanager
 async def chatting(bot: RunningBot, users: list[int]) -> AsyncIterator[list[int]]:
-    """Every user starts /goal; the block sends answers; counts every update sent."""
+    """Every user (who agreed to it) starts /goal; the block sends answers; counts every
+    update sent."""
+    await bot.agree(*users)
     for user in users:
         bot.fake.send_text(user, "/goal", first_name=f"U{user}")
     await asyncio.sleep(1.0)
@@ -160,7 +162,8 @@ async def test_postgresql_restarts_and_killed_backends_mid_traffic(
     """r4: 8 users, 6 waves of answers, 3 backend kills per wave, and in the middle wave the
     database refuses connections for 3 s (review: 29-34 of 48 updates lost)."""
     settings = settings_for(fake_bot_api, tmp_path,
-                            database_url=await fresh_postgresql(pg_database))
+                            database_url=await fresh_postgresql(pg_database),
+                            encryption_key=Fernet.generate_key().decode())
     users = list(range(9301, 9309))
     async with bot_running(fake_bot_api, settings) as bot:
         async with chatting(bot, users) as sent:

@@ -18,6 +18,7 @@ async def test_a_command_after_a_flood_of_30_is_answered_within_seconds(
         running_bot: RunningBot) -> None:
     fake, user = running_bot.fake, 601
     ana = running_bot.user(user)
+    await running_bot.agree(user)
     await ana.send("/goal")
     for i in range(30):
         fake.send_text(user, f"and another thing {i}")

@@ -103,13 +103,14 @@ async def test_in_webhook_mode_a_database_outage_makes_telegram_redeliver(
         fake_bot_api: FakeBotApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """M1: past the turn's own retries the webhook answers 503; Telegram sends the update
     again and it is answered once, with no apology (nothing was lost)."""
-    failing = FailingTurns(monkeypatch, 301, times=8)
     port = free_port()
     settings = settings_for(fake_bot_api, tmp_path,
                             webhook_url=f"http://127.0.0.1:{port}/telegram",
                             webhook_secret=SECRET)
     async with bot_running(fake_bot_api, settings, ready_call="setWebhook",
                            listen=("127.0.0.1", port)) as running:
+        await running.agree(301)
+        failing = FailingTurns(monkeypatch, 301, times=8)
         ana = running.user(301)
         replies = await ana.send("/goal")
         assert failing.left == 0

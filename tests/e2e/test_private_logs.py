@@ -64,8 +64,14 @@ async def fail_answers(bot: RunningBot, failing: bool) -> None:
 
 
 async def settle(user: TelegramUser) -> None:
+    """Until the bot has answered and sent everything it owes the user: a reply still queued
+    when the next message comes is superseded by the answer to that one."""
     await asyncio.sleep(0.5)
     await user.fake.wait_idle(timeout=10)
+    for _ in range(200):
+        if not await user.undelivered():
+            return
+        await asyncio.sleep(0.05)
 
 
 @pytest.mark.parametrize("key", [None, KEY], ids=["no key", "key"])
