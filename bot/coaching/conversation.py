@@ -14,6 +14,7 @@ from datetime import date, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, record_commitments
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.coach import CUSTOM_EXERCISE, event_for_status, notify_coaches
 from bot.coaching.safety import pause_after_crisis, record_signal
@@ -34,6 +35,8 @@ EXERCISE_STATUS = "exercise.status"
 NEW_EXERCISE = "new_exercise"  # a coach writes an exercise of their own
 WEEKLY_REVIEW = "weekly_review"
 STREAK_VARIABLES = frozenset({"streak.days", "streak.best"})
+#: Variables the platform computes from the record (a query each), by group.
+PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES)
 
 
 @dataclass(frozen=True)
@@ -52,16 +55,21 @@ Action = Turn | Start | Resume
 
 
 async def context_for(session: AsyncSession | None, user: UserView, now: datetime, *,
-                      min_age: int = DEFAULT_MIN_AGE) -> Context:
-    """What the engine knows of the user now; given a session, their streak too (a query)."""
+                      min_age: int = DEFAULT_MIN_AGE,
+                      groups: frozenset[frozenset[str]] = frozenset(PROVIDED_GROUPS)) -> Context:
+    """What the engine knows of the user now; given a session, what the record says too
+    (their streak, their commitments: the ``groups`` asked for, a query each)."""
     zone = user_zone(user)
     today = now.astimezone(zone).date()
+    translator = translator_for(user.locale)
     provided: dict[str, Value] = {"min_age": min_age}
-    if session is not None:
+    if session is not None and STREAK_VARIABLES in groups:
         current, best = streak(await checkin_days(session, user, zone), today)
         provided.update({"streak.days": current, "streak.best": best})
+    if session is not None and COMMITMENT_VARIABLES in groups:
+        provided.update(await commitment_variables(session, user.id, today, translator))
     return Context(
-        translator=translator_for(user.locale),
+        translator=translator,
         today=today,
         name=user.first_name or "",
         country=country_for_timezone(user.time_zone) or default_country_for_locale(user.locale),
@@ -69,12 +77,14 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
     )
 
 
-def reads_streak(dialogues: DialogueSet, state: ConversationState, action: Action) -> bool:
-    """Whether the dialogues this message may run read the streak."""
+def provided_read(dialogues: DialogueSet, state: ConversationState,
+                  action: Action) -> frozenset[frozenset[str]]:
+    """The groups of provided variables the dialogues this message may run read."""
     involved = {frame.dialogue for frame in state.stack}
     if isinstance(action, Start):
         involved.add(action.dialogue_id)
-    return not STREAK_VARIABLES.isdisjoint(dialogues.reads(involved))
+    reads = dialogues.reads(involved)
+    return frozenset(group for group in PROVIDED_GROUPS if not group.isdisjoint(reads))
 
 
 def declined_consent(outcome: Outcome) -> bool:
@@ -215,16 +225,17 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     conversation (the consent answer itself is the first one kept)."""
     user = t.user
     state = ConversationState.from_dict(t.state)
-    with_streak = reads_streak(dialogues, state, action)
-    ctx = await context_for(t.session if with_streak else None, user, now, min_age=min_age)
+    groups = provided_read(dialogues, state, action)
+    ctx = await context_for(t.session if groups else None, user, now, min_age=min_age,
+                            groups=groups)
     outcome = run_engine(dialogues, state, action, ctx)
     saved = {a.variable for a in outcome.saved}
     locale_before = user.locale
     apply_profile(user, dict(outcome.state.variables), saved, now)
     if user.locale != locale_before:
         # The engine is pure: the same message again, now answered in the chosen language.
-        ctx = await context_for(t.session if with_streak else None, user, now,
-                                min_age=min_age)
+        ctx = await context_for(t.session if groups else None, user, now,
+                                min_age=min_age, groups=groups)
         outcome = run_engine(dialogues, state, action, ctx)
     if user.consent_at is None and not user.is_coach:
         if outcome.crisis:  # no coach can be linked yet; the reply is the engine's
@@ -241,6 +252,8 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         await notify_coaches(t.session, user.id, "crisis", now)
         await pause_after_crisis(t, now)
     await apply_goals(t, outcome, now)
+    if outcome.saved or outcome.finished:
+        await record_commitments(t.session, user.id, outcome, ctx.today, now)
     await apply_new_exercise(t, outcome)
     t.set_state(outcome.state.to_dict())
     return outcome

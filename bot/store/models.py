@@ -4,6 +4,7 @@ a drift test keeps the two in step."""
 from __future__ import annotations
 
 from datetime import date, datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
@@ -13,6 +14,7 @@ from sqlalchemy import (
     CheckConstraint,
     ColumnElement,
     Date,
+    DateTime,
     ForeignKey,
     Index,
     Integer,
@@ -226,6 +228,12 @@ class Assignment(Base):
     )
 
 
+#: What a planned row starts: a check-in dialogue, an exercise, the care after a crisis, or
+#: something about a coaching session (ref is the session's id; user_id who hears of it).
+PLANNED_KINDS = ("daily", "weekly", "exercise", "care", "session_reminder", "session_prep",
+                 "session_recap", "session_outcome")
+
+
 class PlannedCheckin(Base):
     __tablename__ = "planned_checkins"
 
@@ -243,7 +251,7 @@ class PlannedCheckin(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
-        CheckConstraint("kind IN ('daily', 'weekly', 'exercise', 'care')", name="kind"),
+        CheckConstraint(f"kind IN {PLANNED_KINDS!r}", name="kind"),
         CheckConstraint(
             "status IN ('planned', 'claimed', 'started', 'missed', 'cancelled')", name="status"
         ),
@@ -322,6 +330,98 @@ class CoachEvent(Base):
     )
 
 
+class ActionStatus(StrEnum):
+    OPEN = "open"
+    DONE = "done"
+    PARTLY = "partly"
+    DROPPED = "dropped"
+
+
+class ActionSource(StrEnum):
+    """Which dialogue collected the commitment."""
+
+    DAILY = "daily"  # the daily check-in's "one thing today"
+    WEEKLY = "weekly"  # the weekly review's action for the coming week
+    FIRST_STEP = "first_step"  # a new goal's first step
+    SESSION = "session"  # a session recap
+
+
+def _in(column: str, enum: type[StrEnum]) -> str:
+    return f"{column} IN ({', '.join(repr(m.value) for m in enum)})"
+
+
+class CommitmentAction(Base):
+    """Something the client committed to do, in their own words, and what became of it."""
+
+    __tablename__ = "actions"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
+    words: Mapped[str] = mapped_column(EncryptedText)
+    source: Mapped[ActionSource] = mapped_column(String(16))
+    due_on: Mapped[date] = mapped_column(Date)
+    status: Mapped[ActionStatus] = mapped_column(String(16), default=ActionStatus.OPEN,
+                                                 server_default="open")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # When its status last changed away from open.
+    closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        CheckConstraint(_in("status", ActionStatus), name="status"),
+        CheckConstraint(_in("source", ActionSource), name="source"),
+        Index(None, "user_id", "status", "due_on"),
+    )
+
+
+class SessionMode(StrEnum):
+    IN_PERSON = "in_person"
+    PHONE = "phone"
+    VIDEO = "video"
+
+
+class SessionStatus(StrEnum):
+    SCHEDULED = "scheduled"
+    CANCELLED = "cancelled"
+    HELD = "held"
+    MISSED = "missed"
+
+
+class CoachingSession(Base):
+    """One agreed session between a coach and a client. Its time is kept as the wall clock
+    of whoever set it plus their IANA zone (a weekly 18:00 stays 18:00 across daylight
+    saving); ``starts_at`` is that instant in UTC, for planning and ordering."""
+
+    __tablename__ = "coaching_sessions"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    # The calendar UID: the same for every version of the session sent to the client.
+    uid: Mapped[str] = mapped_column(String(64), unique=True)
+    # Sessions of one weekly or fortnightly series share it.
+    series: Mapped[str | None] = mapped_column(String(32), index=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    local_start: Mapped[datetime] = mapped_column(DateTime(timezone=False))
+    zone: Mapped[str] = mapped_column(String(64))
+    starts_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    minutes: Mapped[int] = mapped_column(Integer, default=60, server_default="60")
+    mode: Mapped[SessionMode] = mapped_column(String(16))
+    # A place, a phone number or a video link: may identify the client, so encrypted.
+    place: Mapped[str | None] = mapped_column(EncryptedText)
+    status: Mapped[SessionStatus] = mapped_column(
+        String(16), default=SessionStatus.SCHEDULED, server_default="scheduled")
+    # The calendar SEQUENCE: raised by every change sent to the client.
+    sequence: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (
+        CheckConstraint(_in("mode", SessionMode), name="mode"),
+        CheckConstraint(_in("status", SessionStatus), name="status"),
+        CheckConstraint("minutes BETWEEN 5 AND 600", name="minutes"),
+        Index(None, "status", "starts_at"),
+    )
+
+
 #: Columns that address a user without a foreign key: a private chat's id is its user's id,
 #: so a message to that chat is about them whoever queued it.
 ADDRESS_COLUMNS: tuple[tuple[str, str], ...] = (("outbox", "chat_id"),)
@@ -346,4 +446,7 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("outbox", "chat_id"),
     ("coach_events", "coach_id"),
     ("coach_events", "client_id"),
+    ("actions", "user_id"),
+    ("coaching_sessions", "coach_id"),
+    ("coaching_sessions", "client_id"),
 )

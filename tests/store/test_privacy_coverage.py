@@ -13,11 +13,15 @@ from sqlalchemy import text
 
 from bot.coaching.privacy import TABLE_LABELS
 from bot.store import (
+    ActionSource,
+    ActionStatus,
     Answer,
     Assignment,
     Base,
     CoachEvent,
+    CoachingSession,
     CoachLink,
+    CommitmentAction,
     Conversation,
     Exercise,
     Goal,
@@ -25,6 +29,8 @@ from bot.store import (
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
+    SessionMode,
+    SessionStatus,
     Store,
     User,
 )
@@ -92,6 +98,15 @@ async def _populate(store: Store) -> None:
                      payload={"text": COACH_WORDS}, status="pending", **outbox))
         s.add(CoachEvent(coach_id=COACH, client_id=CLIENT, kind="crisis", created_at=NOW,
                          notified_at=NOW))
+        s.add(CommitmentAction(user_id=CLIENT, words=f"{WORDS} action",
+                               source=ActionSource.DAILY, due_on=date(2026, 1, 5),
+                               status=ActionStatus.DONE, created_at=NOW, closed_at=NOW))
+        s.add(CoachingSession(uid="uid-1@coachbot", series="s1", coach_id=COACH,
+                              client_id=CLIENT, local_start=datetime(2026, 1, 6, 18, 0),
+                              zone="Europe/Rome", starts_at=NOW, minutes=60,
+                              mode=SessionMode.IN_PERSON, place=f"{WORDS} home",
+                              status=SessionStatus.SCHEDULED, sequence=1, created_at=NOW,
+                              updated_at=NOW))
 
 
 async def _all_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
