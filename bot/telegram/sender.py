@@ -601,13 +601,19 @@ class Sender:
     async def _deliver(self, row: Claimed, *, first: bool = False) -> None:
         payload = row.payload
         first = first or row.urgent
-        if "photo" in payload:  # a chart: PNG bytes, hex-encoded to stay JSON
+        if "photo" in payload or "document" in payload:  # bytes, hex-encoded to stay JSON
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
             await self.bucket.acquire(first=first)
+            caption = str(payload.get("caption") or "")[:1024]
             try:
-                await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
-                                          caption=str(payload.get("caption") or "")[:1024])
+                if "photo" in payload:  # a chart
+                    await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
+                                              caption=caption)
+                else:  # a calendar file
+                    await self.bot.send_document(
+                        row.chat_id, bytes.fromhex(str(payload["document"])),
+                        filename=str(payload.get("filename") or "file"), caption=caption)
             finally:
                 self.chats.sent(row.chat_id)
             return

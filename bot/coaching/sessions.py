@@ -1,0 +1,245 @@
+"""Agreed coaching sessions: a coach schedules one or a series with a linked client, moves or
+cancels one or the rest of a series; each change plans the reminders, the preparation and
+the recap again, and gives the client the session's calendar file again (same UID, higher
+SEQUENCE, a cancelled event when cancelled)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.coaching.calendar import CalendarSession, session_ics
+from bot.coaching.coach import NotYourClient, _linked_since
+from bot.i18n import N_, Translator
+from bot.schedule.planning import Profile, zone_of
+from bot.schedule.sessions import (
+    REMINDER_BEFORE,
+    Repeat,
+    SessionWork,
+    series,
+    session_plan,
+    start_utc,
+)
+from bot.store import (
+    CoachingSession,
+    PlannedCheckin,
+    SessionMode,
+    SessionStatus,
+    User,
+)
+
+UID_DOMAIN = "coachbot"
+SESSION_KINDS = tuple(work.value for work in SessionWork)
+
+
+class SessionNotFound(LookupError):
+    """No such session of this coach (or it is over or cancelled)."""
+
+
+def profile_of(user: User) -> Profile:
+    return Profile(time_zone=user.time_zone, checkin_hour=user.checkin_hour,
+                   checkin_minute=user.checkin_minute, quiet_start=user.quiet_start,
+                   quiet_end=user.quiet_end)
+
+
+@dataclass(frozen=True)
+class NewSessions:
+    """What the coach chose: the first start on their wall clock, and the rest."""
+
+    client_id: int
+    first: datetime  # naive, in ``zone``
+    zone: str
+    minutes: int
+    mode: SessionMode
+    place: str | None
+    repeat: Repeat = Repeat.ONCE
+    count: int = 1
+
+
+async def _people(session: AsyncSession, cs: CoachingSession) -> tuple[User, User]:
+    coach = await session.get(User, cs.coach_id)
+    client = await session.get(User, cs.client_id)
+    if coach is None or client is None:
+        raise SessionNotFound("a person of this session is gone")
+    return coach, client
+
+
+async def plan_rows(session: AsyncSession, cs: CoachingSession, now: datetime, *,
+                    before: datetime | None = None) -> None:
+    """Cancel what the session had planned and still to come, then plan it anew (nothing
+    for a session that is not scheduled)."""
+    await session.execute(
+        update(PlannedCheckin)
+        .where(PlannedCheckin.kind.in_(SESSION_KINDS), PlannedCheckin.ref == str(cs.id),
+               PlannedCheckin.status == "planned")
+        .values(status="cancelled").execution_options(synchronize_session=False))
+    if cs.status != SessionStatus.SCHEDULED:
+        return
+    coach, client = await _people(session, cs)
+    for row in session_plan(cs.starts_at, cs.minutes, coach_id=coach.id,
+                            coach=profile_of(coach), client_id=client.id,
+                            client=profile_of(client), now=now, before=REMINDER_BEFORE):
+        session.add(PlannedCheckin(user_id=row.user_id, kind=row.work.value, ref=str(cs.id),
+                                   due_at=row.due_at, status="planned"))
+    await session.flush()
+
+
+async def schedule_sessions(session: AsyncSession, coach_id: int, chosen: NewSessions,
+                            now: datetime) -> list[CoachingSession]:
+    """Create the session or the series with a linked client, and plan around each one."""
+    await _linked_since(session, coach_id, chosen.client_id)
+    group = secrets.token_hex(8) if chosen.repeat is not Repeat.ONCE else None
+    created = []
+    for local in series(chosen.first, chosen.repeat, chosen.count):
+        starts_at = start_utc(local, chosen.zone)
+        if starts_at <= now:
+            continue
+        cs = CoachingSession(
+            uid=f"{secrets.token_hex(12)}@{UID_DOMAIN}", series=group, coach_id=coach_id,
+            client_id=chosen.client_id, local_start=local, zone=chosen.zone,
+            starts_at=starts_at, minutes=chosen.minutes, mode=chosen.mode,
+            place=chosen.place, created_at=now, updated_at=now)
+        session.add(cs)
+        created.append(cs)
+    await session.flush()
+    for cs in created:
+        await plan_rows(session, cs, now)
+    return created
+
+
+async def coach_session(session: AsyncSession, coach_id: int, session_id: int,
+                        now: datetime) -> CoachingSession:
+    """One of the coach's sessions still to come."""
+    cs = await session.get(CoachingSession, session_id)
+    if cs is None or cs.coach_id != coach_id or cs.status != SessionStatus.SCHEDULED \
+            or cs.starts_at <= now:
+        raise SessionNotFound("no such session to come")
+    return cs
+
+
+async def move_session(session: AsyncSession, coach_id: int, session_id: int,
+                       new_local: datetime, zone: str, now: datetime) -> CoachingSession:
+    """Move one session to another wall-clock time of ``zone`` (the mover's)."""
+    cs = await coach_session(session, coach_id, session_id, now)
+    starts_at = start_utc(new_local, zone)
+    if starts_at <= now:
+        raise ValueError("a session cannot move to the past")
+    cs.local_start, cs.zone, cs.starts_at = new_local, zone, starts_at
+    cs.sequence += 1
+    cs.updated_at = now
+    await session.flush()
+    await plan_rows(session, cs, now)
+    return cs
+
+
+async def cancel_sessions(session: AsyncSession, coach_id: int, session_id: int,
+                          now: datetime, *, rest_of_series: bool = False
+                          ) -> list[CoachingSession]:
+    """Cancel one session, or it and the rest of its series."""
+    cs = await coach_session(session, coach_id, session_id, now)
+    chosen = [cs]
+    if rest_of_series and cs.series is not None:
+        chosen = list((await session.execute(
+            select(CoachingSession)
+            .where(CoachingSession.series == cs.series,
+                   CoachingSession.status == SessionStatus.SCHEDULED,
+                   CoachingSession.starts_at >= cs.starts_at)
+            .order_by(CoachingSession.starts_at))).scalars())
+    for each in chosen:
+        each.status = SessionStatus.CANCELLED
+        each.sequence += 1
+        each.updated_at = now
+        await plan_rows(session, each, now)
+    await session.flush()
+    return chosen
+
+
+async def mark_outcome(session: AsyncSession, coach_id: int, session_id: int,
+                       held: bool, now: datetime) -> CoachingSession:
+    """The coach's one tap after a session: held or missed."""
+    cs = await session.get(CoachingSession, session_id)
+    if cs is None or cs.coach_id != coach_id or cs.status == SessionStatus.CANCELLED \
+            or cs.starts_at > now:
+        raise SessionNotFound("no such session that has started")
+    cs.status = SessionStatus.HELD if held else SessionStatus.MISSED
+    cs.updated_at = now
+    await session.flush()
+    return cs
+
+
+async def upcoming(session: AsyncSession, user_id: int, now: datetime,
+                   limit: int = 10) -> list[CoachingSession]:
+    """The next scheduled sessions of a client or a coach, soonest first."""
+    return list((await session.execute(
+        select(CoachingSession)
+        .where(CoachingSession.status == SessionStatus.SCHEDULED,
+               CoachingSession.starts_at > now,
+               (CoachingSession.client_id == user_id) | (CoachingSession.coach_id == user_id))
+        .order_by(CoachingSession.starts_at).limit(limit))).scalars())
+
+
+@dataclass(frozen=True)
+class Engagement:
+    """Sessions agreed with a coach (scheduled, held or missed), held and left."""
+
+    agreed: int
+    held: int
+    missed: int
+
+    @property
+    def left(self) -> int:
+        return self.agreed - self.held - self.missed
+
+
+async def engagement(session: AsyncSession, coach_id: int, client_id: int) -> Engagement:
+    rows = list((await session.execute(
+        select(CoachingSession.status)
+        .where(and_(CoachingSession.coach_id == coach_id,
+                    CoachingSession.client_id == client_id,
+                    CoachingSession.status != SessionStatus.CANCELLED)))).scalars())
+    return Engagement(agreed=len(rows), held=rows.count(SessionStatus.HELD),
+                      missed=rows.count(SessionStatus.MISSED))
+
+
+# -- how a session reads -----------------------------------------------------------------
+
+
+MODE_LABELS = {
+    SessionMode.IN_PERSON: N_("In person"),
+    SessionMode.PHONE: N_("By phone"),
+    SessionMode.VIDEO: N_("By video"),
+}
+
+
+def when_text(cs: CoachingSession, zone: str, tr: Translator) -> str:
+    """The session's start in the reader's zone and language, with its length."""
+    local = cs.starts_at.astimezone(zone_of(zone))
+    return tr.gettext("{date}, {time} ({minutes} min)").format(
+        date=tr.isolate(tr.date(local.date(), "full")), time=tr.isolate(tr.time(local)),
+        minutes=tr.isolate(tr.number(cs.minutes)))
+
+
+def calendar_file(cs: CoachingSession, tr: Translator, now: datetime) -> bytes:
+    """The session's .ics in the client's language."""
+    return session_ics(CalendarSession(
+        uid=cs.uid, sequence=cs.sequence, local_start=cs.local_start, zone=cs.zone,
+        minutes=cs.minutes, summary=tr.gettext("Coaching session"), location=cs.place,
+        cancelled=cs.status == SessionStatus.CANCELLED, stamp=now))
+
+
+def calendar_payload(cs: CoachingSession, tr: Translator, now: datetime) -> dict[str, str]:
+    """An outbox message carrying the calendar file (hex-encoded to stay JSON)."""
+    return {"document": calendar_file(cs, tr, now).hex(), "filename": "session.ics",
+            "caption": ""}
+
+
+__all__: Sequence[str] = (
+    "Engagement", "NewSessions", "NotYourClient", "SessionNotFound", "calendar_payload",
+    "cancel_sessions", "engagement", "mark_outcome", "move_session", "plan_rows",
+    "schedule_sessions", "upcoming",
+)

@@ -1,0 +1,165 @@
+"""Sessions with a linked client: scheduled one at a time or as a series, moved, cancelled
+one or the rest of a series, marked held or missed; the planned rows follow every change,
+and export and erase cover them on both backends."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from icalendar import Calendar
+from sqlalchemy import select
+
+from bot.coaching.coach import NotYourClient
+from bot.coaching.sessions import (
+    NewSessions,
+    SessionNotFound,
+    calendar_file,
+    cancel_sessions,
+    engagement,
+    mark_outcome,
+    move_session,
+    schedule_sessions,
+    upcoming,
+)
+from bot.i18n import translator_for
+from bot.schedule.sessions import Repeat
+from bot.store import (
+    CoachingSession,
+    CoachLink,
+    PlannedCheckin,
+    SessionMode,
+    Store,
+    User,
+)
+
+NOW = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)
+COACH, CLIENT, STRANGER = 1, 2, 3
+
+
+@pytest.fixture
+async def db(store: Store) -> Store:
+    async with store.sessionmaker() as s, s.begin():
+        s.add(User(id=COACH, is_coach=True, time_zone="Europe/Rome", locale="it",
+                   consent_at=NOW))
+        s.add(User(id=CLIENT, time_zone="America/New_York", checkin_hour=9, locale="he",
+                   consent_at=NOW, quiet_start=22 * 60, quiet_end=7 * 60))
+        s.add(User(id=STRANGER, consent_at=NOW))
+        await s.flush()
+        s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW))
+    return store
+
+
+def weekly(count: int = 3) -> NewSessions:
+    return NewSessions(client_id=CLIENT, first=datetime(2026, 3, 23, 18, 0),
+                       zone="Europe/Rome", minutes=60, mode=SessionMode.VIDEO,
+                       place="https://meet.example/abc", repeat=Repeat.WEEKLY, count=count)
+
+
+async def _planned(store: Store) -> list[tuple[int, str, str, datetime, str]]:
+    async with store.sessionmaker() as s:
+        rows = (await s.execute(select(PlannedCheckin).order_by(
+            PlannedCheckin.due_at, PlannedCheckin.user_id, PlannedCheckin.kind))).scalars()
+        return [(r.user_id, r.kind, r.ref, r.due_at, r.status) for r in rows]
+
+
+async def test_a_weekly_series_is_stored_as_wall_clock_and_zone_and_plans_its_rows(
+        db: Store) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        created = await schedule_sessions(s, COACH, weekly(), NOW)
+    assert [(c.local_start.hour, c.zone) for c in created] == [(18, "Europe/Rome")] * 3
+    assert [c.starts_at for c in created] == [
+        datetime(2026, 3, 23, 17, tzinfo=UTC), datetime(2026, 3, 30, 16, tzinfo=UTC),
+        datetime(2026, 4, 6, 16, tzinfo=UTC)]
+    assert len({c.series for c in created}) == 1 and len({c.uid for c in created}) == 3
+    planned = await _planned(db)
+    first = str(created[0].id)
+    assert [(u, k, d) for u, k, ref, d, _ in planned if ref == first] == [
+        (CLIENT, "session_prep", datetime(2026, 3, 22, 13, tzinfo=UTC)),  # 09:00 EDT
+        (COACH, "session_reminder", datetime(2026, 3, 23, 16, tzinfo=UTC)),
+        (CLIENT, "session_reminder", datetime(2026, 3, 23, 16, tzinfo=UTC)),
+        (COACH, "session_outcome", datetime(2026, 3, 23, 18, tzinfo=UTC)),
+        (CLIENT, "session_recap", datetime(2026, 3, 23, 18, tzinfo=UTC)),
+    ]
+    assert len(planned) == 15
+    async with db.sessionmaker() as s:
+        assert [c.id for c in await upcoming(s, CLIENT, NOW)] == [c.id for c in created]
+        assert (await engagement(s, COACH, CLIENT)).left == 3
+
+
+async def test_only_a_linked_client_can_have_sessions(db: Store) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        with pytest.raises(NotYourClient):
+            await schedule_sessions(s, COACH, NewSessions(
+                client_id=STRANGER, first=datetime(2026, 3, 23, 18, 0), zone="Europe/Rome",
+                minutes=60, mode=SessionMode.PHONE, place=None), NOW)
+
+
+async def test_moving_a_session_raises_its_sequence_and_replans_it(db: Store) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        first = (await schedule_sessions(s, COACH, weekly(1), NOW))[0]
+    async with db.sessionmaker() as s, s.begin():
+        moved = await move_session(s, COACH, first.id, datetime(2026, 3, 24, 9, 0),
+                                   "Europe/Rome", NOW)
+        assert moved.sequence == 1 and moved.starts_at == datetime(2026, 3, 24, 8, tzinfo=UTC)
+        tr = translator_for("he")
+        [event] = Calendar.from_ical(calendar_file(moved, tr, NOW)).walk("VEVENT")
+        assert (str(event["uid"]), int(event["sequence"])) == (moved.uid, 1)
+        assert event.decoded("dtstart").astimezone(UTC) == moved.starts_at
+    planned = await _planned(db)
+    assert [p[4] for p in planned].count("cancelled") == 5
+    live = [(u, k, d) for u, k, _, d, status in planned if status == "planned"]
+    assert (COACH, "session_reminder", datetime(2026, 3, 24, 7, tzinfo=UTC)) in live
+    # 04:00 in New York: the client's reminder comes at 22:00, before their quiet hours.
+    assert (CLIENT, "session_reminder", datetime(2026, 3, 24, 2, tzinfo=UTC)) in live
+    async with db.sessionmaker() as s, s.begin():
+        with pytest.raises(SessionNotFound):  # not the other coach's, nor the past
+            await move_session(s, STRANGER, first.id, datetime(2026, 3, 25, 9, 0),
+                               "Europe/Rome", NOW)
+        with pytest.raises(ValueError):
+            await move_session(s, COACH, first.id, datetime(2026, 3, 1, 9, 0),
+                               "Europe/Rome", NOW)
+
+
+async def test_cancelling_the_rest_of_a_series_leaves_the_earlier_ones(db: Store) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        created = await schedule_sessions(s, COACH, weekly(4), NOW)
+    async with db.sessionmaker() as s, s.begin():
+        gone = await cancel_sessions(s, COACH, created[1].id, NOW, rest_of_series=True)
+        assert [g.id for g in gone] == [c.id for c in created[1:]]
+        assert all(g.sequence == 1 for g in gone)
+        [event] = Calendar.from_ical(calendar_file(gone[0], translator_for("en"), NOW)
+                                     ).walk("VEVENT")
+        assert str(event["status"]) == "CANCELLED"
+    async with db.sessionmaker() as s:
+        statuses = list((await s.execute(select(CoachingSession.status)
+                                         .order_by(CoachingSession.starts_at))).scalars())
+        assert statuses == ["scheduled", "cancelled", "cancelled", "cancelled"]
+        assert (await engagement(s, COACH, CLIENT)).agreed == 1
+    live = [p for p in await _planned(db) if p[4] == "planned"]
+    assert {p[2] for p in live} == {str(created[0].id)}
+
+
+async def test_the_coach_marks_a_session_held_or_missed_once_it_started(db: Store) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        created = await schedule_sessions(s, COACH, weekly(2), NOW)
+    after = created[0].starts_at + timedelta(minutes=61)
+    async with db.sessionmaker() as s, s.begin():
+        with pytest.raises(SessionNotFound):
+            await mark_outcome(s, COACH, created[1].id, True, after)  # not yet
+        await mark_outcome(s, COACH, created[0].id, True, after)
+        counts = await engagement(s, COACH, CLIENT)
+    assert (counts.agreed, counts.held, counts.left) == (2, 1, 1)
+
+
+async def test_export_and_erase_cover_sessions_and_what_they_planned_for_the_other(
+        db: Store) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        await schedule_sessions(s, COACH, weekly(2), NOW)
+    exported = await db.export_user(CLIENT)
+    assert len(exported["coaching_sessions"]) == 2
+    assert exported["coaching_sessions"][0]["place"] == "https://meet.example/abc"
+    await db.erase_user(CLIENT)
+    async with db.sessionmaker() as s:
+        assert (await s.execute(select(CoachingSession))).first() is None
+        assert (await s.execute(select(PlannedCheckin))).first() is None  # the coach's too
