@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from icalendar import Calendar, Event
 
-from bot.schedule.planning import zone_of
+from bot.schedule.planning import wall_to_utc, zone_of
 
 PRODID = "-//coachbot//sessions//EN"
 
@@ -33,14 +33,26 @@ class CalendarSession:
     stamp: datetime  # when this version was made (UTC)
 
 
-def session_ics(session: CalendarSession) -> bytes:
-    """The .ics file of one session (a REQUEST, or a CANCEL when it is cancelled)."""
+def session_ics(*sessions: CalendarSession) -> bytes:
+    """The .ics file of sessions (one, or a series); a cancellation when they are cancelled."""
     calendar = Calendar()
     calendar.add("prodid", PRODID)
     calendar.add("version", "2.0")
-    calendar.add("method", "CANCEL" if session.cancelled else "PUBLISH")
+    calendar.add("method", "CANCEL" if all(s.cancelled for s in sessions) else "PUBLISH")
+    for session in sessions:
+        calendar.add_component(_event(session))
+    calendar.add_missing_timezones()
+    ics: bytes = calendar.to_ical()
+    return ics
+
+
+def _event(session: CalendarSession) -> Event:
     event = Event()
-    start = session.local_start.replace(tzinfo=zone_of(session.zone))
+    # The wall clock the setter chose, as it really happens (a time in a spring-forward gap
+    # is moved like every other planned time).
+    start = wall_to_utc(session.local_start.date(),
+                        session.local_start.hour * 60 + session.local_start.minute,
+                        zone_of(session.zone)).astimezone(zone_of(session.zone))
     event.add("uid", session.uid)
     event.add("sequence", session.sequence)
     event.add("dtstamp", session.stamp)
@@ -50,7 +62,4 @@ def session_ics(session: CalendarSession) -> bytes:
     if session.location:
         event.add("location", session.location)
     event.add("status", "CANCELLED" if session.cancelled else "CONFIRMED")
-    calendar.add_component(event)
-    calendar.add_missing_timezones()
-    ics: bytes = calendar.to_ical()
-    return ics
+    return event

@@ -18,6 +18,7 @@ from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, rec
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.coach import CUSTOM_EXERCISE, event_for_status, notify_coaches
 from bot.coaching.safety import pause_after_crisis, record_signal
+from bot.coaching.sessions import apply_new_sessions
 from bot.coaching.streaks import streak
 from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.expr import Value
@@ -255,5 +256,6 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     if outcome.saved or outcome.finished:
         await record_commitments(t.session, user.id, outcome, ctx.today, now)
     await apply_new_exercise(t, outcome)
+    await apply_new_sessions(t, outcome, now)
     t.set_state(outcome.state.to_dict())
     return outcome

@@ -6,16 +6,19 @@ SEQUENCE, a cancelled event when cancelled)."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.calendar import CalendarSession, session_ics
 from bot.coaching.coach import NotYourClient, _linked_since
-from bot.i18n import N_, Translator
+from bot.dialogue.expr import Value
+from bot.engine import Outcome
+from bot.i18n import N_, Translator, translator_for
 from bot.schedule.planning import Profile, zone_of
 from bot.schedule.sessions import (
     REMINDER_BEFORE,
@@ -32,8 +35,14 @@ from bot.store import (
     SessionStatus,
     User,
 )
+from bot.store import Turn as StoreTurn
 
 UID_DOMAIN = "coachbot"
+#: The dialogue that asks a coach where a session happens; it ends by creating the sessions
+#: from the choices the buttons handed it (``SESSION_CHOICES``).
+PLACE_DIALOGUE = "session_place"
+SESSION_CHOICES = ("session.client", "session.start", "session.minutes", "session.mode",
+                   "session.repeat", "session.count")
 SESSION_KINDS = tuple(work.value for work in SessionWork)
 
 
@@ -224,18 +233,119 @@ def when_text(cs: CoachingSession, zone: str, tr: Translator) -> str:
         minutes=tr.isolate(tr.number(cs.minutes)))
 
 
-def calendar_file(cs: CoachingSession, tr: Translator, now: datetime) -> bytes:
-    """The session's .ics in the client's language."""
-    return session_ics(CalendarSession(
+def calendar_file(sessions: Sequence[CoachingSession], tr: Translator, now: datetime) -> bytes:
+    """The sessions' .ics in the client's language."""
+    return session_ics(*(CalendarSession(
         uid=cs.uid, sequence=cs.sequence, local_start=cs.local_start, zone=cs.zone,
         minutes=cs.minutes, summary=tr.gettext("Coaching session"), location=cs.place,
-        cancelled=cs.status == SessionStatus.CANCELLED, stamp=now))
+        cancelled=cs.status == SessionStatus.CANCELLED, stamp=now) for cs in sessions))
 
 
-def calendar_payload(cs: CoachingSession, tr: Translator, now: datetime) -> dict[str, str]:
+def calendar_payload(sessions: Sequence[CoachingSession], tr: Translator,
+                     now: datetime) -> dict[str, str]:
     """An outbox message carrying the calendar file (hex-encoded to stay JSON)."""
-    return {"document": calendar_file(cs, tr, now).hex(), "filename": "session.ics",
-            "caption": ""}
+    return {"document": calendar_file(sessions, tr, now).hex(), "filename": "session.ics",
+            "caption": tr.gettext("Add it to your calendar: open the file.")}
+
+
+def chosen_sessions(variables: Mapping[str, Value], zone: str) -> NewSessions | None:
+    """The coach's choices handed to the place dialogue, or None when any is missing."""
+    client, first = variables.get("session.client"), variables.get("session.start")
+    minutes, count = variables.get("session.minutes"), variables.get("session.count")
+    mode, repeat = variables.get("session.mode"), variables.get("session.repeat")
+    place = variables.get("session.place")
+    try:
+        return NewSessions(
+            client_id=int(str(client)), first=datetime.fromisoformat(str(first)), zone=zone,
+            minutes=int(str(minutes)), mode=SessionMode(str(mode)), repeat=Repeat(str(repeat)),
+            count=int(str(count)), place=place.strip() or None if isinstance(place, str) else None)
+    except ValueError:
+        return None
+
+
+async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
+    """A coach who finished choosing gets the sessions; the client hears of them with the
+    calendar file."""
+    if PLACE_DIALOGUE not in outcome.finished or not t.user.is_coach:
+        return
+    tr = translator_for(t.user.locale)
+    chosen = chosen_sessions(outcome.state.variables, t.user.time_zone)
+    if chosen is None:
+        return
+    try:
+        created = await schedule_sessions(t.session, t.user_id, chosen, now)
+    except NotYourClient:
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "I can't find that client among yours. Send /clients to see them.")})
+        return
+    if not created:
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "That time has already passed. Send /schedule to choose another one.")})
+        return
+    await announce(t, created, SessionChange.NEW, now)
+
+
+class SessionChange(StrEnum):
+    NEW = "new"
+    MOVED = "moved"
+    CANCELLED = "cancelled"
+
+
+def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
+             to_client: bool) -> str:
+    if to_client:
+        texts = {
+            SessionChange.NEW: tr.ngettext(
+                "{person} scheduled a coaching session with you:",
+                "{person} scheduled {count} coaching sessions with you:", count),
+            SessionChange.MOVED: tr.gettext("{person} moved your coaching session:"),
+            SessionChange.CANCELLED: tr.ngettext(
+                "{person} cancelled this coaching session:",
+                "{person} cancelled these {count} coaching sessions:", count),
+        }
+    else:
+        texts = {
+            SessionChange.NEW: tr.ngettext("Session scheduled with {person}:",
+                                           "{count} sessions scheduled with {person}:", count),
+            SessionChange.MOVED: tr.gettext("Session with {person} moved:"),
+            SessionChange.CANCELLED: tr.ngettext(
+                "Session with {person} cancelled:", "{count} sessions with {person} cancelled:",
+                count),
+        }
+    return texts[change].format(person=tr.words(other), count=tr.isolate(tr.number(count)))
+
+
+async def announce(t: StoreTurn, sessions: Sequence[CoachingSession], change: SessionChange,
+                   now: datetime) -> None:
+    """Tell the coach (the turn's user) and the client, each in their zone and language;
+    the client also gets the calendar file again (same UIDs, higher SEQUENCE)."""
+    coach, client = await _people(t.session, sessions[0])
+    for reader, other, to_client in ((coach, client, False), (client, coach, True)):
+        tr = translator_for(reader.locale)
+        name = other.first_name or (tr.gettext("Your coach") if to_client
+                                    else tr.gettext("your client"))
+        text = (_heading(change, len(sessions), name, tr, to_client=to_client) + "\n"
+                + session_lines(sessions, reader.time_zone, tr))
+        t.enqueue(reader.id, {"text": text}, subject=client.id if not to_client else None)
+        if to_client:
+            t.enqueue(reader.id, calendar_payload(sessions, tr, now))
+
+
+def session_lines(sessions: Sequence[CoachingSession], zone: str, tr: Translator) -> str:
+    """One line a session: when (in the reader's zone and language), how, and where."""
+    lines = []
+    for cs in sessions:
+        line = f"• {when_text(cs, zone, tr)} · {tr.gettext(MODE_LABELS[cs.mode])}"
+        if cs.place:
+            line += f" · {tr.words(cs.place)}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def engagement_text(counts: Engagement, tr: Translator) -> str:
+    return tr.gettext("Sessions agreed: {agreed} · held: {held} · left: {left}").format(
+        agreed=tr.isolate(tr.number(counts.agreed)), held=tr.isolate(tr.number(counts.held)),
+        left=tr.isolate(tr.number(counts.left)))
 
 
 __all__: Sequence[str] = (

@@ -103,7 +103,7 @@ async def test_moving_a_session_raises_its_sequence_and_replans_it(db: Store) ->
                                    "Europe/Rome", NOW)
         assert moved.sequence == 1 and moved.starts_at == datetime(2026, 3, 24, 8, tzinfo=UTC)
         tr = translator_for("he")
-        [event] = Calendar.from_ical(calendar_file(moved, tr, NOW)).walk("VEVENT")
+        [event] = Calendar.from_ical(calendar_file([moved], tr, NOW)).walk("VEVENT")
         assert (str(event["uid"]), int(event["sequence"])) == (moved.uid, 1)
         assert event.decoded("dtstart").astimezone(UTC) == moved.starts_at
     planned = await _planned(db)
@@ -128,7 +128,7 @@ async def test_cancelling_the_rest_of_a_series_leaves_the_earlier_ones(db: Store
         gone = await cancel_sessions(s, COACH, created[1].id, NOW, rest_of_series=True)
         assert [g.id for g in gone] == [c.id for c in created[1:]]
         assert all(g.sequence == 1 for g in gone)
-        [event] = Calendar.from_ical(calendar_file(gone[0], translator_for("en"), NOW)
+        [event] = Calendar.from_ical(calendar_file(gone[:1], translator_for("en"), NOW)
                                      ).walk("VEVENT")
         assert str(event["status"]) == "CANCELLED"
     async with db.sessionmaker() as s:
@@ -163,3 +163,41 @@ async def test_export_and_erase_cover_sessions_and_what_they_planned_for_the_oth
     async with db.sessionmaker() as s:
         assert (await s.execute(select(CoachingSession))).first() is None
         assert (await s.execute(select(PlannedCheckin))).first() is None  # the coach's too
+
+
+async def test_the_place_dialogue_creates_the_sessions_and_tells_both(db: Store) -> None:
+    from bot.coaching.conversation import Start, converse
+    from bot.dialogue import load_dialogues
+    from bot.engine import Turn
+    from bot.store import Outbox
+    from tests.coaching.test_actions import REPO
+
+    dialogues = load_dialogues(REPO / "dialogues")
+    choices = {"session.client": str(CLIENT), "session.start": "2026-03-23T18:00",
+               "session.minutes": 45, "session.mode": "in_person", "session.repeat": "weekly",
+               "session.count": 2}
+    async with db.sessionmaker() as s, s.begin():
+        await s.get(User, COACH)
+        client = await s.get(User, CLIENT)
+        assert client is not None
+        client.first_name = "Dana"
+
+    async def run(t, action):  # type: ignore[no-untyped-def]
+        return await converse(t, dialogues, action, NOW)
+
+    await db.run_turn(COACH, lambda t: run(t, Start("session_place", choices)))
+    await db.run_turn(COACH, lambda t: run(t, Turn(text="Via Roma 1, Milano")))
+    async with db.sessionmaker() as s:
+        created = list((await s.execute(select(CoachingSession)
+                                        .order_by(CoachingSession.starts_at))).scalars())
+        messages = list((await s.execute(select(Outbox).order_by(Outbox.id))).scalars())
+    assert [(c.minutes, c.mode, c.place) for c in created] == [
+        (45, SessionMode.IN_PERSON, "Via Roma 1, Milano")] * 2
+    to_coach = [m.payload["text"] for m in messages if m.chat_id == COACH]
+    assert to_coach[-1].startswith("2 sessions scheduled with \u2068Dana\u2069:")
+    to_client = [m.payload for m in messages if m.chat_id == CLIENT]
+    # In Hebrew, at the client's time in New York (13:00, then 12:00 after Europe's change).
+    assert "13:00" in to_client[0]["text"] and "12:00" in to_client[0]["text"]
+    calendar = Calendar.from_ical(bytes.fromhex(to_client[1]["document"]))
+    assert [e.decoded("dtstart").astimezone(UTC) for e in calendar.walk("VEVENT")] == [
+        c.starts_at for c in created]
