@@ -8,7 +8,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from sqlalchemy import and_, select, update
@@ -38,6 +38,10 @@ from bot.store import (
 from bot.store import Turn as StoreTurn
 
 UID_DOMAIN = "coachbot"
+PREP_DIALOGUE = "session_prep"
+RECAP_DIALOGUE = "session_recap"
+#: Button data of the messages around a session: ``session:<what>:<session id>``.
+BUTTON = "session"
 #: The dialogue that asks a coach where a session happens; it ends by creating the sessions
 #: from the choices the buttons handed it (``SESSION_CHOICES``).
 PLACE_DIALOGUE = "session_place"
@@ -329,6 +333,89 @@ async def announce(t: StoreTurn, sessions: Sequence[CoachingSession], change: Se
         t.enqueue(reader.id, {"text": text}, subject=client.id if not to_client else None)
         if to_client:
             t.enqueue(reader.id, calendar_payload(sessions, tr, now))
+
+
+@dataclass(frozen=True)
+class Due:
+    """What a planned row of a session does for its user: start a dialogue, or send them
+    messages (a reminder, the held-or-missed prompt)."""
+
+    dialogue: str | None = None
+    messages: tuple[dict[str, object], ...] = ()
+    subject: int | None = None  # the client, in a message to the coach
+
+
+def _buttons(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"label": label, "data": data} for label, data in pairs]
+
+
+async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due | None:
+    """What a due row of a session does now, or None when it has nothing left to do (the
+    session was cancelled or moved, or its time has passed)."""
+    cs = await t.session.get(CoachingSession, int(ref)) if ref.isdigit() else None
+    if cs is None or t.user_id not in (cs.coach_id, cs.client_id):
+        return None
+    _, client = await _people(t.session, cs)
+    to_client = t.user_id == client.id
+    tr = translator_for(t.user.locale)
+    if kind == SessionWork.RECAP:
+        held_or_not_yet = cs.status in (SessionStatus.SCHEDULED, SessionStatus.HELD)
+        return Due(dialogue=RECAP_DIALOGUE) if to_client and held_or_not_yet else None
+    if cs.status != SessionStatus.SCHEDULED:
+        return None
+    if kind == SessionWork.PREP:
+        return Due(dialogue=PREP_DIALOGUE) if to_client and now < cs.starts_at else None
+    when = session_lines([cs], t.user.time_zone, tr)
+    if kind == SessionWork.REMINDER and now < cs.starts_at:
+        if to_client:
+            text = tr.gettext("A reminder: your coaching session is coming up.") + "\n" + when
+            return Due(messages=({"text": text, "buttons": _buttons(
+                (tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))},))
+        text = tr.gettext("A reminder: your session with {person} is coming up.").format(
+            person=tr.words(client.first_name or str(client.id))) + "\n" + when
+        return Due(messages=({"text": text},), subject=client.id)
+    if kind == SessionWork.OUTCOME and not to_client and now >= cs.starts_at:
+        text = tr.gettext("Did your session with {person} take place?").format(
+            person=tr.words(client.first_name or str(client.id))) + "\n" + when
+        return Due(messages=({"text": text, "buttons": _buttons(
+            (tr.gettext("Held"), f"{BUTTON}:held:{cs.id}"),
+            (tr.gettext("Missed"), f"{BUTTON}:missed:{cs.id}"))},), subject=client.id)
+    return None
+
+
+async def cant_make_it(t: StoreTurn, session_id: int, now: datetime) -> None:
+    """The client answered a reminder with "I can't make it": their coach hears of it and is
+    offered to move the session; the client is told so."""
+    tr = translator_for(t.user.locale)
+    cs = await t.session.get(CoachingSession, session_id)
+    if cs is None or cs.client_id != t.user_id or cs.status != SessionStatus.SCHEDULED \
+            or cs.starts_at <= now - timedelta(minutes=cs.minutes):
+        t.enqueue(t.user_id, {"text": tr.gettext("This session is not planned any more.")})
+        return
+    coach, client = await _people(t.session, cs)
+    ctr = translator_for(coach.locale)
+    text = ctr.gettext("{person} can't make it to this session:").format(
+        person=ctr.words(client.first_name or str(client.id))) + "\n" + session_lines(
+            [cs], coach.time_zone, ctr)
+    t.enqueue(coach.id, {"text": text, "buttons": _buttons(
+        (ctr.gettext("Find another time"), f"{BUTTON}:move:{cs.id}"),
+        (ctr.gettext("Cancel the session"), f"{BUTTON}:cancel:{cs.id}"))}, subject=client.id)
+    t.enqueue(t.user_id, {"text": tr.gettext(
+        "Thank you for letting me know. I told your coach, who will suggest another time.")})
+
+
+async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetime) -> None:
+    """The coach's one tap after a session; they see the engagement's counts."""
+    tr = translator_for(t.user.locale)
+    try:
+        cs = await mark_outcome(t.session, t.user_id, session_id, held, now)
+    except SessionNotFound:
+        t.enqueue(t.user_id, {"text": tr.gettext("This session is not planned any more.")})
+        return
+    counts = await engagement(t.session, cs.coach_id, cs.client_id)
+    t.enqueue(t.user_id, {"text": (tr.gettext("Noted: held.") if held
+                                   else tr.gettext("Noted: missed.")) + "\n"
+                          + engagement_text(counts, tr)}, subject=cs.client_id)
 
 
 def session_lines(sessions: Sequence[CoachingSession], zone: str, tr: Translator) -> str:

@@ -194,10 +194,57 @@ async def test_the_place_dialogue_creates_the_sessions_and_tells_both(db: Store)
     assert [(c.minutes, c.mode, c.place) for c in created] == [
         (45, SessionMode.IN_PERSON, "Via Roma 1, Milano")] * 2
     to_coach = [m.payload["text"] for m in messages if m.chat_id == COACH]
-    assert to_coach[-1].startswith("2 sessions scheduled with \u2068Dana\u2069:")
+    # In Italian, at 18:00 in Rome both weeks.
+    assert to_coach[-1].startswith("2 sessioni fissate con \u2068Dana\u2069:")
+    assert to_coach[-1].count("18:00") == 2 and "lunedì 30 marzo 2026" in to_coach[-1]
     to_client = [m.payload for m in messages if m.chat_id == CLIENT]
     # In Hebrew, at the client's time in New York (13:00, then 12:00 after Europe's change).
     assert "13:00" in to_client[0]["text"] and "12:00" in to_client[0]["text"]
     calendar = Calendar.from_ical(bytes.fromhex(to_client[1]["document"]))
     assert [e.decoded("dtstart").astimezone(UTC) for e in calendar.walk("VEVENT")] == [
         c.starts_at for c in created]
+
+
+async def test_reminders_prompts_and_i_cant_make_it(db: Store) -> None:
+    from bot.coaching.sessions import cant_make_it, record_outcome, session_work
+    from bot.store import Outbox
+
+    async with db.sessionmaker() as s, s.begin():
+        [cs] = await schedule_sessions(s, COACH, weekly(1), NOW)
+    ref = str(cs.id)
+    before = cs.starts_at - timedelta(hours=1)
+
+    async def work(user: int, kind: str, now: datetime):  # type: ignore[no-untyped-def]
+        return await db.run_turn(user, lambda t: session_work(t, kind, ref, now))
+
+    client_reminder = await work(CLIENT, "session_reminder", before)
+    [message] = client_reminder.messages
+    assert message["buttons"][0]["data"] == f"session:cant:{cs.id}"
+    assert "13:00" in message["text"]  # 17:00 UTC in New York, in Hebrew
+    coach_reminder = await work(COACH, "session_reminder", before)
+    assert "18:00" in coach_reminder.messages[0]["text"] and coach_reminder.subject == CLIENT
+    assert (await work(CLIENT, "session_prep", before)).dialogue == "session_prep"
+    assert await work(CLIENT, "session_reminder", cs.starts_at) is None  # too late
+
+    await db.run_turn(CLIENT, lambda t: cant_make_it(t, cs.id, before))
+    async with db.sessionmaker() as s:
+        told = [m.payload for m in (await s.execute(select(Outbox).where(
+            Outbox.chat_id == COACH).order_by(Outbox.id))).scalars()]
+    assert [b["data"] for b in told[-1]["buttons"]] == [f"session:move:{cs.id}",
+                                                        f"session:cancel:{cs.id}"]
+
+    after = cs.starts_at + timedelta(minutes=61)
+    prompt = await work(COACH, "session_outcome", after)
+    assert [b["data"] for b in prompt.messages[0]["buttons"]] == [
+        f"session:held:{cs.id}", f"session:missed:{cs.id}"]
+    await db.run_turn(COACH, lambda t: record_outcome(t, cs.id, True, after))
+    assert (await work(CLIENT, "session_recap", after)).dialogue == "session_recap"
+    async with db.sessionmaker() as s, s.begin():
+        await cancel_sessions(s, COACH, (await schedule_sessions(
+            s, COACH, NewSessions(client_id=CLIENT, first=datetime(2026, 4, 1, 9, 0),
+                                  zone="Europe/Rome", minutes=60, mode=SessionMode.PHONE,
+                                  place=None), NOW))[0].id, NOW)
+        gone = (await s.execute(select(CoachingSession.id).where(
+            CoachingSession.status == "cancelled"))).scalar_one()
+    assert await db.run_turn(CLIENT, lambda t: session_work(
+        t, "session_reminder", str(gone), NOW)) is None
