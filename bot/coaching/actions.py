@@ -163,6 +163,47 @@ async def commitment_variables(session: AsyncSession, user_id: int, today: date,
     return provided
 
 
+#: Button data of /actions: ``action:<done|drop>:<action id>``.
+BUTTON = "action"
+ACTION_MARKS = {"done": ActionStatus.DONE, "drop": ActionStatus.DROPPED}
+
+
+async def actions_message(session: AsyncSession, user_id: int, today: date,
+                          tr: Translator) -> dict[str, object]:
+    """/actions: the client's open actions, numbered, with a done and a drop button each."""
+    pending = (await open_actions(session, user_id))[:LISTED]
+    if not pending:
+        return {"text": tr.gettext("You have no open actions. The ones you commit to in your "
+                                   "check-ins, reviews and sessions will appear here.")}
+    lines = [tr.gettext("Your open actions:")]
+    buttons = []
+    for number, action in enumerate(pending, start=1):
+        label = tr.number(number)
+        lines.append(f"{label}. {action_line(action, today, tr).removeprefix('• ')}")
+        buttons += [
+            {"label": tr.gettext("{number}: done").format(number=label),
+             "data": f"{BUTTON}:done:{action.id}"},
+            {"label": tr.gettext("{number}: drop").format(number=label),
+             "data": f"{BUTTON}:drop:{action.id}"}]
+    return {"text": "\n".join(lines), "buttons": buttons}
+
+
+async def mark_from_button(session: AsyncSession, user_id: int, rest: str, today: date,
+                           now: datetime, tr: Translator) -> list[dict[str, object]]:
+    """A /actions button (``done:<id>`` or ``drop:<id>``): the answer, then the list again."""
+    what, _, number = rest.partition(":")
+    status = ACTION_MARKS.get(what)
+    marked = status is not None and number.isascii() and number.isdigit() \
+        and await set_status(session, user_id, int(number), status, now)
+    if not marked:
+        answer = tr.gettext("That action is not open any more.")
+    elif status is ActionStatus.DONE:
+        answer = tr.gettext("Well done. Marked as done.")
+    else:
+        answer = tr.gettext("Dropped. Letting go of something is a decision too.")
+    return [{"text": answer}, await actions_message(session, user_id, today, tr)]
+
+
 @dataclass(frozen=True)
 class ActionsSummary:
     """A client's actions as their coach's report and the session brief list them."""

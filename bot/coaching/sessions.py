@@ -418,6 +418,40 @@ async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetim
                           + engagement_text(counts, tr)}, subject=cs.client_id)
 
 
+async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
+    """/sessions: the next sessions in the reader's zone and language, with the engagement's
+    counts; a coach also gets buttons to move or cancel each (or the rest of a series)."""
+    tr = translator_for(t.user.locale)
+    coming = await upcoming(t.session, t.user_id, now)
+    pairs = {(cs.coach_id, cs.client_id) for cs in coming}
+    if not coming:
+        return {"text": tr.gettext("No sessions are planned. Coaches schedule them with "
+                                   "/schedule.")}
+    lines = [tr.gettext("Your next sessions:")]
+    buttons: list[dict[str, str]] = []
+    for number, cs in enumerate(coming, start=1):
+        coaching = cs.coach_id == t.user_id
+        other = await t.session.get(User, cs.client_id if coaching else cs.coach_id)
+        name = other.first_name if other is not None and other.first_name else "?"
+        label = tr.number(number)
+        lines.append(f"{label}. {tr.words(name)}: "
+                     + session_lines([cs], t.user.time_zone, tr).removeprefix("• "))
+        if coaching:
+            buttons += _buttons(
+                (tr.gettext("{number}: move").format(number=label), f"{BUTTON}:move:{cs.id}"),
+                (tr.gettext("{number}: cancel").format(number=label),
+                 f"{BUTTON}:cancel:{cs.id}"))
+            if cs.series is not None:
+                buttons += _buttons((tr.gettext("{number}: cancel this and the rest").format(
+                    number=label), f"{BUTTON}:rest:{cs.id}"))
+    for coach_id, client_id in sorted(pairs):
+        counts = await engagement(t.session, coach_id, client_id)
+        other = await t.session.get(User, client_id if coach_id == t.user_id else coach_id)
+        name = other.first_name if other is not None and other.first_name else "?"
+        lines.append(f"{tr.words(name)}: {engagement_text(counts, tr)}")
+    return {"text": "\n".join(lines), **({"buttons": buttons} if buttons else {})}
+
+
 def session_lines(sessions: Sequence[CoachingSession], zone: str, tr: Translator) -> str:
     """One line a session: when (in the reader's zone and language), how, and where."""
     lines = []
