@@ -12,7 +12,7 @@ from datetime import time, timedelta
 
 from telegram import Update
 
-from bot.coaching import coach as domain
+from bot.coaching import assignments, coach_errors, links, reports
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
@@ -126,7 +126,7 @@ class CoachHandlers:
                               "the person's numeric id, or on its own to become a coach "
                               "yourself."))
             return None
-        await domain.make_coach(t.session, target)
+        await links.make_coach(t.session, target)
         say(t, tr.gettext("Done: user {user} can now invite clients with /invite.").format(
             user=target))
         return None
@@ -134,8 +134,8 @@ class CoachHandlers:
     async def _invite(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
         try:
-            code = await domain.create_invite(t.session, t.user_id, t.now)
-        except domain.NotACoach:
+            code = await links.create_invite(t.session, t.user_id, t.now)
+        except coach_errors.NotACoach:
             say(t, tr.gettext("Only coaches can invite clients. If you are a coach, ask the "
                               "bot's administrator to set you up."))
             return None
@@ -158,7 +158,7 @@ class CoachHandlers:
     async def _pick_client(self, t: StoreTurn, question: str, data_prefix: str) -> None:
         """The coach's clients as buttons (`data_prefix:<client id>`), or how to get one."""
         tr = translator_for(t.user.locale)
-        clients = await domain.clients_of(t.session, t.user_id)
+        clients = await links.clients_of(t.session, t.user_id)
         if not clients:
             say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
             return
@@ -176,14 +176,14 @@ class CoachHandlers:
         client_id = await self._find_client(t, argument)
         try:
             if client_id is None:
-                raise domain.NotYourClient()
-            progress = await domain.client_progress(t.session, t.user_id, client_id, t.now)
-            chart = await domain.client_trend_png(t.session, t.user_id, client_id, t.now, tr)
-        except domain.NotYourClient:
+                raise coach_errors.NotYourClient()
+            progress = await reports.client_progress(t.session, t.user_id, client_id, t.now)
+            chart = await reports.client_trend_png(t.session, t.user_id, client_id, t.now, tr)
+        except coach_errors.NotYourClient:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
                               "them."))
             return None
-        say(t, domain.progress_report(progress, tr), subject=client_id)
+        say(t, reports.progress_report(progress, tr), subject=client_id)
         t.enqueue(t.user_id, {"photo": chart.hex(), "caption": tr.gettext(
             "Weekly trend: mood and goal, last 12 weeks")}, subject=client_id)
         return None
@@ -194,7 +194,7 @@ class CoachHandlers:
         if number is not None:
             return number
         wanted = argument.casefold()
-        for client in await domain.clients_of(t.session, t.user_id):
+        for client in await links.clients_of(t.session, t.user_id):
             if (client.first_name or "").casefold() == wanted:
                 return client.user_id
         return None
@@ -214,7 +214,7 @@ class CoachHandlers:
         if client_id is None or len(parts) > 4:
             say(t, invalid)
             return None
-        clients = {c.user_id: c for c in await domain.clients_of(t.session, t.user_id)}
+        clients = {c.user_id: c for c in await links.clients_of(t.session, t.user_id)}
         if client_id not in clients:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
                               "them."))
@@ -247,9 +247,9 @@ class CoachHandlers:
         hour = await self._client_hour(t, client_id) if parts[3] == "c" else int(parts[3])
         today = t.now.date()
         custom = int(exercise[len(CUSTOM):]) if exercise.startswith(CUSTOM) else None
-        await domain.assign_exercise(
+        await assignments.assign_exercise(
             t.session, t.user_id, client_id, exercise, {**schedule, "hour": hour}, today,
-            today + timedelta(days=days - 1), t.now, domain.exercise_ids(self.dialogues),
+            today + timedelta(days=days - 1), t.now, assignments.exercise_ids(self.dialogues),
             custom_exercise_id=custom)
         assigned = tr.gettext("Assigned “{exercise}” to {client}.").format(
             exercise=tr.words(choices[exercise]),
@@ -261,9 +261,9 @@ class CoachHandlers:
     async def _exercise_choices(self, t: StoreTurn, tr: Translator) -> dict[str, str]:
         """Button key → title: the library's exercises, then the coach's own."""
         library = {e: tr.gettext(self.dialogues[e].title)
-                   for e in domain.exercise_ids(self.dialogues)}
+                   for e in assignments.exercise_ids(self.dialogues)}
         choices = dict(sorted(library.items(), key=lambda item: item[1]))
-        for exercise_id, title in await domain.own_exercises(t.session, t.user_id):
+        for exercise_id, title in await assignments.own_exercises(t.session, t.user_id):
             choices[f"{CUSTOM}{exercise_id}"] = title
         return choices
 
@@ -278,7 +278,7 @@ class CoachHandlers:
 
     async def _offer_invite(self, t: StoreTurn, code: str) -> None:
         tr = translator_for(t.user.locale)
-        check = await domain.invite_status(t.session, code, t.user_id, t.now)
+        check = await links.invite_status(t.session, code, t.user_id, t.now)
         if not check.valid:
             say(t, tr.gettext("This invitation link is not valid any more (it may have been "
                               "used or have expired). Please ask your coach for a new one."))
@@ -299,8 +299,8 @@ class CoachHandlers:
             say(t, tr.gettext("Fine, nothing is shared."))
             return None
         try:
-            await domain.accept_invite(t.session, code, t.user_id, t.now)
-        except domain.InviteError:
+            await links.accept_invite(t.session, code, t.user_id, t.now)
+        except coach_errors.InviteError:
             say(t, tr.gettext("This invitation link is not valid any more (it may have been "
                               "used or have expired). Please ask your coach for a new one."))
             return None
@@ -314,7 +314,7 @@ class CoachHandlers:
 
     async def _coaches(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
-        coaches = await domain.coaches_of(t.session, t.user_id)
+        coaches = await links.coaches_of(t.session, t.user_id)
         if not coaches:
             say(t, tr.gettext("You are not sharing your progress with any coach."))
             return None
@@ -329,7 +329,7 @@ class CoachHandlers:
         coach_id = parse_id(rest)
         if coach_id is None:
             coach_id = -1
-        if await domain.unlink(t.session, t.user_id, coach_id, t.now):
+        if await links.unlink(t.session, t.user_id, coach_id, t.now):
             say(t, tr.gettext("Done: that coach no longer sees your progress."))
         else:
             say(t, tr.gettext("You are not sharing your progress with that coach."))

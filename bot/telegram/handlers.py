@@ -16,8 +16,8 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
+from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import has_active_goal
-from bot.coaching.coach import exercise_ids
 from bot.coaching.conversation import (
     Action,
     Resume,
