@@ -38,7 +38,7 @@ from bot.engine.runner import is_sos, sos_reply
 from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
 from bot.observability import handling_update
-from bot.schedule.jobs import replan, schedule_of
+from bot.schedule.planner import replan, schedule_of
 from bot.store import Store, off_the_loop
 from bot.store import Turn as StoreTurn
 from bot.store.types import utcnow
