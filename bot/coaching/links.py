@@ -61,6 +61,13 @@ async def make_coach(session: AsyncSession, user_id: int) -> None:
     await session.flush()
 
 
+async def coach_locales(session: AsyncSession) -> list[tuple[int, str]]:
+    """(id, locale) of every coach, for their command menus."""
+    rows = await session.execute(
+        select(User.id, User.locale).where(User.is_coach.is_(True)).order_by(User.id))
+    return [(uid, locale) for uid, locale in rows]
+
+
 async def is_coach(session: AsyncSession, user_id: int) -> bool:
     found = await session.scalar(select(User.is_coach).where(User.id == user_id))
     return bool(found)

@@ -19,10 +19,14 @@ from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import Translator, translator_for
 from bot.store import Turn as StoreTurn
+from bot.store import User
+from bot.telegram.commands import CommandCall, set_coach_menus
 
 log = logging.getLogger(__name__)
 
 Respond = Callable[[Update, Callable[[StoreTurn], Awaitable[Outcome | None]]], Awaitable[None]]
+# A command's work inside its user's store turn: (turn, the text after the command).
+TurnFn = Callable[[StoreTurn, str], Awaitable[Outcome | None]]
 INVITE_PREFIX = "invite_"
 # Schedules a coach picks from: (button key, schedule, how long in days).
 SCHEDULES: dict[str, tuple[dict[str, object], int]] = {
@@ -78,20 +82,6 @@ class CoachHandlers:
     admin_ids: frozenset[int]
     bot_username: Callable[[], str]
 
-    async def on_command(self, update: Update, command: str, argument: str) -> bool:
-        """Handle a coach command; False when the command is not one of these."""
-        handlers = {"invite": self._invite, "clients": self._clients, "assign": self._assign,
-                    "coach": self._coaches, "makecoach": self._make_coach,
-                    "newexercise": self._new_exercise}
-        if command == "progress" and argument:
-            await self.respond(update, lambda t: self._progress(t, argument))
-            return True
-        handler = handlers.get(command)
-        if handler is None:
-            return False
-        await self.respond(update, lambda t: handler(t, argument))
-        return True
-
     async def on_button(self, update: Update, data: str) -> bool:
         kind, _, rest = data.partition(":")
         if kind == "invite":
@@ -101,7 +91,7 @@ class CoachHandlers:
         elif kind == "unlink":
             await self.respond(update, lambda t: self._unlink(t, rest))
         elif kind == "client":
-            await self.respond(update, lambda t: self._progress(t, rest))
+            await self.respond(update, lambda t: self.progress(t, rest))
         else:
             return False
         return True
@@ -115,23 +105,36 @@ class CoachHandlers:
 
     # -- coaches -------------------------------------------------------------------------------
 
-    async def _make_coach(self, t: StoreTurn, argument: str) -> None:
+    async def make_coach(self, call: CommandCall) -> None:
+        """An admin makes someone a coach; then the coach commands go into their menu."""
+        made: list[tuple[int, str]] = []  # (coach, locale) once the turn committed
+
+        async def run(t: StoreTurn) -> None:
+            made[:] = await self._make_coach(t, call.argument)
+            return None
+
+        await self.respond(call.update, run)
+        if made:
+            await set_coach_menus(call.update.get_bot(), made)
+
+    async def _make_coach(self, t: StoreTurn, argument: str) -> list[tuple[int, str]]:
         tr = translator_for(t.user.locale)
         if t.user_id not in self.admin_ids:
             say(t, tr.gettext("I don't know that command. Send /help to see what I can do."))
-            return None
+            return []
         target = parse_id(argument) if argument.strip() else t.user_id
         if target is None:
             say(t, tr.gettext("That is not a Telegram user id. Send /makecoach followed by "
                               "the person's numeric id, or on its own to become a coach "
                               "yourself."))
-            return None
+            return []
         await links.make_coach(t.session, target)
         say(t, tr.gettext("Done: user {user} can now invite clients with /invite.").format(
             user=target))
-        return None
+        coach = await t.session.get(User, target)
+        return [(target, coach.locale if coach is not None else t.user.locale)]
 
-    async def _invite(self, t: StoreTurn, argument: str) -> None:
+    async def invite(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
         try:
             code = await links.create_invite(t.session, t.user_id, t.now)
@@ -145,7 +148,7 @@ class CoachHandlers:
             .format(date=expires, link=link))
         return None
 
-    async def _new_exercise(self, t: StoreTurn, argument: str) -> Outcome | None:
+    async def new_exercise(self, t: StoreTurn, argument: str) -> Outcome | None:
         if not t.user.is_coach:
             say(t, translator_for(t.user.locale).gettext(
                 "Only coaches can write exercises. If you are a coach, ask the bot's "
@@ -165,12 +168,12 @@ class CoachHandlers:
         say(t, question, tuple(Button(tr.words(c.first_name or str(c.user_id)),
                                       f"{data_prefix}:{c.user_id}") for c in clients))
 
-    async def _clients(self, t: StoreTurn, argument: str) -> None:
+    async def clients(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
         await self._pick_client(t, tr.gettext("Your clients. Pick one to see their progress:"),
                                 "client")
 
-    async def _progress(self, t: StoreTurn, argument: str) -> None:
+    async def progress(self, t: StoreTurn, argument: str) -> None:
         """A coach asking for one client's progress: the report, and the weekly chart."""
         tr = translator_for(t.user.locale)
         client_id = await self._find_client(t, argument)
@@ -199,7 +202,7 @@ class CoachHandlers:
                 return client.user_id
         return None
 
-    async def _assign(self, t: StoreTurn, argument: str) -> None:
+    async def assign(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
         await self._pick_client(t, tr.gettext("Who is the exercise for?"), "assign")
 
@@ -269,8 +272,6 @@ class CoachHandlers:
 
     @staticmethod
     async def _client_hour(t: StoreTurn, client_id: int) -> int:
-        from bot.store import User
-
         client = await t.session.get(User, client_id)
         return client.checkin_hour if client is not None else 9
 
@@ -312,7 +313,7 @@ class CoachHandlers:
             return outcome
         return None
 
-    async def _coaches(self, t: StoreTurn, argument: str) -> None:
+    async def coaches(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
         coaches = await links.coaches_of(t.session, t.user_id)
         if not coaches:
