@@ -43,7 +43,7 @@ from bot.store import Store, off_the_loop
 from bot.store import Turn as StoreTurn
 from bot.store.types import utcnow
 from bot.telegram.coach import CoachHandlers, TurnFn
-from bot.telegram.commands import COMMANDS, CommandCall, help_text
+from bot.telegram.commands import COMMANDS, CommandCall, help_text, set_coach_menu
 
 log = logging.getLogger(__name__)
 
@@ -385,7 +385,10 @@ class Handlers:
             await self._converse(update, Turn(button=data))
 
     async def _on_language(self, update: Update, locale: str) -> None:
+        coach: list[int] = []  # a coach's menu follows their language, once committed
+
         async def run(t: StoreTurn) -> Outcome | None:
+            coach[:] = [t.user_id] if t.user.is_coach else []
             t.user.locale = locale
             tr = translator_for(locale)
             t.enqueue(t.user_id, Reply(tr.gettext("From now on I will write to you in "
@@ -398,6 +401,8 @@ class Handlers:
             return outcome
 
         await self._turn(update, run, before_consent=True)
+        for coach_id in coach:
+            await set_coach_menu(update.get_bot(), coach_id, locale)
 
     async def _on_delete(self, update: Update, *, confirmed: bool) -> None:
         user, query = update.effective_user, update.callback_query

@@ -166,6 +166,13 @@ async def test_coaches_get_the_coach_commands_in_their_own_menu(
         names = [c["command"] for c in fake_bot_api.commands_for(scope=coach_menu)]
         assert names[:4] == ["invite", "clients", "assign", "newexercise"]
         assert names[4:] == clients  # and the client's commands: a coach uses them too
+        coach = bot.user(COACH)
+        await coach.send("/language")
+        calls = len(fake_bot_api.calls("setMyCommands"))
+        await coach.press("Hrvatski")
+        await fake_bot_api.wait_for_calls("setMyCommands", calls + 1)
+        assert fake_bot_api.commands_for(scope=coach_menu)[0]["description"] == \
+            translator_for("hr").gettext("Invite a client (a link that works once)")
 
     fake_bot_api.commands.clear()
     calls = len(fake_bot_api.calls("setMyCommands"))
