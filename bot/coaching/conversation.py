@@ -15,8 +15,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, record_commitments
+from bot.coaching.assignments import CUSTOM_EXERCISE
 from bot.coaching.checkins import checkin_days, user_zone
-from bot.coaching.coach import CUSTOM_EXERCISE, event_for_status, notify_coaches
+from bot.coaching.events import event_for_status, notify_coaches
 from bot.coaching.safety import pause_after_crisis, record_signal
 from bot.coaching.sessions import apply_new_sessions
 from bot.coaching.streaks import streak

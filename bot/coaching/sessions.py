@@ -11,16 +11,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import and_, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.calendar import CalendarSession, session_ics
-from bot.coaching.coach import NotYourClient, _linked_since
+from bot.coaching.coach_errors import NotYourClient
+from bot.coaching.links import linked_since
 from bot.dialogue.expr import Value
 from bot.engine import Outcome
 from bot.i18n import N_, Translator, translator_for
 from bot.schedule.planning import Profile, zone_of
 from bot.schedule.sessions import (
+    MAX_SERIES,
     REMINDER_BEFORE,
     Repeat,
     SessionWork,
@@ -84,13 +86,13 @@ async def _people(session: AsyncSession, cs: CoachingSession) -> tuple[User, Use
 
 async def plan_rows(session: AsyncSession, cs: CoachingSession, now: datetime, *,
                     before: datetime | None = None) -> None:
-    """Cancel what the session had planned and still to come, then plan it anew (nothing
+    """Drop what the session had planned and still to come, then plan it anew (nothing
     for a session that is not scheduled)."""
     await session.execute(
-        update(PlannedCheckin)
+        delete(PlannedCheckin)
         .where(PlannedCheckin.kind.in_(SESSION_KINDS), PlannedCheckin.ref == str(cs.id),
                PlannedCheckin.status == "planned")
-        .values(status="cancelled").execution_options(synchronize_session=False))
+        .execution_options(synchronize_session=False))
     if cs.status != SessionStatus.SCHEDULED:
         return
     coach, client = await _people(session, cs)
@@ -102,10 +104,17 @@ async def plan_rows(session: AsyncSession, cs: CoachingSession, now: datetime, *
     await session.flush()
 
 
+async def replan_sessions(session: AsyncSession, user_id: int, now: datetime) -> None:
+    """After someone's time zone, check-in time or quiet hours changed: their sessions to
+    come plan their rows again."""
+    for cs in await upcoming(session, user_id, now, limit=MAX_SERIES):
+        await plan_rows(session, cs, now)
+
+
 async def schedule_sessions(session: AsyncSession, coach_id: int, chosen: NewSessions,
                             now: datetime) -> list[CoachingSession]:
     """Create the session or the series with a linked client, and plan around each one."""
-    await _linked_since(session, coach_id, chosen.client_id)
+    await linked_since(session, coach_id, chosen.client_id)
     group = secrets.token_hex(8) if chosen.repeat is not Repeat.ONCE else None
     created = []
     for local in series(chosen.first, chosen.repeat, chosen.count):

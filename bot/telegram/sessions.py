@@ -13,8 +13,8 @@ from babel.dates import format_skeleton
 
 from bot.coaching import actions as commitments
 from bot.coaching import sessions as domain
-from bot.coaching.coach import clients_of
 from bot.coaching.conversation import Start, converse, enqueue_replies
+from bot.coaching.links import clients_of
 from bot.dialogue.expr import Value
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome

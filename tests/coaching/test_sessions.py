@@ -10,7 +10,7 @@ import pytest
 from icalendar import Calendar
 from sqlalchemy import select
 
-from bot.coaching.coach import NotYourClient
+from bot.coaching.coach_errors import NotYourClient
 from bot.coaching.sessions import (
     NewSessions,
     SessionNotFound,
