@@ -24,7 +24,7 @@ from bot.coaching.streaks import streak
 from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.expr import Value
 from bot.dialogue.model import DialogueSet
-from bot.engine import Context, ConversationState, Outcome, Turn, handle, resume, start
+from bot.engine import Context, ConversationState, Outcome, Reply, Turn, handle, resume, start
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
 from bot.i18n import normalize_locale, translator_for
@@ -257,6 +257,8 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     if outcome.saved or outcome.finished:
         await record_commitments(t.session, user.id, outcome, ctx.today, now)
     await apply_new_exercise(t, outcome)
-    await apply_new_sessions(t, outcome, now)
+    told = await apply_new_sessions(t, outcome, now)
+    if told:
+        outcome = replace(outcome, replies=(*outcome.replies, *map(Reply, told)))
     t.set_state(outcome.state.to_dict())
     return outcome

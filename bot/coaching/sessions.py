@@ -276,26 +276,23 @@ def chosen_sessions(variables: Mapping[str, Value], zone: str) -> NewSessions | 
         return None
 
 
-async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
+async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> list[str]:
     """A coach who finished choosing gets the sessions; the client hears of them with the
-    calendar file."""
+    calendar file. Returns what to tell the coach, after the dialogue's own last words."""
     if PLACE_DIALOGUE not in outcome.finished or not t.user.is_coach:
-        return
+        return []
     tr = translator_for(t.user.locale)
     chosen = chosen_sessions(outcome.state.variables, t.user.time_zone)
     if chosen is None:
-        return
+        return []
     try:
         created = await schedule_sessions(t.session, t.user_id, chosen, now)
     except NotYourClient:
-        t.enqueue(t.user_id, {"text": tr.gettext(
-            "I can't find that client among yours. Send /clients to see them.")})
-        return
+        return [tr.gettext("I can't find that client among yours. Send /clients to see them.")]
     if not created:
-        t.enqueue(t.user_id, {"text": tr.gettext(
-            "That time has already passed. Send /schedule to choose another one.")})
-        return
-    await announce(t, created, SessionChange.NEW, now)
+        return [tr.gettext("That time has already passed. Send /schedule to choose another "
+                           "one.")]
+    return [await announce(t, created, SessionChange.NEW, now, tell_coach=False)]
 
 
 class SessionChange(StrEnum):
@@ -329,19 +326,26 @@ def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
 
 
 async def announce(t: StoreTurn, sessions: Sequence[CoachingSession], change: SessionChange,
-                   now: datetime) -> None:
-    """Tell the coach (the turn's user) and the client, each in their zone and language;
-    the client also gets the calendar file again (same UIDs, higher SEQUENCE)."""
+                   now: datetime, *, tell_coach: bool = True) -> str:
+    """Tell the coach (the turn's user; or return it, ``tell_coach=False``) and the client,
+    each in their zone and language; the client also gets the calendar file again (same
+    UIDs, higher SEQUENCE). Returns the coach's text."""
     coach, client = await _people(t.session, sessions[0])
+    told = ""
     for reader, other, to_client in ((coach, client, False), (client, coach, True)):
         tr = translator_for(reader.locale)
         name = other.first_name or (tr.gettext("Your coach") if to_client
                                     else tr.gettext("your client"))
         text = (_heading(change, len(sessions), name, tr, to_client=to_client) + "\n"
                 + session_lines(sessions, reader.time_zone, tr))
-        t.enqueue(reader.id, {"text": text}, subject=client.id if not to_client else None)
         if to_client:
+            t.enqueue(reader.id, {"text": text})
             t.enqueue(reader.id, calendar_payload(sessions, tr, now))
+        else:
+            told = text
+            if tell_coach:
+                t.enqueue(reader.id, {"text": text}, subject=client.id)
+    return told
 
 
 @dataclass(frozen=True)

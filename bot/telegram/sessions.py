@@ -142,7 +142,8 @@ class SessionFlows:
                 _say(t, tr.gettext("You have no clients yet. Send /invite to invite one."))
                 return None
             _say(t, tr.gettext("A session with whom?"), [
-                (c.first_name or str(c.user_id), f"{NEW}:{c.user_id}") for c in clients])
+                (tr.words(c.first_name or str(c.user_id)), f"{NEW}:{c.user_id}")
+                for c in clients])
             return None
         prefix = f"{NEW}:" + ":".join(parts)
         client, chosen = parts[0], parts[1:]

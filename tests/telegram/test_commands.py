@@ -22,8 +22,9 @@ from bot.telegram.commands import (
 
 EN = translator_for("en")
 CLIENT_COMMANDS = ["sos", "checkin", "goal", "progress", "exercises", "reminders", "timezone",
-                   "language", "cancel", "coach", "export", "delete", "help"]
-COACH_COMMANDS = ["invite", "clients", "assign", "newexercise"]
+                   "language", "cancel", "actions", "sessions", "coach", "export", "delete",
+                   "help"]
+COACH_COMMANDS = ["invite", "clients", "assign", "schedule", "newexercise"]
 
 
 async def nothing(h: Any, c: Any) -> None:
@@ -56,10 +57,11 @@ def test_help_lists_the_client_commands_and_for_a_coach_theirs() -> None:
         f"/{name}" for name in CLIENT_COMMANDS]
     assert "For coaches:" not in client
     coach = help_text(EN, coach=True).splitlines()
-    assert coach[coach.index("For coaches:") + 1:][:5] == [
+    assert coach[coach.index("For coaches:") + 1:][:6] == [
         "/invite — Invite a client (a link that works once)",
         "/clients — Your clients and their progress",
         "/assign — Assign an exercise to a client",
+        "/schedule — Schedule a session or a series with a client",
         "/newexercise — Write an exercise of your own",
         "/progress — A client's progress: /progress name",
     ]

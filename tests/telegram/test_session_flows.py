@@ -79,7 +79,7 @@ async def test_a_coach_schedules_a_series_moves_one_and_cancels_the_rest(
         db: Store, dialogues: DialogueSet) -> None:
     flows = SessionFlows(dialogues)
     [who] = await press(db, flows, COACH, "session:new")
-    assert [b["label"] for b in who["buttons"]] == ["\u05e0\u05d5\u05e2\u05d4"]
+    assert [b["label"] for b in who["buttons"]] == ["\u2068\u05e0\u05d5\u05e2\u05d4\u2069"]
     [days] = await press(db, flows, COACH, data_of(who))
     assert days["buttons"][3]["data"] == f"session:new:{CLIENT}:260323"  # Monday
     [times] = await press(db, flows, COACH, data_of(days, 3))
@@ -94,7 +94,8 @@ async def test_a_coach_schedules_a_series_moves_one_and_cancels_the_rest(
     assert "videochiamata" in place["text"]
     await db.run_turn(COACH, lambda t: _converse(t, dialogues, "https://meet.example/x"))
     told = await queued(db, COACH)
-    assert told[0]["text"].startswith("4 sessioni fissate con \u2068נועה\u2069:")
+    assert [m["text"].split("\n")[0] for m in told] == [
+        "Grazie.", "4 sessioni fissate con \u2068נועה\u2069:"]
     async with db.sessionmaker() as s:
         sessions = list((await s.execute(select(CoachingSession).order_by(
             CoachingSession.starts_at))).scalars())
