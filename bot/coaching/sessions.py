@@ -14,9 +14,10 @@ from enum import StrEnum
 from sqlalchemy import and_, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching.actions import actions_summary, summary_lines
 from bot.coaching.calendar import CalendarSession, session_ics
 from bot.coaching.coach_errors import NotYourClient
-from bot.coaching.links import linked_since
+from bot.coaching.links import active_link, coaches_of, linked_since
 from bot.dialogue.expr import Value
 from bot.engine import Outcome
 from bot.i18n import N_, Translator, translator_for
@@ -31,7 +32,9 @@ from bot.schedule.sessions import (
     start_utc,
 )
 from bot.store import (
+    Answer,
     CoachingSession,
+    CoachLink,
     PlannedCheckin,
     SessionMode,
     SessionStatus,
@@ -379,14 +382,16 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
     if kind == SessionWork.PREP:
         return Due(dialogue=PREP_DIALOGUE) if to_client and now < cs.starts_at else None
     when = session_lines([cs], t.user.time_zone, tr)
-    if kind == SessionWork.REMINDER and now < cs.starts_at:
-        if to_client:
-            text = tr.gettext("A reminder: your coaching session is coming up.") + "\n" + when
-            return Due(messages=({"text": text, "buttons": _buttons(
-                (tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))},))
+    if kind == SessionWork.REMINDER and now < cs.starts_at and not to_client:
         text = tr.gettext("A reminder: your session with {person} is coming up.").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
-        return Due(messages=({"text": text},), subject=client.id)
+        brief = await brief_text(t.session, cs, tr, now)
+        return Due(messages=({"text": text if brief is None else f"{text}\n\n{brief}"},),
+                   subject=client.id)
+    if kind == SessionWork.REMINDER and now < cs.starts_at:
+        text = tr.gettext("A reminder: your coaching session is coming up.") + "\n" + when
+        return Due(messages=({"text": text, "buttons": _buttons(
+            (tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))},))
     if kind == SessionWork.OUTCOME and not to_client and now >= cs.starts_at:
         text = tr.gettext("Did your session with {person} take place?").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
@@ -394,6 +399,98 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
             (tr.gettext("Held"), f"{BUTTON}:held:{cs.id}"),
             (tr.gettext("Missed"), f"{BUTTON}:missed:{cs.id}"))},), subject=client.id)
     return None
+
+
+#: The preparation answers a brief shows, in order, with their labels.
+BRIEF_ANSWERS = (
+    ("prep.since", N_("Since the last session:")),
+    ("prep.want", N_("What they want from this session:")),
+    ("prep.scale", N_("Where they stand on their goal (1 to 10):")),
+)
+#: How long before a session its preparation counts for the brief.
+PREP_COUNTS_FOR = timedelta(days=3)
+
+
+async def brief_text(session: AsyncSession, cs: CoachingSession, tr: Translator,
+                     now: datetime) -> str | None:
+    """The brief for the coach before a session, only if the client agreed to it: their
+    preparation answers and their actions since the link. None without consent."""
+    link = (await session.execute(
+        select(CoachLink).where(active_link(cs.coach_id, cs.client_id)))).scalar_one_or_none()
+    if link is None or link.brief_consent is not True or link.consent_at is None:
+        return None
+    since = max(link.consent_at, cs.starts_at - PREP_COUNTS_FOR)
+    answers = {a.variable: a.value for a in (await session.execute(
+        select(Answer).where(Answer.user_id == cs.client_id,
+                             Answer.dialogue_id == PREP_DIALOGUE,
+                             Answer.answered_at >= since, Answer.answered_at <= now)
+        .order_by(Answer.answered_at))).scalars()}
+    lines = [tr.gettext("Their preparation, shared with their agreement:")]
+    shown = [(label, answers[name]) for name, label in BRIEF_ANSWERS
+             if answers.get(name) is not None]
+    if not shown:
+        lines.append(tr.gettext("They have not prepared this time."))
+    for label, value in shown:
+        text = tr.isolate(tr.number(value)) if isinstance(value, int | float) \
+            else tr.words(str(value))
+        lines.append(f"{tr.gettext(label)} {text}")
+    today = now.astimezone(zone_of(cs.zone)).date()
+    lines += summary_lines(await actions_summary(session, cs.client_id, link.consent_at, today),
+                           today, tr)
+    return "\n".join(lines)
+
+
+async def set_brief_consent(session: AsyncSession, client_id: int, coach_id: int,
+                            agreed: bool) -> bool:
+    """The client's yes or no to briefs for this coach; False without an active link."""
+    link = (await session.execute(
+        select(CoachLink).where(active_link(coach_id, client_id)))).scalar_one_or_none()
+    if link is None:
+        return False
+    link.brief_consent = agreed
+    await session.flush()
+    return True
+
+
+def brief_question(coach_id: int, coach_name: str, tr: Translator) -> dict[str, object]:
+    """Asked when a client links with a coach, and by /brief."""
+    return {"text": tr.gettext(
+        "Would you like {coach} to get your answers to the preparation an hour before each "
+        "session? Only what you answer there, and your actions. You can change this at any "
+        "time with /brief.").format(coach=tr.words(coach_name)),
+        "buttons": _buttons((tr.gettext("Yes, share them"), f"{BUTTON}:brief:yes:{coach_id}"),
+                            (tr.gettext("No, keep them to me"),
+                             f"{BUTTON}:brief:no:{coach_id}"))}
+
+
+async def brief_answer(t: StoreTurn, rest: str) -> None:
+    """A press on the brief question (``yes:<coach>`` or ``no:<coach>``)."""
+    tr = translator_for(t.user.locale)
+    answer, _, coach = rest.partition(":")
+    agreed = answer == "yes"
+    done = answer in ("yes", "no") and coach.isascii() and coach.isdigit() \
+        and await set_brief_consent(t.session, t.user_id, int(coach), agreed)
+    if not done:
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "You are not sharing your progress with any coach.")})
+    elif agreed:
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "Done: your coach will get your preparation before each session. Send /brief "
+            "to change it.")})
+    else:
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "Done: your preparation stays with you. Send /brief to change it.")})
+
+
+async def brief_questions(t: StoreTurn) -> None:
+    """/brief: the question again for each coach the client shares with."""
+    tr = translator_for(t.user.locale)
+    coaches = await coaches_of(t.session, t.user_id)
+    if not coaches:
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "You are not sharing your progress with any coach.")})
+    for coach in coaches:
+        t.enqueue(t.user_id, brief_question(coach.user_id, coach.first_name or "?", tr))
 
 
 async def cant_make_it(t: StoreTurn, session_id: int, now: datetime) -> None:

@@ -152,6 +152,9 @@ class CoachLink(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     consent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     unlinked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Whether the coach gets the client's preparation an hour before a session (None: not
+    # asked yet, which counts as no).
+    brief_consent: Mapped[bool | None] = mapped_column(Boolean)
 
     __table_args__ = (
         # At most one active link per (coach, client); unlinked history may repeat.

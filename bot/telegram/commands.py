@@ -131,6 +131,8 @@ COMMANDS = CommandRegistry(
                    N_("What you committed to: mark it done or drop it")),
     BotCommandSpec("sessions", C, lambda h, c: h.in_turn(c, h.sessions.sessions),
                    N_("Your next sessions with your coach")),
+    BotCommandSpec("brief", C, lambda h, c: h.in_turn(c, h.sessions.brief),
+                   N_("Whether your coach gets your preparation before a session")),
     BotCommandSpec("coach", C, lambda h, c: h.in_turn(c, h.coach.coaches),
                    N_("The coaches who see your progress")),
     BotCommandSpec("export", C, lambda h, c: h.on_export(c), N_("Download all your data")),

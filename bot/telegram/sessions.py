@@ -92,6 +92,10 @@ class SessionFlows:
         t.enqueue(t.user_id, await domain.sessions_message(t, t.now))
         return None
 
+    async def brief(self, t: StoreTurn, argument: str = "") -> Outcome | None:
+        await domain.brief_questions(t)
+        return None
+
     async def actions(self, t: StoreTurn, argument: str = "") -> Outcome | None:
         tr = translator_for(t.user.locale)
         t.enqueue(t.user_id, await commitments.actions_message(
@@ -113,6 +117,9 @@ class SessionFlows:
         parts = tail.split(":") if tail else []
         if what == "cant" and parts and parts[0].isdigit():
             await domain.cant_make_it(t, int(parts[0]), t.now)
+            return None
+        if what == "brief":
+            await domain.brief_answer(t, tail)
             return None
         if not t.user.is_coach:
             _say(t, translator_for(t.user.locale).gettext(

@@ -249,3 +249,38 @@ async def test_reminders_prompts_and_i_cant_make_it(db: Store) -> None:
             CoachingSession.status == "cancelled"))).scalar_one()
     assert await db.run_turn(CLIENT, lambda t: session_work(
         t, "session_reminder", str(gone), NOW)) is None
+
+
+async def test_the_brief_reaches_the_coach_only_with_the_clients_consent(db: Store) -> None:
+    from bot.coaching.sessions import brief_answer, session_work
+    from bot.store import ActionSource, Answer, CommitmentAction
+
+    async with db.sessionmaker() as s, s.begin():
+        [cs] = await schedule_sessions(s, COACH, weekly(1), NOW)
+        s.add(Answer(user_id=CLIENT, dialogue_id="session_prep", step_id="want",
+                     variable="prep.want", value="Talk about my manager",
+                     answered_at=cs.starts_at - timedelta(hours=20)))
+        s.add(Answer(user_id=CLIENT, dialogue_id="session_prep", step_id="scale",
+                     variable="prep.scale", value=6,
+                     answered_at=cs.starts_at - timedelta(hours=20)))
+        s.add(CommitmentAction(user_id=CLIENT, words="Write the email",
+                               source=ActionSource.DAILY, due_on=cs.starts_at.date(),
+                               created_at=NOW))
+    before = cs.starts_at - timedelta(hours=1)
+
+    async def coach_reminder() -> str:
+        due = await db.run_turn(COACH, lambda t: session_work(
+            t, "session_reminder", str(cs.id), before))
+        return str(due.messages[0]["text"])
+
+    assert "Talk about my manager" not in await coach_reminder()  # never asked: no
+    await db.run_turn(CLIENT, lambda t: brief_answer(t, f"no:{COACH}"))
+    assert "Talk about my manager" not in await coach_reminder()
+    await db.run_turn(CLIENT, lambda t: brief_answer(t, f"yes:{COACH}"))
+    brief = await coach_reminder()
+    assert "\u2068Talk about my manager\u2069" in brief and "6" in brief  # Italian labels
+    assert "\u2068Write the email\u2069" in brief
+    await db.run_turn(STRANGER, lambda t: brief_answer(t, f"yes:{COACH}"))  # not linked
+    async with db.sessionmaker() as s:
+        links = list((await s.execute(select(CoachLink))).scalars())
+    assert [(link.client_id, link.brief_consent) for link in links] == [(CLIENT, True)]

@@ -62,7 +62,7 @@ async def _populate(store: Store) -> None:
                            version=3, updated_at=NOW))
         s.add(ProcessedUpdate(update_id=4101, user_id=CLIENT, processed_at=NOW))
         s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW,
-                        unlinked_at=NOW))
+                        unlinked_at=NOW, brief_consent=True))
         s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW))
         s.add(Invite(code="code-used", coach_id=COACH, created_at=NOW,
                      expires_at=NOW + timedelta(days=7), used_by=CLIENT, used_at=NOW))

@@ -1,6 +1,7 @@
 """Commitments as rows (``actions``) and agreed coaching sessions (``coaching_sessions``);
 ``planned_checkins.kind`` gains the session kinds (reminder, preparation, recap, the
-coach's held-or-missed prompt).
+coach's held-or-missed prompt); ``coach_links.brief_consent``: whether the coach gets the
+client's preparation before a session.
 
 Revision ID: 0008
 Revises: 0006
@@ -37,6 +38,8 @@ def _user_fk(column: str, table: str) -> sa.ForeignKeyConstraint:
 
 
 def upgrade() -> None:
+    # A plain ADD COLUMN, never batch mode (which would recreate coach_links).
+    op.add_column("coach_links", sa.Column("brief_consent", sa.Boolean(), nullable=True))
     op.create_table(
         "actions",
         sa.Column("id", BigId, nullable=False),
@@ -94,3 +97,5 @@ def downgrade() -> None:
     _swap_kind_check(_OLD_KINDS)
     op.drop_table("coaching_sessions")
     op.drop_table("actions")
+    with op.batch_alter_table("coach_links") as batch:
+        batch.drop_column("brief_consent")
