@@ -22,8 +22,8 @@ from bot.telegram.commands import (
 
 EN = translator_for("en")
 CLIENT_COMMANDS = ["sos", "checkin", "goal", "progress", "exercises", "reminders", "timezone",
-                   "language", "cancel", "actions", "sessions", "brief", "coach", "export", "delete",
-                   "help"]
+                   "language", "cancel", "actions", "sessions", "brief", "coach", "export",
+                   "delete", "help"]
 COACH_COMMANDS = ["invite", "clients", "assign", "schedule", "newexercise"]
 
 
