@@ -256,7 +256,8 @@ class Handlers:
 
     async def _on_non_text(self, update: Update) -> None:
         await self._converse(update, Resume(), note=N_(
-            "I can only read text messages for now. Could you write it in words?"))
+            "I can only read text messages for now. Could you write it in words? If you need "
+            "someone right now, /sos shows who you can talk to."))
 
     async def _on_command(self, update: Update, message: Message) -> None:
         assert message.text is not None
