@@ -29,6 +29,7 @@ from bot.store import (
     CoachLink,
     PlannedCheckin,
     SessionMode,
+    SessionStatus,
     Store,
     User,
 )
@@ -284,3 +285,17 @@ async def test_the_brief_reaches_the_coach_only_with_the_clients_consent(db: Sto
     async with db.sessionmaker() as s:
         links = list((await s.execute(select(CoachLink))).scalars())
     assert [(link.client_id, link.brief_consent) for link in links] == [(CLIENT, True)]
+
+
+async def test_sessions_to_come_end_with_the_link(db: Store) -> None:
+    from bot.coaching.links import unlink
+
+    async with db.sessionmaker() as s, s.begin():
+        await schedule_sessions(s, COACH, weekly(2), NOW)
+    async with db.sessionmaker() as s, s.begin():
+        await unlink(s, CLIENT, COACH, NOW)
+    async with db.sessionmaker() as s:
+        statuses = list((await s.execute(select(CoachingSession.status))).scalars())
+        assert statuses == [SessionStatus.CANCELLED] * 2
+        assert await upcoming(s, CLIENT, NOW) == []
+    assert await _planned(db) == []
