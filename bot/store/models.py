@@ -322,6 +322,17 @@ class CoachEvent(Base):
     )
 
 
+class KeyFingerprint(Base):
+    """An encryption key the database's encrypted values may be under: its fingerprint
+    (:func:`bot.store.types.fingerprint`), never the key. A replica whose keys include none
+    of these cannot read the data and refuses to start (``bot/store/keys.py``)."""
+
+    __tablename__ = "key_fingerprints"
+
+    fingerprint: Mapped[str] = mapped_column(String(64), primary_key=True)
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 #: Columns that address a user without a foreign key: a private chat's id is its user's id,
 #: so a message to that chat is about them whoever queued it.
 ADDRESS_COLUMNS: tuple[tuple[str, str], ...] = (("outbox", "chat_id"),)

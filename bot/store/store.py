@@ -27,6 +27,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from .engine import make_engine
+from .keys import check_keys
 from .migrate import upgrade_engine
 from .models import (
     USER_COLUMNS,
@@ -397,12 +398,15 @@ class Store:
         return self._sessions
 
     async def start(self) -> None:
-        """Create or upgrade the schema, then get ready to serve turns. Idempotent."""
+        """Create or upgrade the schema, check that this replica's keys can read the data
+        (:class:`~bot.store.keys.KeyMismatchError` if not), then get ready to serve turns.
+        Idempotent."""
         if self._engine is not None:
             return
         engine = make_engine(self.url, encryption_key=self._encryption_key)
         try:
             await upgrade_engine(engine)
+            await check_keys(engine, self._encryption_key)
         except BaseException:
             await engine.dispose()
             raise
