@@ -54,7 +54,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from bot.coaching.checkins import CHECKIN_DIALOGUE
+from bot.coaching.checkins import CHECKIN_DIALOGUE, CHECKIN_MARKER
 from bot.coaching.conversation import (
     WEEKLY_REVIEW,
     Start,
@@ -147,7 +147,7 @@ def _daily_history(first: int, last: int, now: datetime) -> Any:
         .where(pc.kind == "daily", pc.user_id.between(first, last),
                or_(pc.status.in_(OPEN), pc.started_at > since)),
         select(Answer.user_id, answer, Answer.answered_at)
-        .where(Answer.dialogue_id == CHECKIN_DIALOGUE, Answer.user_id.between(first, last),
+        .where(Answer.marker == CHECKIN_MARKER, Answer.user_id.between(first, last),
                Answer.answered_at > since),
     ).subquery()
     rows = select(
@@ -493,7 +493,7 @@ async def _started_dailies(session: AsyncSession, user_id: int, now: datetime) -
 async def _last_checkin_answer(session: AsyncSession, user_id: int) -> datetime | None:
     at: datetime | None = (await session.execute(
         select(func.max(Answer.answered_at))
-        .where(Answer.user_id == user_id, Answer.dialogue_id == CHECKIN_DIALOGUE)
+        .where(Answer.user_id == user_id, Answer.marker == CHECKIN_MARKER)
     )).scalar()
     return at
 

@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, QueryableAttribute, mapped_column
 
-from .types import EncryptedJSON, EncryptedText, UTCDateTime, utcnow
+from .types import EncryptedInt, EncryptedJSON, EncryptedText, UTCDateTime, utcnow
 
 # SQLite only auto-increments an INTEGER PRIMARY KEY, so big surrogate keys are
 # INTEGER there and BIGINT elsewhere.
@@ -88,9 +88,11 @@ class Goal(Base):
     user_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
     title: Mapped[str] = mapped_column(EncryptedText)
     why: Mapped[str | None] = mapped_column(EncryptedText)
-    baseline: Mapped[int | None] = mapped_column(Integer)
-    current: Mapped[int | None] = mapped_column(Integer)
-    target: Mapped[int | None] = mapped_column(Integer)
+    # The client's own ratings on the goal's 1-10 scale, encrypted like the answers they
+    # repeat (the scale answer type keeps them in range).
+    baseline: Mapped[int | None] = mapped_column(EncryptedInt)
+    current: Mapped[int | None] = mapped_column(EncryptedInt)
+    target: Mapped[int | None] = mapped_column(EncryptedInt)
     status: Mapped[str] = mapped_column(String(16), default="active", server_default="active")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     due_on: Mapped[date | None] = mapped_column(Date)
@@ -98,29 +100,32 @@ class Goal(Base):
 
     __table_args__ = (
         CheckConstraint("status IN ('active', 'done', 'dropped')", name="status"),
-        CheckConstraint("baseline BETWEEN 1 AND 10", name="baseline"),
-        CheckConstraint("current BETWEEN 1 AND 10", name="current"),
-        CheckConstraint("target BETWEEN 1 AND 10", name="target"),
         Index(None, "user_id", "status"),
     )
 
 
 class Answer(Base):
-    """Append-only history of every answer a user gave."""
+    """Append-only history of every answer a user gave.
+
+    Which question it answered is encrypted like the answer: a step or variable asked only
+    after some answers gives them away. ``marker`` keeps in plain text the name of the few
+    variables the platform looks answers up by, each asked on every path of its dialogue
+    (``bot/coaching/markers.py``); NULL for every other answer."""
 
     __tablename__ = "answers"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     user_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
-    dialogue_id: Mapped[str] = mapped_column(String(128))
-    step_id: Mapped[str] = mapped_column(String(128))
-    variable: Mapped[str] = mapped_column(String(128))  # dotted, e.g. "checkin.mood"
+    dialogue_id: Mapped[str] = mapped_column(EncryptedText)
+    step_id: Mapped[str] = mapped_column(EncryptedText)
+    variable: Mapped[str] = mapped_column(EncryptedText)  # dotted, e.g. "checkin.mood"
     value: Mapped[Any] = mapped_column(EncryptedJSON, nullable=True)  # NULL: skipped
+    marker: Mapped[str | None] = mapped_column(String(64))
     answered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (
         Index(None, "user_id", "answered_at"),
-        Index(None, "user_id", "variable", "answered_at"),
+        Index(None, "user_id", "marker", "answered_at"),
     )
 
 

@@ -272,12 +272,14 @@ class Turn:
         self._state_set = True
         self.state = copy.deepcopy(state)
 
-    def record_answer(self, dialogue_id: str, step_id: str, variable: str, value: Any) -> None:
-        """Append an answer to the user's history."""
+    def record_answer(self, dialogue_id: str, step_id: str, variable: str, value: Any, *,
+                      marker: str | None = None) -> None:
+        """Append an answer to the user's history; ``marker``: the variable's name in plain
+        text, for the few the platform looks answers up by (``bot/coaching/markers.py``)."""
         self._writable()
         self._answers.append({"user_id": self.user.id, "dialogue_id": dialogue_id,
                               "step_id": step_id, "variable": variable, "value": value,
-                              "answered_at": self.now})
+                              "marker": marker, "answered_at": self.now})
 
     def enqueue(self, chat_id: int, payload: dict[str, Any], *, urgent: bool = False,
                 subject: int | None = None) -> None:

@@ -170,5 +170,25 @@ class EncryptedJSON(TypeDecorator[Any]):
         return json.loads(_open(value, dialect))
 
 
+class EncryptedInt(TypeDecorator[int]):
+    """A whole number the client gave (a rating), stored as text, encrypted at rest when a
+    cipher is installed. Numbers written before it was encrypted stay readable."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: int | None, dialect: Dialect) -> str | None:
+        if value is None:
+            return None
+        return _seal(str(int(value)), dialect)
+
+    def process_result_value(self, value: str | int | None, dialect: Dialect) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, int):  # SQLite: a number stored before
+            return value
+        return int(_open(value, dialect))
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching import coach as c
 from bot.coaching.chart import weekly_points, weekly_trend_png
+from bot.coaching.markers import marker_of
 from bot.dialogue import load_dialogues
 from bot.i18n import FSI, PDI, translator_for
 from bot.store import (
@@ -78,7 +79,7 @@ async def answer(store: Store, client_id: int, variable: str, value: Any, at: da
                  dialogue: str = "daily_checkin") -> None:
     async def go(s: AsyncSession) -> None:
         s.add(Answer(user_id=client_id, dialogue_id=dialogue, step_id="s", variable=variable,
-                     value=value, answered_at=at))
+                     marker=marker_of(variable), value=value, answered_at=at))
 
     await tx(store, go)
 

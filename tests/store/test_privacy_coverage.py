@@ -51,7 +51,7 @@ async def _populate(store: Store) -> None:
         s.add(Goal(user_id=CLIENT, title=f"{WORDS} goal", why=f"{WORDS} why", baseline=2,
                    current=3, target=8, status="active", created_at=NOW,
                    due_on=date(2026, 6, 1), completed_at=NOW))
-        s.add(Answer(user_id=CLIENT, dialogue_id="d", step_id="s", variable="v",
+        s.add(Answer(user_id=CLIENT, dialogue_id="d", step_id="s", variable="v", marker="v",
                      value=f"{WORDS} answer", answered_at=NOW))
         s.add(Conversation(user_id=CLIENT, state={"variables": {"goal.title": WORDS}},
                            version=3, updated_at=NOW))
