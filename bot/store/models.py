@@ -72,6 +72,9 @@ class User(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # When the user last asked for a copy of their data (/export is limited per user).
     exported_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # When a client who agreed last wrote (to the day), or a coach's link with them ended:
+    # the retention of their history counts from there (Store.prune).
+    last_seen_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
         CheckConstraint("checkin_hour BETWEEN 0 AND 23", name="checkin_hour"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from datetime import date, datetime, time, timedelta
 from typing import Any, TypeAlias, TypeVar, cast
 
-from sqlalchemy import String, Table, bindparam, delete, insert, or_, select, update
+from sqlalchemy import String, Table, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, make_url
@@ -70,6 +70,9 @@ OUTAGE_MAX_BACKOFF = 5.0
 #: Why a held-back outbox row was never sent (``last_error`` of a ``cancelled`` row).
 SUPERSEDED_BY_REPLY = "superseded by a later reply"
 SUPERSEDED_BY_URGENT = "superseded by an urgent message"
+#: How stale ``users.last_seen_at`` may get before a client's message updates it (one write
+#: a day, rather than one per message).
+_SEEN_PRECISION = timedelta(days=1)
 
 
 def _insert(dialect: str, table: Any) -> Any:
@@ -101,6 +104,7 @@ class TurnUser:
     is_coach: bool
     created_at: datetime
     exported_at: datetime | None
+    last_seen_at: datetime | None
 
 
 #: What is read of a user: an ORM :class:`User` or a turn's :class:`TurnUser`.
@@ -165,10 +169,10 @@ _MARK_PROCESSED = {
 
 @dataclass(frozen=True)
 class Retention:
-    """How long each kind of row outlives its use (docs/privacy.md). A client's own history
-    (goals, answers, conversation, profile) is not here: it stays until they erase it."""
+    """How long each kind of row outlives its use (docs/privacy.md)."""
 
-    #: Messages delivered (or given up on): copies of what was said, reports and charts too.
+    #: Messages delivered, given up on or held back: copies of what was said, reports and
+    #: charts too.
     sent_messages: timedelta = timedelta(days=1)
     #: What coaches were told about (kind and time only), once told.
     coach_events: timedelta = timedelta(days=30)
@@ -179,6 +183,10 @@ class Retention:
     invites: timedelta = timedelta(days=7)
     #: Links to a coach that ended.
     ended_links: timedelta = timedelta(days=30)
+    #: A client's own history (profile, goals, answers, everything about them), counted from
+    #: when they last wrote or answered, or a coach's link with them ended, whichever is
+    #: later; never while a coach's link with them is active. Then they are erased.
+    client_history: timedelta = timedelta(days=365)
 
 
 @dataclass(frozen=True)
@@ -554,9 +562,13 @@ class Store:
             if chat_busy is None:
                 chat_busy = sync.execute(_CHAT_BUSY, {"chat_id": user_id}).first() is not None
             hold_until = now + hold_for
-        return Turn(connection, user, state=state, version=version, duplicate=False, now=now,
+        turn = Turn(connection, user, state=state, version=version, duplicate=False, now=now,
                     hold_until=hold_until, chat_busy=bool(chat_busy),
                     replying=update_id is not None)
+        if update_id is not None and user.consent_at is not None and (
+                user.last_seen_at is None or user.last_seen_at < now - _SEEN_PRECISION):
+            user.last_seen_at = now  # a change: written with the turn's others
+        return turn
 
     async def prune_processed_updates(self, before: datetime) -> int:
         """Forget processed update ids older than ``before`` (Telegram stops redelivering
@@ -569,13 +581,26 @@ class Store:
             )
             return _rowcount(result)
 
-    async def prune(self, now: datetime, retention: Retention) -> dict[str, int]:
-        """Delete rows past their lifetime (see :class:`Retention`); how many, by kind."""
+    async def prune(self, now: datetime, retention: Retention, *,
+                    batch: int = 100) -> dict[str, int]:
+        """Delete rows past their lifetime (see :class:`Retention`); how many, by kind (for
+        ``client_history``, how many clients were erased, at most ``batch``)."""
         done: dict[str, int] = {}
+        links_end = now - retention.ended_links
         async with self.sessionmaker() as session, session.begin():
+            # A link about to go still counts for its client's history: its end is kept.
+            ended = (select(func.max(CoachLink.unlinked_at))
+                     .where(CoachLink.client_id == User.id, CoachLink.unlinked_at < links_end)
+                     .scalar_subquery())
+            await session.execute(
+                update(User)
+                .where(ended.is_not(None),
+                       or_(User.last_seen_at.is_(None), User.last_seen_at < ended))
+                .values(last_seen_at=ended)
+                .execution_options(synchronize_session=False))
             for kind, statement in (
                 ("sent_messages", delete(Outbox).where(
-                    Outbox.status.in_(("sent", "failed")),
+                    Outbox.status.in_(("sent", "failed", "cancelled")),
                     Outbox.created_at < now - retention.sent_messages)),
                 ("coach_events", delete(CoachEvent).where(
                     CoachEvent.notified_at < now - retention.coach_events)),
@@ -585,13 +610,36 @@ class Store:
                 ("invites", delete(Invite).where(or_(
                     Invite.used_at < now - retention.invites,
                     Invite.expires_at < now - retention.invites))),
-                ("ended_links", delete(CoachLink).where(
-                    CoachLink.unlinked_at < now - retention.ended_links)),
+                ("ended_links", delete(CoachLink).where(CoachLink.unlinked_at < links_end)),
             ):
                 result = await session.execute(
                     statement.execution_options(synchronize_session=False))
                 done[kind] = _rowcount(result)
+        done["client_history"] = await self._erase_departed(now - retention.client_history,
+                                                            batch)
         return done
+
+    async def _erase_departed(self, before: datetime, batch: int) -> int:
+        """Erase up to ``batch`` clients who agreed, and whose last message, answer and
+        coaching engagement are all older than ``before`` (coaches are not clients here)."""
+        engaged = select(CoachLink.id).where(
+            CoachLink.client_id == User.id,
+            or_(CoachLink.unlinked_at.is_(None), CoachLink.unlinked_at >= before))
+        answered = select(Answer.id).where(Answer.user_id == User.id,
+                                           Answer.answered_at >= before)
+        departed = (select(User.id).where(
+            User.consent_at < before, User.is_coach.is_(False),
+            or_(User.last_seen_at.is_(None), User.last_seen_at < before),
+            ~engaged.exists(), ~answered.exists()))
+        async with self.sessionmaker() as session:
+            ids = list((await session.execute(departed.order_by(User.id).limit(batch)))
+                       .scalars())
+        for user_id in ids:
+            async with self.sessionmaker() as session, session.begin():
+                # Checked again under the erase's transaction: they may have written since.
+                if await session.scalar(departed.where(User.id == user_id)) is not None:
+                    await erase(session, user_id)
+        return len(ids)
 
     async def purge_unconsented(self, before: datetime, *, batch: int = 100) -> int:
         """Erase up to ``batch`` users who first wrote before ``before`` and never agreed

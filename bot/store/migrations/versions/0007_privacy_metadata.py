@@ -6,6 +6,8 @@ Revises: 0006
 Create Date: 2026-12-04
 
 ``key_fingerprints``: the keys the data may be under (``bot/store/keys.py``).
+``users.last_seen_at``: when a client last wrote (or a coach's link with them ended), from
+which the retention of their history counts; filled from their last answer.
 ``answers.marker``: the variable's name in plain text for the few answers the platform looks
 up (``bot/coaching/markers.py``), filled here from the rows already there; ``dialogue_id``,
 ``step_id`` and ``variable`` become text, encrypted from now on (``coachbot admin reencrypt``
@@ -39,6 +41,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("fingerprint", name=op.f("pk_key_fingerprints")),
     )
     sqlite = op.get_bind().dialect.name == "sqlite"
+    # In place, never batch mode: on SQLite that recreates `users`, and dropping the old
+    # table deletes every row that refers to it (ON DELETE CASCADE).
+    op.add_column("users", sa.Column("last_seen_at", sa.DateTime(timezone=True),
+                                     nullable=True))
+    op.execute("UPDATE users SET last_seen_at = (SELECT max(answered_at) FROM answers "
+               "WHERE answers.user_id = users.id) WHERE consent_at IS NOT NULL")
     op.add_column("answers", sa.Column("marker", sa.String(64), nullable=True))
     answers = sa.table("answers", sa.column("marker", sa.String), sa.column("variable",
                                                                                sa.String))
@@ -77,4 +85,6 @@ def downgrade() -> None:
                     ["user_id", "variable", "answered_at"])
     with op.batch_alter_table("answers") as batch:
         batch.drop_column("marker")
+    if op.get_bind().dialect.name != "sqlite":  # the column stays there: see upgrade()
+        op.drop_column("users", "last_seen_at")
     op.drop_table("key_fingerprints")
