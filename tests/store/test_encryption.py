@@ -132,3 +132,13 @@ async def test_names_and_coaches_texts_are_encrypted_too(db_url: str) -> None:
             "About Zoravka's divorce", "Write to Zoravka's sister")
     finally:
         await store.close()
+
+
+async def test_sqlite_overwrites_what_is_deleted(tmp_path: object) -> None:
+    """Review M7: an erased client's words must not linger in the file's free pages."""
+    store = Store(f"sqlite+aiosqlite:///{tmp_path}/c.db")
+    await store.start()
+    try:
+        assert (await raw(store, "PRAGMA secure_delete")) == [(1,)]
+    finally:
+        await store.close()
