@@ -70,6 +70,8 @@ OUTAGE_MAX_BACKOFF = 5.0
 #: Why a held-back outbox row was never sent (``last_error`` of a ``cancelled`` row).
 SUPERSEDED_BY_REPLY = "superseded by a later reply"
 SUPERSEDED_BY_URGENT = "superseded by an urgent message"
+#: The planned check-in kind that follows an urgent crisis (bot/coaching/safety.py).
+_AFTER_CRISIS = "care"
 #: How stale ``users.last_seen_at`` may get before a client's message updates it (one write
 #: a day, rather than one per message).
 _SEEN_PRECISION = timedelta(days=1)
@@ -598,6 +600,11 @@ class Store:
                        or_(User.last_seen_at.is_(None), User.last_seen_at < ended))
                 .values(last_seen_at=ended)
                 .execution_options(synchronize_session=False))
+            # What shows that a client had a crisis goes once it has served (review M7): a
+            # pause that is over (above: the caring check-in once it is over).
+            await session.execute(
+                update(User).where(User.crisis_pause_until < now).values(crisis_pause_until=None)
+                .execution_options(synchronize_session=False))
             for kind, statement in (
                 ("sent_messages", delete(Outbox).where(
                     Outbox.status.in_(("sent", "failed", "cancelled")),
@@ -606,7 +613,8 @@ class Store:
                     CoachEvent.notified_at < now - retention.coach_events)),
                 ("finished_checkins", delete(PlannedCheckin).where(
                     PlannedCheckin.status.in_(("started", "missed", "cancelled")),
-                    PlannedCheckin.due_at < now - retention.finished_checkins)),
+                    or_(PlannedCheckin.due_at < now - retention.finished_checkins,
+                        PlannedCheckin.kind == _AFTER_CRISIS))),
                 ("invites", delete(Invite).where(or_(
                     Invite.used_at < now - retention.invites,
                     Invite.expires_at < now - retention.invites))),

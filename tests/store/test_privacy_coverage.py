@@ -248,3 +248,23 @@ async def test_a_clients_message_marks_when_they_were_last_seen(store: Store) ->
     async with store.turn(7, update_id=3):
         pass
     assert (await store.get_user(7)).last_seen_at == now  # type: ignore[union-attr]  # a day
+
+
+async def test_traces_of_a_crisis_go_once_they_have_served(store: Store) -> None:
+    """A pause after a crisis that is over and a caring check-in that is over say that the
+    client had a crisis: they do not wait for the usual lifetimes (review M7)."""
+    from bot.store import Retention
+
+    async with store.sessionmaker() as s, s.begin():
+        s.add_all([User(id=1, consent_at=NOW, crisis_pause_until=NOW - timedelta(hours=1)),
+                   User(id=2, consent_at=NOW, crisis_pause_until=NOW + timedelta(hours=1))])
+        await s.flush()
+        s.add_all([PlannedCheckin(user_id=1, kind="care", due_at=NOW, status="started"),
+                   PlannedCheckin(user_id=2, kind="care", due_at=NOW, status="planned"),
+                   PlannedCheckin(user_id=1, kind="daily", due_at=NOW, status="started")])
+    await store.prune(NOW, Retention())
+    rows = await _all_rows(store)
+    assert {r["id"]: r["crisis_pause_until"] is None for r in rows["users"]} == {
+        1: True, 2: False}
+    assert sorted((r["user_id"], r["kind"]) for r in rows["planned_checkins"]) == [
+        (1, "daily"), (2, "care")]
