@@ -22,9 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from .keys import keep_only
 from .models import Base
 from .types import (
+    ENCRYPTED_TYPES,
     DecryptionError,
-    EncryptedJSON,
-    EncryptedText,
     make_cipher,
     reseal,
     sealed_under,
@@ -51,7 +50,7 @@ def encrypted_columns() -> Iterator[tuple[Table, Column[object]]]:
     """Every (table, column) stored encrypted, from the models' column types."""
     for table in Base.metadata.sorted_tables:
         for column in table.columns:
-            if isinstance(column.type, EncryptedText | EncryptedJSON):
+            if isinstance(column.type, ENCRYPTED_TYPES):
                 yield table, column
 
 

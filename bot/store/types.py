@@ -190,5 +190,9 @@ class EncryptedInt(TypeDecorator[int]):
         return int(_open(value, dialect))
 
 
+#: The column types stored encrypted (re-encryption finds the columns by these).
+ENCRYPTED_TYPES = (EncryptedText, EncryptedJSON, EncryptedInt)
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)

@@ -28,7 +28,7 @@ async def _write(store: Store, user_id: int, text: str = SECRET) -> None:
         t.set_state({"variables": {"note": text}})
         t.record_answer("daily_checkin", "commit", "checkin.commitment", text)
         t.enqueue(user_id, {"text": text})
-        t.session.add(Goal(user_id=user_id, title=text, why=text))
+        t.session.add(Goal(user_id=user_id, title=text, why=text, baseline=3, target=8))
 
 
 async def _read(store: Store, user_id: int) -> None:
@@ -36,7 +36,7 @@ async def _read(store: Store, user_id: int) -> None:
         assert t.state == {"variables": {"note": SECRET}}
         assert t.user.first_name == f"Name {user_id}"
         goal = (await t.session.scalars(select(Goal).where(Goal.user_id == user_id))).one()
-        assert goal.title == SECRET
+        assert (goal.title, goal.baseline, goal.target) == (SECRET, 3, 8)
 
 
 async def _fingerprints(store: Store) -> set[str]:
@@ -139,7 +139,8 @@ async def test_reencryption_encrypts_plain_text_written_before_the_key(db_url: s
     try:
         results = await reencrypt(keyed.engine, OLD, batch=2)
         assert {(r.table, r.column) for r in results if r.rewritten} >= {
-            ("users", "first_name"), ("goals", "title"), ("answers", "value"),
+            ("users", "first_name"), ("goals", "title"), ("goals", "baseline"),
+            ("answers", "value"), ("answers", "step_id"),
             ("conversations", "state"), ("outbox", "payload")}
         stored = await raw(keyed, "SELECT title FROM goals")
         assert stored[0][0].startswith(ENC_PREFIX)
