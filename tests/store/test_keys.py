@@ -4,7 +4,7 @@ the first key (``coachbot admin reencrypt``), on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import pytest
-from cryptography.fernet import Fernet
+from cryptography.fernet import Fernet, MultiFernet
 from sqlalchemy import select
 
 from bot.store import Goal, KeyMismatchError, Store
@@ -147,3 +147,55 @@ async def test_reencryption_encrypts_plain_text_written_before_the_key(db_url: s
         await _read(keyed, 1)
     finally:
         await keyed.close()
+
+
+async def test_reencryption_never_overwrites_a_newer_write(db_url: str) -> None:
+    """A value the bot rewrites while a batch is being re-encrypted keeps the bot's value."""
+    if db_url.startswith("sqlite"):
+        pytest.skip("SQLite lets one writer in at a time: nothing can come in between")
+    import asyncio
+    import threading
+
+    import bot.store.reencrypt as module
+
+    old = await _started(db_url, OLD)
+    await _write(old, 1)
+    await old.close()
+    rotated = await _started(db_url, f"{NEW},{OLD}")
+
+    async def bot_writes() -> None:
+        other = await _started(db_url, f"{NEW},{OLD}")
+        try:
+            async with other.turn(1) as t:
+                t.set_state({"variables": {"note": "written meanwhile"}})
+        finally:
+            await other.close()
+
+    def write_in_between() -> None:  # another process, in effect: its own loop and engine
+        thread = threading.Thread(target=asyncio.run, args=(bot_writes(),))
+        thread.start()
+        thread.join()
+
+    original = module.reseal
+    wrote = False
+
+    def reseal(stored: str, cipher: MultiFernet) -> str:
+        nonlocal wrote
+        plain = cipher.decrypt(stored[len(ENC_PREFIX):].encode())
+        if not wrote and plain.startswith(b'{"variables"'):  # the conversation's state
+            wrote = True
+            write_in_between()
+        return original(stored, cipher)
+
+    try:
+        module.reseal = reseal  # type: ignore[assignment]
+        await reencrypt(rotated.engine, f"{NEW},{OLD}", batch=50)
+        module.reseal = original
+        assert wrote
+        async with rotated.turn(1) as t:
+            assert t.state == {"variables": {"note": "written meanwhile"}}
+        results = await reencrypt(rotated.engine, f"{NEW},{OLD}")
+        assert sum(r.rewritten for r in results) == 0  # the bot wrote under the new key
+    finally:
+        module.reseal = original
+        await rotated.close()
