@@ -175,7 +175,9 @@ class CoachLink(Base):
 class Invite(Base):
     __tablename__ = "invites"
 
-    code: Mapped[str] = mapped_column(String(64), primary_key=True)  # secrets.token_urlsafe
+    # The SHA-256 of the code (hex): the code itself is a bearer token, shown once to the
+    # coach and never stored (bot/coaching/links.py).
+    code_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -310,24 +312,20 @@ COACH_EVENT_KINDS = ("exercise_done", "exercise_partly", "exercise_skipped", "cr
 
 
 class CoachEvent(Base):
-    """Something a coach should hear about: only the kind and when, never any content."""
+    """Something a coach should hear about: only the kind and when, never any content. The
+    kind is encrypted (one of :data:`COACH_EVENT_KINDS`, checked by the code that records
+    it): a row must not tell that a client had a crisis."""
 
     __tablename__ = "coach_events"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
     client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
-    kind: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(EncryptedText)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     notified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
-    __table_args__ = (
-        CheckConstraint(
-            "kind IN ('exercise_done', 'exercise_partly', 'exercise_skipped', 'crisis')",
-            name="kind",
-        ),
-        Index(None, "coach_id", "notified_at"),
-    )
+    __table_args__ = (Index(None, "coach_id", "notified_at"),)
 
 
 class KeyFingerprint(Base):

@@ -60,7 +60,7 @@ async def _populate(store: Store) -> None:
         s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW,
                         unlinked_at=NOW))
         s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW))
-        s.add(Invite(code="code-used", coach_id=COACH, created_at=NOW,
+        s.add(Invite(code_hash="code-used", coach_id=COACH, created_at=NOW,
                      expires_at=NOW + timedelta(days=7), used_by=CLIENT, used_at=NOW))
         exercise = Exercise(coach_id=COACH, slug="mine", title=f"{COACH_WORDS} title",
                             instructions=f"{COACH_WORDS} how", questions=["q"])

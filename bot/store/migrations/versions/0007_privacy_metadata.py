@@ -12,12 +12,15 @@ which the retention of their history counts; filled from their last answer.
 up (``bot/coaching/markers.py``), filled here from the rows already there; ``dialogue_id``,
 ``step_id`` and ``variable`` become text, encrypted from now on (``coachbot admin reencrypt``
 encrypts the rows already there). ``goals.baseline/current/target`` become text (encrypted)
-and lose their range checks (the scale answer keeps them in range). A downgrade works only
-on a database without encrypted values in those columns.
+and lose their range checks (the scale answer keeps them in range). ``coach_events.kind``
+becomes (encrypted) text without its check, and crisis events already notified go.
+``invites.code`` becomes ``code_hash``: the SHA-256 of each code. A downgrade works only on a
+database without encrypted values in those columns, and leaves invites hashed (unusable).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -31,6 +34,7 @@ depends_on: str | Sequence[str] | None = None
 #: bot/coaching/markers.py ANSWER_MARKERS as of this revision.
 _MARKERS = ("checkin.mood", "goal.baseline", "review.current", "exercise.status")
 _RATINGS = ("baseline", "current", "target")
+_EVENT_KINDS = "kind IN ('exercise_done', 'exercise_partly', 'exercise_skipped', 'crisis')"
 
 
 def upgrade() -> None:
@@ -66,9 +70,30 @@ def upgrade() -> None:
             batch.alter_column(column, type_=sa.Text(), existing_type=sa.Integer(),
                                existing_nullable=True,
                                postgresql_using=f"{column}::text")
+    # Nothing refers to coach_events or invites either.
+    op.execute("DELETE FROM coach_events WHERE kind = 'crisis' AND notified_at IS NOT NULL")
+    with op.batch_alter_table("coach_events") as batch:
+        batch.drop_constraint(op.f("ck_coach_events_kind"), type_="check")
+        batch.alter_column("kind", type_=sa.Text(), existing_type=sa.String(32),
+                           existing_nullable=False)
+    bind = op.get_bind()
+    invites = sa.table("invites", sa.column("code", sa.String))
+    for (code,) in bind.execute(sa.select(invites.c.code)).all():
+        bind.execute(invites.update().where(invites.c.code == code)
+                     .values(code=hashlib.sha256(code.encode("utf-8")).hexdigest()))
+    with op.batch_alter_table("invites") as batch:
+        batch.alter_column("code", new_column_name="code_hash", existing_type=sa.String(64),
+                           existing_nullable=False)
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("invites") as batch:
+        batch.alter_column("code_hash", new_column_name="code", existing_type=sa.String(64),
+                           existing_nullable=False)
+    with op.batch_alter_table("coach_events") as batch:
+        batch.alter_column("kind", type_=sa.String(32), existing_type=sa.Text(),
+                           existing_nullable=False)
+        batch.create_check_constraint(op.f("ck_coach_events_kind"), _EVENT_KINDS)
     with op.batch_alter_table("goals") as batch:
         for column in _RATINGS:
             batch.alter_column(column, type_=sa.Integer(), existing_type=sa.Text(),
