@@ -420,11 +420,12 @@ async def brief_text(session: AsyncSession, cs: CoachingSession, tr: Translator,
     if link is None or link.brief_consent is not True or link.consent_at is None:
         return None
     since = max(link.consent_at, cs.starts_at - PREP_COUNTS_FOR)
+    # Which dialogue an answer belongs to is encrypted: the few days' answers are read and
+    # the preparation's picked out.
     answers = {a.variable: a.value for a in (await session.execute(
         select(Answer).where(Answer.user_id == cs.client_id,
-                             Answer.dialogue_id == PREP_DIALOGUE,
                              Answer.answered_at >= since, Answer.answered_at <= now)
-        .order_by(Answer.answered_at))).scalars()}
+        .order_by(Answer.answered_at))).scalars() if a.dialogue_id == PREP_DIALOGUE}
     lines = [tr.gettext("Their preparation, shared with their agreement:")]
     shown = [(label, answers[name]) for name, label in BRIEF_ANSWERS
              if answers.get(name) is not None]
