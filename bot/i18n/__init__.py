@@ -22,7 +22,8 @@ from babel.numbers import format_decimal
 from babel.support import Translations
 
 from bot.i18n.languages import ALIASES as _ALIASES
-from bot.i18n.languages import SOURCE_LOCALE, SUPPORTED_LOCALES
+from bot.i18n.languages import SOURCE_LOCALE as SOURCE_LOCALE  # re-exported
+from bot.i18n.languages import SUPPORTED_LOCALES as SUPPORTED_LOCALES
 
 DOMAIN = "coachbot"
 
