@@ -8,10 +8,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching.contracts import CHECKIN_MARKER as CHECKIN_MARKER  # re-exported
+from bot.coaching.contracts import DAILY_CHECKIN
 from bot.store import Answer, Goal, UserView
 
-CHECKIN_DIALOGUE = "daily_checkin"
-CHECKIN_MARKER = "checkin.mood"  # answered once per check-in, so it marks the day
+CHECKIN_DIALOGUE = DAILY_CHECKIN
 STREAK_LOOKBACK = 400
 
 

@@ -16,6 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.coach import CUSTOM_EXERCISE, event_for_status, notify_coaches
+from bot.coaching.contracts import EXERCISE_STATUS, GOAL_SETTING, NEW_EXERCISE, STREAK_VARIABLES
+from bot.coaching.contracts import WEEKLY_REVIEW as WEEKLY_REVIEW  # re-exported
 from bot.coaching.safety import pause_after_crisis, record_signal
 from bot.coaching.streaks import streak
 from bot.config import DEFAULT_MIN_AGE
@@ -27,13 +29,6 @@ from bot.engine.places import country_for_timezone
 from bot.i18n import normalize_locale, translator_for
 from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
-
-# Contracts with the dialogues (see docs/dialogue-language.md, "What the platform reads").
-GOAL_SETTING = "goal_setting"
-EXERCISE_STATUS = "exercise.status"
-NEW_EXERCISE = "new_exercise"  # a coach writes an exercise of their own
-WEEKLY_REVIEW = "weekly_review"
-STREAK_VARIABLES = frozenset({"streak.days", "streak.best"})
 
 
 @dataclass(frozen=True)

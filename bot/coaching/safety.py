@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import update
 
+from bot.coaching.contracts import CARE_CHECKIN as CARE_CHECKIN  # re-exported
 from bot.engine import Outcome
 from bot.engine.crisis import CrisisSignal
 from bot.observability import CRISIS_SIGNALS
@@ -22,7 +23,6 @@ from bot.store import Turn as StoreTurn
 log = logging.getLogger(__name__)
 
 CRISIS_PAUSE = timedelta(hours=24)
-CARE_CHECKIN = "care_checkin"  # the dialogue of the day after
 CARE_KIND = "care"
 # Planned rows that have not started yet (see bot/schedule/jobs.py for the statuses).
 _NOT_STARTED = ("planned", "claimed")

@@ -19,6 +19,7 @@ from telegram import BotCommand, Update
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, BaseUpdateProcessor, ContextTypes, TypeHandler
 
+from bot.coaching.contracts import check_contracts
 from bot.config import Settings
 from bot.dialogue import check_dialogues
 from bot.dialogue.model import DialogueSet
@@ -146,6 +147,9 @@ async def set_commands(application: Application[Any, Any, Any, Any, Any, Any]) -
 
 def load_dialogue_set(settings: Settings) -> DialogueSet:
     dialogues, errors = check_dialogues(settings.dialogues)
+    if dialogues is not None:
+        errors = check_contracts(dialogues, settings.dialogues)
+        dialogues = None if errors else dialogues
     if dialogues is None:
         raise StartupError("the dialogues have problems; run `coachbot validate`:\n"
                            + "\n".join(str(e) for e in errors))
