@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.coaching.contracts import CHECKIN_MARKER as CHECKIN_MARKER  # re-exported
 from bot.coaching.contracts import DAILY_CHECKIN
 from bot.store import Answer, Goal, UserView
+from bot.store.kinds import GoalStatus
 
 CHECKIN_DIALOGUE = DAILY_CHECKIN
 STREAK_LOOKBACK = 400
@@ -19,7 +20,7 @@ STREAK_LOOKBACK = 400
 async def has_active_goal(session: AsyncSession, user_id: int) -> bool:
     """Whether a check-in has a goal to look at."""
     found = await session.execute(
-        select(Goal.id).where(Goal.user_id == user_id, Goal.status == "active").limit(1))
+        select(Goal.id).where(Goal.user_id == user_id, Goal.status == GoalStatus.ACTIVE).limit(1))
     return found.first() is not None
 
 
