@@ -32,7 +32,7 @@ from bot.config import Settings
 from bot.dialogue import load_dialogues
 from bot.schedule.runner import make_tick
 from bot.store import Outbox, Retention, Store, Turn
-from bot.telegram.app import Wired, set_commands, wire
+from bot.telegram.app import Wired, set_coach_commands, set_commands, wire
 from tests.fakes.bot_api import FakeBotApi, SentMessage, UploadedFile
 
 REPO = Path(__file__).parents[1]
@@ -193,6 +193,7 @@ async def in_process(fake: FakeBotApi, settings: Settings) -> AsyncIterator[InPr
                                             in settings.retention_days.items()}))
     await wired.application.initialize()
     await set_commands(wired.application)
+    await set_coach_commands(wired.application, store)
     try:
         yield InProcessBot(fake, settings, store, wired, tick)
     finally:

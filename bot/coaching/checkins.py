@@ -8,12 +8,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.contracts import CHECKIN_MARKER as CHECKIN_MARKER  # re-exported
-from bot.coaching.contracts import DAILY_CHECKIN
+from bot.coaching.contracts import CHECKIN_MARKER, DAILY_CHECKIN
 from bot.store import Answer, Goal, UserView
 from bot.store.kinds import GoalStatus
 
-CHECKIN_DIALOGUE = DAILY_CHECKIN
 STREAK_LOOKBACK = 400
 
 
@@ -34,7 +32,7 @@ def user_zone(user: UserView) -> ZoneInfo:
 async def checkin_days(session: AsyncSession, user: UserView, zone: ZoneInfo) -> list[date]:
     rows = await session.execute(
         select(Answer.answered_at)
-        .where(Answer.user_id == user.id, Answer.dialogue_id == CHECKIN_DIALOGUE,
+        .where(Answer.user_id == user.id, Answer.dialogue_id == DAILY_CHECKIN,
                Answer.variable == CHECKIN_MARKER)
         .order_by(Answer.answered_at.desc())
         .limit(STREAK_LOOKBACK)

@@ -15,9 +15,15 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.checkins import checkin_days, user_zone
-from bot.coaching.coach import CUSTOM_EXERCISE, event_for_status, notify_coaches
-from bot.coaching.contracts import EXERCISE_STATUS, GOAL_SETTING, NEW_EXERCISE, STREAK_VARIABLES
-from bot.coaching.contracts import WEEKLY_REVIEW as WEEKLY_REVIEW  # re-exported
+from bot.coaching.contracts import (
+    CUSTOM_EXERCISE,
+    EXERCISE_STATUS,
+    GOAL_SETTING,
+    NEW_EXERCISE,
+    STREAK_VARIABLES,
+    WEEKLY_REVIEW,
+)
+from bot.coaching.events import event_for_status, notify_coaches
 from bot.coaching.safety import pause_after_crisis, record_signal
 from bot.coaching.streaks import streak
 from bot.config import DEFAULT_MIN_AGE

@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import update
 
-from bot.coaching.contracts import CARE_CHECKIN as CARE_CHECKIN  # re-exported
 from bot.engine import Outcome
 from bot.engine.crisis import CrisisSignal
 from bot.observability import CRISIS_SIGNALS
@@ -25,7 +24,7 @@ log = logging.getLogger(__name__)
 
 CRISIS_PAUSE = timedelta(hours=24)
 CARE_KIND = CheckinKind.CARE
-# Planned rows that have not started yet (see bot/schedule/jobs.py for the statuses).
+# Planned rows that have not started yet (see bot/schedule/claims.py for the statuses).
 _NOT_STARTED = (CheckinStatus.PLANNED, CheckinStatus.CLAIMED)
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from bot.coaching.coach import make_coach
+from bot.coaching.links import make_coach
 from bot.store import Assignment, CoachLink, Exercise, PlannedCheckin, User
 from tests.inprocess import InProcessBot
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from bot.coaching.coach import make_coach
+from bot.coaching.links import make_coach
 from tests.inprocess import ClientUser, InProcessBot
 
 COACH, CLIENT = 8001, 8002
