@@ -116,10 +116,9 @@ class ClientUser:
                         return message, button["callback_data"]
         raise AssertionError(f"no button {label!r} in {[m.text for m in self.messages]}")
 
-    async def replies(self, **_ignored: float) -> list[SentMessage]:
-        """What the bot sent since the last look, once every waiting update is handled and
-        the sender has nothing due. (Keyword arguments of the HTTP client's version, its
-        timings, mean nothing here.)"""
+    async def replies(self) -> list[SentMessage]:
+        """What the bot sent since the last look, once every waiting update is handled, the
+        scheduler has ticked and the sender has nothing due."""
         await self.bot.pump()
         new = self.messages[self.seen:]
         self.seen = len(self.messages)

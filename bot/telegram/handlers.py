@@ -39,7 +39,7 @@ from bot.engine.runner import is_sos, sos_reply
 from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
 from bot.i18n.languages import LANGUAGE_NAMES
-from bot.observability import handling_update
+from bot.observability import UpdateKind, handling_update
 from bot.schedule.planner import replan, schedule_of
 from bot.store import Store, off_the_loop
 from bot.store import Turn as StoreTurn
@@ -424,13 +424,13 @@ def _zone(name: str) -> ZoneInfo:
         return ZoneInfo("UTC")
 
 
-def _kind_of(update: Update) -> str:
+def _kind_of(update: Update) -> UpdateKind:
     if update.callback_query is not None:
-        return "button"
+        return UpdateKind.BUTTON
     text = update.message.text if update.message is not None else None
     if text is None:
-        return "other"
-    return "command" if text.startswith("/") else "text"
+        return UpdateKind.OTHER
+    return UpdateKind.COMMAND if text.startswith("/") else UpdateKind.TEXT
 
 
 def help_reply(locale: str, *, coach: bool = False) -> Reply:
