@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections import Counter
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -38,6 +39,18 @@ log = logging.getLogger(__name__)
 BUSY_WINDOW = timedelta(minutes=30)
 POSTPONE_BY = timedelta(minutes=30)
 START_CONCURRENCY = 8  # check-ins started at once within a tick
+
+
+class Outcome(StrEnum):
+    """What became of a claimed row (the counts ``claim_and_start`` returns); the first
+    three are also the row's new status."""
+
+    STARTED = CheckinStatus.STARTED.value
+    MISSED = CheckinStatus.MISSED.value
+    CANCELLED = CheckinStatus.CANCELLED.value
+    POSTPONED = "postponed"  # planned again, a little later
+    LOST = "lost"  # another worker took it over after our lease ran out
+    ERROR = "error"  # stays claimed; the lease brings it back
 
 
 #: The dialogue each kind of planned row starts; an exercise's depends on its assignment.
@@ -74,20 +87,21 @@ async def _last_checkin_answer(session: AsyncSession, user_id: int) -> datetime 
     return at
 
 
-async def _daily_verdict(t: Turn, row: Claimed, profile: Profile, now: datetime) -> str | None:
+async def _daily_verdict(t: Turn, row: Claimed, profile: Profile,
+                         now: datetime) -> Outcome | None:
     """Why a due daily check-in should not start (a status), or None to start it."""
     if not await has_active_goal(t.session, t.user_id):
-        return "cancelled"
+        return Outcome.CANCELLED
     started = await _started_dailies(t.session, t.user_id, now)
     zone = profile.zone
     if any(planning.local_date(s, zone) == planning.local_date(row.due_at, zone)
            for s in started):
-        return "cancelled"  # one daily check-in per local day
+        return Outcome.CANCELLED  # one daily check-in per local day
     answered = await _last_checkin_answer(t.session, t.user_id)
     unanswered = sum(1 for s in started if answered is None or s > answered)
     last = started[-1] if started else None
     if not planning.daily_allowed_on(profile, row.due_at, last, unanswered):
-        return "cancelled"  # the gentler rhythm skips this one
+        return Outcome.CANCELLED  # the gentler rhythm skips this one
     return None
 
 
@@ -119,16 +133,16 @@ async def _busy(t: Turn, now: datetime) -> bool:
 
 
 async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
-                  now: datetime) -> tuple[str, Start | None]:
+                  now: datetime) -> tuple[Outcome, Start | None]:
     """(status, what to start) for a claimed row inside its user's turn."""
     profile = profile_of(t.user)
     if user_gone(t.user, now, row.kind):
-        return "cancelled", None
+        return Outcome.CANCELLED, None
     if row.kind == CARE_KIND and planning.in_quiet(_local_minute(now, profile),
                                                    profile.quiet_start, profile.quiet_end):
-        return "postponed", None
+        return Outcome.POSTPONED, None
     if not planning.same_local_day(row.due_at, now, profile.zone):
-        return "missed", None
+        return Outcome.MISSED, None
     if row.kind == CheckinKind.DAILY:
         verdict = await _daily_verdict(t, row, profile, now)
         if verdict is not None:
@@ -136,10 +150,10 @@ async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
     action = await _start_for(t, row)
     if action is None or action.dialogue_id not in dialogues:
         log.warning("check-in %s (%s): nothing to start", row.id, row.kind)
-        return "cancelled", None
+        return Outcome.CANCELLED, None
     if await _busy(t, now):
-        return "postponed", None
-    return "started", action
+        return Outcome.POSTPONED, None
+    return Outcome.STARTED, action
 
 
 def _local_minute(instant: datetime, profile: Profile) -> int:
@@ -147,23 +161,25 @@ def _local_minute(instant: datetime, profile: Profile) -> int:
     return local.hour * 60 + local.minute
 
 
-async def _set_status(t: Turn, row: Claimed, status: str, now: datetime) -> None:
-    values: dict[str, Any] = {"status": status}
-    if status == "postponed":
-        values = {"status": CheckinStatus.PLANNED, "due_at": now + POSTPONE_BY, "claimed_by": None,
-                  "claimed_at": None}
-    elif status == "started":
-        values["started_at"] = now
+async def _set_status(t: Turn, row: Claimed, status: Outcome, now: datetime) -> None:
+    values: dict[str, Any]
+    if status == Outcome.POSTPONED:
+        values = {"status": CheckinStatus.PLANNED, "due_at": now + POSTPONE_BY,
+                  "claimed_by": None, "claimed_at": None}
+    else:
+        values = {"status": CheckinStatus(status.value)}
+        if status == Outcome.STARTED:
+            values["started_at"] = now
     await t.session.execute(
         update(PlannedCheckin).where(PlannedCheckin.id == row.id).values(**values)
         .execution_options(synchronize_session=False))
 
 
 async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime,
-                    worker_id: str) -> str:
+                    worker_id: str) -> Outcome:
     """Inside the user's turn: start the row's dialogue into the outbox, or settle it."""
     if not await _still_mine(t, row, worker_id):
-        return "lost"
+        return Outcome.LOST
     status, action = await _decide(t, row, dialogues, now)
     if action is not None:
         outcome = await converse(t, dialogues, action, now)
@@ -187,7 +203,7 @@ async def claim_and_start(store: Store, dialogues: DialogueSet, now: datetime, *
     at_once = asyncio.Semaphore(START_CONCURRENCY)
 
     async def start(row: Claimed) -> None:
-        async def run(t: Turn) -> str:
+        async def run(t: Turn) -> Outcome:
             return await start_one(t, row, dialogues, now, worker_id)
 
         async with at_once:
@@ -196,8 +212,8 @@ async def claim_and_start(store: Store, dialogues: DialogueSet, now: datetime, *
             except Exception as exc:  # ids and the error's kind, never its text
                 log.error("check-in %s of user %s could not be started: %s", row.id,
                           row.user_id, describe_failure(exc))
-                status = "error"  # stays claimed; the lease brings it back
-        results[status or "lost"] += 1
+                status = Outcome.ERROR  # stays claimed; the lease brings it back
+        results[status or Outcome.LOST] += 1
 
     await asyncio.gather(*(start(row) for row in await claims.claim(store, now, worker_id=worker_id,
                                                              batch=batch)))
