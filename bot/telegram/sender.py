@@ -33,217 +33,28 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-import regex
 from sqlalchemy import Table, Text, Update, bindparam, select, type_coerce, update
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
+from telegram import Bot
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
+from bot.coaching.reachability import blocked_the_bot
 from bot.loops import backoff_delay, loop_failed
 from bot.observability import Heartbeats, record_send
-from bot.store import Outbox, PlannedCheckin, Store, User, is_outage, undelivered
+from bot.store import Outbox, Store, is_outage, undelivered
 from bot.store import Turn as StoreTurn
+from bot.telegram.pacing import ChatPacer, Priority, TokenBucket
+from bot.telegram.shaping import keyboard, split_text
 
 log = logging.getLogger(__name__)
 
-MAX_TEXT = 4096  # UTF-16 code units
-LONG_LABEL = 20  # characters: any longer label puts every button on its own row
-BUTTONS_PER_ROW = 5
 MAX_INLINE_RETRY_AFTER = 3
 # Rows the background loop sent wait this long for others to join their "sent" commit. A
 # reply sent by its update's handler is recorded at once: the chat's next update waits for it.
 RECORD_DELAY = 0.02  # seconds
-_GRAPHEME = regex.compile(r"\X")
-
-
-# -- message shaping ---------------------------------------------------------------------
-
-
-def utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _graphemes_prefix(text: str, limit: int) -> int:
-    """Length (in code points) of the longest whole-grapheme prefix within ``limit``."""
-    used = end = 0
-    for match in _GRAPHEME.finditer(text):
-        size = utf16_len(match.group())
-        if used + size > limit:
-            break
-        used += size
-        end = match.end()
-    return end
-
-
-def _code_points_prefix(text: str, limit: int) -> int:
-    """Length (in code points) of the longest prefix within ``limit`` UTF-16 units."""
-    used = end = 0
-    for char in text:
-        used += 2 if ord(char) > 0xFFFF else 1
-        if used > limit:
-            break
-        end += 1
-    return end
-
-
-def _cut(text: str, limit: int) -> int:
-    """Where to cut ``text`` so the head fits ``limit``: after a paragraph, else a line,
-    else a space, else between graphemes (never inside a surrogate pair or a grapheme),
-    and inside a grapheme only when a single one is longer than ``limit`` (as full a part
-    as fits: one oversized grapheme makes as few parts as its length needs)."""
-    fit = _graphemes_prefix(text, limit)
-    if fit == 0:
-        return max(_code_points_prefix(text, limit), 1)
-    head = text[:fit]
-    for separator in ("\n\n", "\n", " "):
-        at = head.rfind(separator)
-        if at > 0:
-            return at + len(separator)
-    return fit
-
-
-def split_text(text: str, limit: int = MAX_TEXT) -> list[str]:
-    """Split a text Telegram would refuse (over ``limit`` UTF-16 units) into parts."""
-    parts: list[str] = []
-    rest = text
-    while utf16_len(rest) > limit:
-        at = _cut(rest, limit)
-        part = rest[:at].rstrip()
-        if part:
-            parts.append(part)
-        rest = rest[at:].lstrip("\n ")
-    if rest or not parts:
-        parts.append(rest)
-    return parts
-
-
-def keyboard(buttons: Sequence[dict[str, Any]]) -> InlineKeyboardMarkup | None:
-    """One button per row when any label is long, otherwise up to five per row."""
-    if not buttons:
-        return None
-    made = [InlineKeyboardButton(str(b["label"]), callback_data=str(b["data"])) for b in buttons]
-    per_row = 1 if any(len(str(b["label"])) > LONG_LABEL for b in buttons) else BUTTONS_PER_ROW
-    return InlineKeyboardMarkup([made[i:i + per_row] for i in range(0, len(made), per_row)])
-
-
-# -- pacing ----------------------------------------------------------------------------
-
-
-class TokenBucket:
-    """Paces sends at ``rate`` per second with no burst; :meth:`pause` stops every send.
-
-    Senders take turns (first come, first served; ``first=True`` goes to the head of the
-    queue): one at a time waits for its release time, then hands the turn on. Release times
-    keep to a grid of ``1/rate`` as long as a release is late by less than a quarter of the
-    interval (so the event loop's timer lateness does not slow the rate down); after a
-    longer delay (a stalled loop, a pause, an idle spell) the grid restarts from the late
-    release instead of catching up, so a stall never turns into a burst: any second holds
-    at most ``rate + 1`` releases.
-    """
-
-    LATE = 0.25  # of the interval: later than this restarts the grid
-
-    def __init__(self, rate: float, clock: Any = time.monotonic) -> None:
-        self.interval = 1.0 / rate
-        self._clock = clock
-        self._next = -float("inf")
-        self._paused_until = 0.0
-        self._busy = False  # a sender holds the turn (or was just handed it)
-        self._waiters: deque[tuple[asyncio.Future[None], bool]] = deque()  # (turn, first)
-
-    def pause(self, seconds: float) -> None:
-        self._paused_until = max(self._paused_until, self._clock() + seconds)
-
-    async def acquire(self, *, first: bool = False) -> None:
-        if self._busy:
-            await self._wait_turn(first, front=first)
-        self._busy = holding = True
-        try:
-            while True:
-                now = self._clock()
-                slot = max(now, self._next, self._paused_until)
-                if slot <= now:
-                    break
-                if not first and self._waiters and self._waiters[0][1]:
-                    # A send retried after a 429 waits at the head: it goes first, then us.
-                    holding = False
-                    self._hand_on()
-                    await self._wait_turn(True, front=True)
-                    holding = True
-                    continue
-                await asyncio.sleep(slot - now)
-            on_grid = now - self._next < self.LATE * self.interval
-            self._next = (self._next if on_grid else now) + self.interval
-        finally:
-            if holding:
-                self._hand_on()
-
-    async def _wait_turn(self, first: bool, *, front: bool) -> None:
-        entry = (asyncio.get_running_loop().create_future(), first)
-        if front:
-            self._waiters.appendleft(entry)
-        else:
-            self._waiters.append(entry)
-        turn = entry[0]
-        try:
-            await turn
-        except asyncio.CancelledError:
-            if turn.done() and not turn.cancelled():
-                self._hand_on()  # we had been handed the turn: pass it on
-            else:
-                self._waiters.remove(entry)
-            raise
-
-    def _hand_on(self) -> None:
-        while self._waiters:
-            turn, _ = self._waiters.popleft()
-            if not turn.done():
-                turn.set_result(None)  # stays busy: the turn is theirs
-                return
-        self._busy = False
-
-
-class ChatPacer:
-    """About one message per ``interval`` seconds to each chat (in this process), with a
-    small burst so that the two or three replies of one turn arrive together; over any
-    longer stretch a chat still gets no more than one message per interval."""
-
-    def __init__(self, interval: float = 1.0, clock: Any = time.monotonic,
-                 burst: int = 3) -> None:
-        self.interval = interval
-        self.burst = burst
-        self._clock = clock
-        self._tokens: dict[int, tuple[float, float]] = {}  # chat -> (tokens, as of when)
-
-    def _available(self, chat_id: int, now: float) -> float:
-        tokens, since = self._tokens.get(chat_id, (float(self.burst), now))
-        if self.interval <= 0:
-            return float(self.burst)
-        return min(float(self.burst), tokens + (now - since) / self.interval)
-
-    def ready(self, chat_id: int) -> bool:
-        """Whether a message to this chat can go out now, without waiting."""
-        return self._available(chat_id, self._clock()) >= 1
-
-    async def wait(self, chat_id: int) -> None:
-        available = self._available(chat_id, self._clock())
-        if available < 1:
-            await asyncio.sleep((1 - available) * self.interval)
-
-    def sent(self, chat_id: int) -> None:
-        now = self._clock()
-        self._tokens[chat_id] = (max(0.0, self._available(chat_id, now) - 1), now)
-        if len(self._tokens) > 50_000:  # forget chats whose burst is full again
-            self._tokens = {c: v for c, v in self._tokens.items()
-                            if self._available(c, now) < self.burst}
-
-
-# -- the sender ----------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -256,6 +67,7 @@ class Claimed:
     created_at: datetime | None = None  # None: just now
     parts_sent: int = 0  # of a long text, accepted by Telegram (updated as they are)
     urgent: bool = False
+    priority: Priority = Priority.BULK  # in the bucket (FIRST when urgent)
 
 
 def utcnow() -> datetime:
@@ -551,7 +363,8 @@ class Sender:
         except Forbidden as exc:
             record_send("403")
             log.info("outbox %s: chat %s blocked the bot", row.id, row.chat_id)
-            await self._unreachable(row, _describe(exc))
+            await blocked_the_bot(self.store, user_id=row.user_id, chat_id=row.chat_id,
+                                  outbox_id=row.id, error=_describe(exc))
         except BadRequest as exc:
             record_send("error")
             log.error("outbox %s: rejected by Telegram: %s", row.id, _describe(exc))
@@ -587,7 +400,7 @@ class Sender:
         retry = False
         for _ in range(MAX_INLINE_RETRY_AFTER):
             try:
-                await self._deliver(row, first=retry)
+                await self._deliver(row, retry=retry)
                 return
             except RetryAfter as exc:
                 seconds = _retry_seconds(exc)
@@ -596,15 +409,15 @@ class Sender:
                 if seconds > self.lease.total_seconds() / 4:
                     raise
                 retry = True
-        await self._deliver(row, first=True)
+        await self._deliver(row, retry=True)
 
-    async def _deliver(self, row: Claimed, *, first: bool = False) -> None:
+    async def _deliver(self, row: Claimed, *, retry: bool = False) -> None:
         payload = row.payload
-        first = first or row.urgent
+        priority = Priority.FIRST if retry or row.urgent else row.priority
         if "photo" in payload:  # a chart: PNG bytes, hex-encoded to stay JSON
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
-            await self.bucket.acquire(first=first)
+            await self.bucket.acquire(priority)
             try:
                 await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
                                           caption=str(payload.get("caption") or "")[:1024])
@@ -616,7 +429,7 @@ class Sender:
         for index in range(min(row.parts_sent, len(parts) - 1), len(parts)):
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
-            await self.bucket.acquire(first=first)
+            await self.bucket.acquire(priority)
             last = index == len(parts) - 1
             try:
                 # PTB's send_message parses Telegram's answer into a Message, which nothing
@@ -712,23 +525,6 @@ class Sender:
 
     async def _fail(self, row: Claimed, error: str) -> None:
         await self._update(row.id, status="failed", last_error=error)
-
-    async def _unreachable(self, row: Claimed, error: str) -> None:
-        """Blocked: the user is unreachable, their check-ins and queued messages stop."""
-        async with self.store.sessionmaker() as session, session.begin():
-            await session.execute(update(User).where(User.id == row.user_id)
-                                  .values(reachable=False))
-            await session.execute(
-                update(PlannedCheckin)
-                .where(PlannedCheckin.user_id == row.user_id,
-                       PlannedCheckin.status.in_(("planned", "claimed")))
-                .values(status="cancelled").execution_options(synchronize_session=False))
-            await session.execute(
-                update(Outbox)
-                .where(Outbox.chat_id == row.chat_id,
-                       undelivered(Outbox.status) | (Outbox.id == row.id))
-                .values(status="failed", last_error=error)
-                .execution_options(synchronize_session=False))
 
 
 def _describe(exc: Exception) -> str:
