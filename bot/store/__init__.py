@@ -18,6 +18,7 @@ from .models import (
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
+    SendBudget,
     User,
     undelivered,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "PlannedCheckin",
     "ProcessedUpdate",
     "Retention",
+    "SendBudget",
     "Store",
     "Turn",
     "TurnUser",

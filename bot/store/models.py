@@ -287,6 +287,8 @@ class Outbox(Base):
         Index(None, "status", "next_attempt_at"),
         # The sender claims only the oldest undelivered row of each chat.
         Index(None, "chat_id", "status", "id"),
+        # ... and first of the chats with a reply waiting (few: an index-only lookup).
+        Index(None, "kind", "status", "chat_id"),
     )
 
 
@@ -295,6 +297,16 @@ def undelivered(status: ColumnElement[str] | QueryableAttribute[str]) -> ColumnE
     literal tuple, which SQLAlchemy renders again on every execution (a fifth of a lookup's
     CPU)."""
     return or_(status == "pending", status == "sending")
+
+
+class SendBudget(Base):
+    """The bot's send budget, shared by its replicas (``bot/telegram/pacing.py``): the first
+    release time no replica has leased yet. Nothing about a person."""
+
+    __tablename__ = "send_budget"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    next_slot: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 #: What a coach is told about, in batches; never the content of what the client wrote.

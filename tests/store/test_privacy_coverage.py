@@ -25,6 +25,7 @@ from bot.store import (
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
+    SendBudget,
     Store,
     User,
 )
@@ -34,8 +35,8 @@ CLIENT, COACH, OTHER = 41, 42, 43
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 WORDS = "CLIENT-WORDS"  # in every value that is the client's, or about them
 COACH_WORDS = "COACH-WORDS"
-#: Tables that hold nothing about a person (none yet).
-NOT_PERSONAL: frozenset[str] = frozenset()
+#: Tables that hold nothing about a person: the bot's shared send budget.
+NOT_PERSONAL: frozenset[str] = frozenset({"send_budget"})
 
 
 async def _populate(store: Store) -> None:
@@ -92,6 +93,7 @@ async def _populate(store: Store) -> None:
                      payload={"text": COACH_WORDS}, status="pending", **outbox))
         s.add(CoachEvent(coach_id=COACH, client_id=CLIENT, kind="crisis", created_at=NOW,
                          notified_at=NOW))
+        s.add(SendBudget(id=1, next_slot=NOW))
 
 
 async def _all_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
