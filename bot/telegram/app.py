@@ -235,7 +235,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
     heartbeats = Heartbeats()
     supervisor = Supervisor()
     loops_stop = asyncio.Event()
-    sender = Sender(store, application.bot, rate=settings.send_rate, heartbeats=heartbeats,
+    sender = Sender(store, application.bot, rate=settings.send_rate, shared=True,
+                    paid_broadcast=settings.allow_paid_broadcast, heartbeats=heartbeats,
                     give_up_after=settings.send_give_up_after)
     handlers = Handlers(store, dialogues, sender, admin_ids=settings.admin_ids,
                         bot_username=lambda: application.bot.username,

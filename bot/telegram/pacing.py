@@ -89,6 +89,7 @@ class LocalBudget:
         self._paused_until = max(self._paused_until, self._clock() + seconds)
 
 
+FREE_BUDGET, PAID_BUDGET = 1, 2  # ids of the budgets' rows: free sends, paid broadcasts
 # One row per budget; ``next_slot`` is the first release time nobody has leased yet.
 _LEASE = text("""
     INSERT INTO send_budget (id, next_slot) VALUES (:key, clock_timestamp() + :span)
@@ -109,7 +110,7 @@ class SharedBudget:
     LATE = 0.5  # of the interval
     SLICE = 0.25  # seconds of the budget leased at most at once
 
-    def __init__(self, engine: AsyncEngine, rate: float, *, key: int = 1,
+    def __init__(self, engine: AsyncEngine, rate: float, *, key: int = FREE_BUDGET,
                  clock: Clock = time.monotonic) -> None:
         self.engine = engine
         self.interval = 1.0 / rate

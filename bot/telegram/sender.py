@@ -33,11 +33,12 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, Text, Update, bindparam, select, type_coerce, update
+from sqlalchemy import Row, Table, Text, Update, bindparam, or_, select, type_coerce, update
 from telegram import Bot
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
@@ -46,12 +47,14 @@ from bot.loops import backoff_delay, loop_failed
 from bot.observability import Heartbeats, record_send
 from bot.store import Outbox, Store, is_outage, undelivered
 from bot.store import Turn as StoreTurn
-from bot.telegram.pacing import ChatPacer, Priority, TokenBucket
+from bot.telegram.pacing import PAID_BUDGET, ChatPacer, Priority, SharedBudget, TokenBucket
 from bot.telegram.shaping import keyboard, split_text
 
 log = logging.getLogger(__name__)
 
 MAX_INLINE_RETRY_AFTER = 3
+REPLY_RESERVE = 8  # sends in flight beyond ``concurrency`` for chats with a reply waiting
+PAID_BROADCAST_RATE = 1000.0  # messages/s Telegram allows paid broadcasts
 # Rows the background loop sent wait this long for others to join their "sent" commit. A
 # reply sent by its update's handler is recorded at once: the chat's next update waits for it.
 RECORD_DELAY = 0.02  # seconds
@@ -76,10 +79,12 @@ def utcnow() -> datetime:
 
 _OUTBOX = cast(Table, Outbox.__table__)
 _EARLIER = _OUTBOX.alias("earlier")
+_REPLYING = _OUTBOX.alias("replying")
 
 
-def _claim_statement(*, of_one_user: bool) -> Update:
-    """Claim up to :limit due rows (of :user_id), each the oldest undelivered of its chat.
+def _claim_statement(*, of_one_user: bool = False, replying: bool = False) -> Update:
+    """Claim up to :limit due rows (of :user_id; of chats with a reply waiting, when
+    ``replying``), each the oldest undelivered of its chat.
 
     Built once, in Core with bound parameters: building it per call (an ORM alias, the
     subqueries, their cache key) and running it through the ORM cost more CPU than the
@@ -93,6 +98,11 @@ def _claim_statement(*, of_one_user: bool) -> Update:
            .order_by(t.id).limit(bindparam("at_most")).with_for_update(skip_locked=True))
     if of_one_user:
         due = due.where(t.user_id == bindparam("of_user"))
+    if replying:  # a reply (or an urgent message) waits in the chat, maybe behind this row
+        r = _REPLYING.c
+        due = due.where(t.chat_id.in_(
+            select(r.chat_id).where(or_(r.kind == "reply", r.kind == "urgent"),
+                                    undelivered(r.status))))
     # Materialised: as a plain ``IN (subquery)`` PostgreSQL may rerun the LIMIT … SKIP
     # LOCKED subquery per scanned row and claim more than ``at_most`` rows.
     chosen = due.cte("due").prefix_with("MATERIALIZED", dialect="postgresql")
@@ -107,7 +117,8 @@ def _claim_statement(*, of_one_user: bool) -> Update:
                        t.attempts, t.created_at, t.parts_sent, t.kind))
 
 
-_CLAIM_ANY = _claim_statement(of_one_user=False)
+_CLAIM_ANY = _claim_statement()
+_CLAIM_REPLYING = _claim_statement(replying=True)
 _CLAIM_OF_USER = _claim_statement(of_one_user=True)
 _RECORD_SENT = (update(_OUTBOX)
                 .where(_OUTBOX.c.id.in_(bindparam("accepted", expanding=True)))
@@ -138,7 +149,9 @@ class Sender:
         store: Store,
         bot: Bot,
         *,
-        rate: float = 25.0,
+        rate: float = 28.0,
+        shared: bool = False,
+        paid_broadcast: bool = False,
         per_chat_interval: float = 1.0,
         max_attempts: int | None = None,
         give_up_after: timedelta = timedelta(hours=12),
@@ -156,10 +169,21 @@ class Sender:
         a back-off up to ``max_backoff`` for this long after it was queued, then marked
         failed (``max_attempts``, when given, also caps the attempts). ``heartbeats``:
         the background loop beats ``"sender"`` after every round. ``loop_backoff`` …
-        ``loop_max_backoff``: its wait after a failed round (say, the database away)."""
+        ``loop_max_backoff``: its wait after a failed round (say, the database away).
+
+        ``rate``: the bot's messages per second in all; ``shared``: on PostgreSQL every
+        replica shares it (:class:`SharedBudget`), otherwise this process has it alone.
+        ``paid_broadcast``: scheduled bulk goes out as Telegram's paid broadcasts (up to
+        1,000/s, for a fee), outside ``rate``, which is then left to replies."""
         self.store = store
         self.bot = bot
-        self.bucket = TokenBucket(rate)
+        share = shared and store.engine.dialect.name == "postgresql"
+        self.bucket = TokenBucket(rate, budget=SharedBudget(store.engine, rate)
+                                  if share else None)
+        self.paid_bucket = None if not paid_broadcast else TokenBucket(
+            PAID_BROADCAST_RATE,
+            budget=SharedBudget(store.engine, PAID_BROADCAST_RATE, key=PAID_BUDGET)
+            if share else None)
         self.chats = ChatPacer(per_chat_interval)
         self.max_attempts = max_attempts
         self.give_up_after = give_up_after
@@ -216,7 +240,7 @@ class Sender:
                 await self._requeue([later.id for later in t.held[index:]])
                 return index
             claimed = Claimed(row.id, t.user_id, row.chat_id, row.payload, attempts=1,
-                              created_at=t.now, urgent=row.urgent)
+                              created_at=t.now, urgent=row.urgent, priority=Priority.REPLY)
             if not await self._send(claimed, prompt=True):
                 await self._requeue([later.id for later in t.held[index + 1:]])
                 return index
@@ -243,7 +267,10 @@ class Sender:
             try:
                 free = self.concurrency - len(self._inflight)
                 worth_it = free >= max(1, self.concurrency // 4) or not self._inflight
-                rows = await self.claim(free) if worth_it else []
+                # Rows a reply waits behind need not wait for room: they go ahead of the
+                # bulk already in flight (TokenBucket takes them first).
+                rows = await self.claim(free if worth_it else 0,
+                                        replying=max(free, 0) + REPLY_RESERVE)
             except Exception as exc:
                 self.failed_rounds += 1
                 if until_idle:
@@ -312,39 +339,58 @@ class Sender:
                 .execution_options(synchronize_session=False))
             return int(getattr(result, "rowcount", 0) or 0)
 
-    async def claim(self, limit: int, *, user_id: int | None = None) -> list[Claimed]:
-        """Claim up to ``limit`` due rows, each the oldest undelivered row of its chat."""
-        if limit <= 0:
+    async def claim(self, limit: int, *, user_id: int | None = None,
+                    replying: int | None = None) -> list[Claimed]:
+        """Claim up to ``limit`` due rows, each the oldest undelivered row of its chat:
+        first of the chats with a reply waiting (up to ``replying`` of them, by default
+        ``limit``; they count towards ``limit``), then any. ``user_id``: only theirs."""
+        replying = limit if replying is None else replying
+        if limit <= 0 and replying <= 0:
             return []
         if time.monotonic() - self._released_at >= self.release_every:
             self._released_at = time.monotonic()
             await self.release_expired()
         now = utcnow()
-        params: dict[str, Any] = {"due_by": now, "at_most": limit,
-                                  "lease_until": now + self.lease}
-        if user_id is not None:
-            params["of_user"] = user_id
-        statement = _CLAIM_ANY if user_id is None else _CLAIM_OF_USER
-        decode = Outbox.payload.type.process_result_value
-        dialect = self.store.engine.dialect
+        params: dict[str, Any] = {"due_by": now, "lease_until": now + self.lease}
         claimed: list[Claimed] = []
         unreadable: dict[str, list[int]] = {}
         async with self.store.engine.begin() as connection:
-            for r in (await connection.execute(statement, params)).all():
-                try:
-                    payload = decode(r.raw, dialect)
-                    if not isinstance(payload, dict):
-                        raise TypeError("an outbox payload is a JSON object")
-                except Exception as exc:  # another replica's key, a damaged row …
-                    unreadable.setdefault(type(exc).__name__, []).append(r.id)
+            if user_id is not None:
+                rounds = [(_CLAIM_OF_USER, limit, Priority.REPLY)]
+                params["of_user"] = user_id
+            else:
+                rounds = [(_CLAIM_REPLYING, replying, Priority.REPLY),
+                          (_CLAIM_ANY, limit, Priority.BULK)]
+            for statement, at_most, priority in rounds:
+                if priority is Priority.BULK:
+                    at_most = min(at_most, limit - len(claimed))
+                if at_most <= 0:
                     continue
-                claimed.append(Claimed(r.id, r.user_id, r.chat_id, payload, r.attempts,
-                                       r.created_at, r.parts_sent, r.kind == "urgent"))
+                rows = (await connection.execute(statement, {**params, "at_most": at_most}))
+                self._read_claimed(rows.all(), priority, claimed, unreadable)
             for error, ids in unreadable.items():
                 log.error("outbox %s: cannot be read here (%s), marked failed",
                           ", ".join(map(str, ids)), error)
                 await connection.execute(_UNREADABLE, {"ids": ids, "error": error})
-        return sorted(claimed, key=lambda c: c.id)
+        return sorted(claimed, key=lambda c: (c.priority, c.id))
+
+    def _read_claimed(self, rows: Sequence[Row[Any]], priority: Priority,
+                      claimed: list[Claimed], unreadable: dict[str, list[int]]) -> None:
+        decode = Outbox.payload.type.process_result_value
+        dialect = self.store.engine.dialect
+        for r in rows:
+            try:
+                payload = decode(r.raw, dialect)
+                if not isinstance(payload, dict):
+                    raise TypeError("an outbox payload is a JSON object")
+            except Exception as exc:  # another replica's key, a damaged row …
+                unreadable.setdefault(type(exc).__name__, []).append(r.id)
+                continue
+            urgent = r.kind == "urgent"
+            claimed.append(Claimed(
+                r.id, r.user_id, r.chat_id, payload, r.attempts, r.created_at, r.parts_sent,
+                urgent, Priority.FIRST if urgent else
+                Priority.REPLY if r.kind == "reply" else priority))
 
     # ---- sending
 
@@ -404,7 +450,9 @@ class Sender:
                 return
             except RetryAfter as exc:
                 seconds = _retry_seconds(exc)
-                self.bucket.pause(seconds)
+                for bucket in (self.bucket, self.paid_bucket):
+                    if bucket is not None:
+                        bucket.pause(seconds)
                 log.warning("outbox %s: 429, every send waits %.1fs", row.id, seconds)
                 if seconds > self.lease.total_seconds() / 4:
                     raise
@@ -414,13 +462,16 @@ class Sender:
     async def _deliver(self, row: Claimed, *, retry: bool = False) -> None:
         payload = row.payload
         priority = Priority.FIRST if retry or row.urgent else row.priority
+        paid = self.paid_bucket is not None and row.priority is Priority.BULK
+        bucket = self.paid_bucket if paid and self.paid_bucket is not None else self.bucket
         if "photo" in payload:  # a chart: PNG bytes, hex-encoded to stay JSON
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
-            await self.bucket.acquire(priority)
+            await bucket.acquire(priority)
             try:
                 await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
-                                          caption=str(payload.get("caption") or "")[:1024])
+                                          caption=str(payload.get("caption") or "")[:1024],
+                                          allow_paid_broadcast=paid or None)
             finally:
                 self.chats.sent(row.chat_id)
             return
@@ -429,14 +480,15 @@ class Sender:
         for index in range(min(row.parts_sent, len(parts) - 1), len(parts)):
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
-            await self.bucket.acquire(priority)
+            await bucket.acquire(priority)
             last = index == len(parts) - 1
             try:
                 # PTB's send_message parses Telegram's answer into a Message, which nothing
                 # here reads: 10% of the bot's CPU under load. The same request, unparsed.
                 await self.bot._post("sendMessage", {
                     "chat_id": row.chat_id, "text": parts[index],
-                    "reply_markup": markup if last else None})
+                    "reply_markup": markup if last else None,
+                    "allow_paid_broadcast": paid or None})
             finally:
                 self.chats.sent(row.chat_id)
             if not last:  # a retry (429, 5xx, a restart) resumes at the next part
