@@ -121,6 +121,7 @@ class SharedBudget:
         self._paused_until = 0.0
         self._failures = 0
         self.leases = 0  # round trips, for tests and benchmarks
+        self.dropped = 0  # leased release times left unused (too late, or paused)
 
     async def next_release(self, wanted: int) -> float:
         while True:
@@ -129,6 +130,7 @@ class SharedBudget:
             while self._leased and (self._leased[0] < late
                                     or self._leased[0] < self._paused_until):
                 self._leased.popleft()
+                self.dropped += 1
             if self._leased:
                 return self._leased[0]
             if now < self._paused_until:  # no lease the pause would waste
@@ -241,7 +243,7 @@ class TokenBucket:
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():
                 self._hand_on()  # we had been handed the turn: pass it on
-            else:
+            elif entry in self._waiters:  # (a hand-on may have dropped it already)
                 self._waiters.remove(entry)
                 heapq.heapify(self._waiters)
             raise

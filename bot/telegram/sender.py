@@ -554,10 +554,12 @@ class Sender:
                     "accepted": [row_id for row_id, _ in batch], "accepted_at": utcnow()})
             except Exception as exc:  # the rows stay 'sending'; their lease brings them back
                 for _, done in batch:
-                    done.set_exception(exc)
+                    if not done.done():  # (its send may have been cancelled meanwhile)
+                        done.set_exception(exc)
                 continue
             for _, done in batch:
-                done.set_result(None)
+                if not done.done():
+                    done.set_result(None)
 
     async def _retry(self, row: Claimed, delay: float, *, count_attempt: bool,
                      error: str) -> None:
