@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -31,7 +32,9 @@ def main(argv: list[str]) -> None:
         app.Sender = functools.partial(Sender, per_chat_interval=0.0, shared=False)  # type: ignore[misc]
     settings = Settings(telegram_token=TOKEN, telegram_api_base_url=api_url,
                         database_url=database_url, dialogues=REPO / "dialogues",
-                        send_rate=28.0 if paced else 1_000_000.0)
+                        send_rate=28.0 if paced else 1_000_000.0,
+                        encryption_key=os.environ.get("COACHBOT_ENCRYPTION_KEY"),
+                        allow_plaintext=True)
     asyncio.run(app.serve(settings, own_process=True))  # SIGTERM stops it cleanly
 
 
