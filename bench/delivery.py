@@ -170,6 +170,7 @@ async def replicas(count: int) -> dict[str, Any]:
         return {"replicas": count, "done": done, "sent": len(times),
                 "rate": (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0,
                 "busiest": busiest_second(times), "429": fake.rate_limited,
+                "429_by": dict(fake.rate_limited_by),
                 "leases": leases}
 
 
@@ -234,10 +235,11 @@ async def burst() -> dict[str, Any]:
                 "out_of_order": sum(1 for a, b in itertools.pairwise(order) if b < a),
                 "p50": wave.percentile(50), "p99": wave.percentile(99),
                 "updates": wave.updates, "failures": wave.failures[:3],
-                "429": fake.rate_limited}
+                "429": fake.rate_limited, "429_by": dict(fake.rate_limited_by)}
 
 
-ANSWERS = ("I am not sure yet", "Maybe", "Yes", "I want to run a 10k", "Tell me more", "No")
+# Never "no": declining consent erases the client, and the goodbye goes straight out.
+ANSWERS = ("I am not sure yet", "Let me think", "I want to run a 10k", "Tell me more", "Hmm")
 
 
 async def say(fake: LoadFake, user_id: int, text: str, wave: Wave, timeout: float = 30) -> None:
@@ -331,7 +333,7 @@ async def _measure() -> list[list[object]]:
         ok = r["done"] and r["rate"] >= 0.95 * RATE and r["busiest"] <= RATE and not r["429"]
         rows.append([f"{count} replica(s) drain {DUE:,} due check-ins (PostgreSQL)",
                      f"{r['rate']:.1f}/s ({r['rate'] / RATE:.1%}), busiest second "
-                     f"{r['busiest']}, 429s {r['429']}, {r['sent']:,} sent, "
+                     f"{r['busiest']}, 429s {r['429']} {r['429_by'] or ''}, {r['sent']:,} sent, "
                      f"{r['leases']:,} lease round trips",
                      f"≥ {0.95 * RATE:.1f}/s, ≤ {RATE:.0f} in any second, no 429",
                      _met(ok)])
@@ -344,7 +346,7 @@ async def _measure() -> list[list[object]]:
                  "p99 < 1.5 s", _met(b["p99"] < 1.5 and not b["failures"])])
     rows.append(["... the check-ins", f"{b['bulk']:,} delivered in {b['seconds']:.1f} s "
                  f"({b['out_of_order']} out of due order; {b['replies']:,} replies meanwhile, "
-                 f"(bulk + replies) ÷ rate = {expected:.1f} s; 429s {b['429']})",
+                 f"(bulk + replies) ÷ rate = {expected:.1f} s; 429s {b['429']} {b['429_by']})",
                  "all, in order, ≤ 1.05 × max(60 s, (bulk + replies) ÷ rate)",
                  _met(b["done"] and not b["out_of_order"]
                       and b["seconds"] <= 1.05 * expected and not b["429"])])

@@ -1,4 +1,9 @@
-"""Delivering the outbox to Telegram, within Telegram's rate limits.
+"""Delivering the outbox to Telegram: claiming rows, sending them, retrying, recording.
+
+Shaping a message (long texts in parts, buttons in rows) is ``bot/telegram/shaping.py``;
+pacing (the bot's send budget, shared by the replicas on PostgreSQL, and each chat's pace)
+is ``bot/telegram/pacing.py``; what a user who blocked the bot changes is
+``bot/coaching/reachability.py``.
 
 Outbox statuses: ``pending`` (waiting, not before ``next_attempt_at``), ``sending`` (claimed
 by a sender; ``next_attempt_at`` is then the claim's lease expiry, renewed while a send
@@ -10,8 +15,10 @@ Order and limits: only the oldest undelivered row of a chat can be claimed, so a
 messages never overtake each other and a chat has at most one message in flight. The replies
 of an update skip the claim: its turn commits them already ``sending`` when the chat has
 nothing undelivered, and the handler sends them one after the other (:meth:`deliver_turn`).
-Sends are paced by a token bucket (``rate`` messages/s overall, no burst) and at most one
-message per second per chat. A 429 pauses every send for ``retry_after`` and retries the row.
+Sends are paced by the bot's budget (``rate`` messages/s in all, no burst) and about one
+message per second per chat. Replies to a client's own message go ahead of scheduled bulk:
+the claim takes first the chats where a reply waits (and the rows it waits behind), and the
+budget serves them first. A 429 pauses every send for ``retry_after`` and retries the row.
 An urgent row (``Turn.enqueue(..., urgent=True)``) skips the chat's pace and goes first.
 
 Outages: a 5xx, a timeout or a network error retries the row with a back-off doubling up

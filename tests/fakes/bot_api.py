@@ -25,7 +25,7 @@ import json
 import math
 import re
 import time
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -436,6 +436,7 @@ class FakeBotApi:
         self._paid_window: deque[float] = deque()
         self._chat_tokens: dict[int, tuple[float, float]] = {}  # chat -> (tokens, as of)
         self.rate_limited = 0  # sends answered 429 by the limits (not by fail_next)
+        self.rate_limited_by: Counter[str] = Counter()  # ... by which: "bot" or "chat"
 
         self._changed = asyncio.Event()
         self._closing = False
@@ -665,14 +666,15 @@ class FakeBotApi:
         tokens, since = self._chat_tokens.get(chat, (float(limits.chat_burst), now))
         tokens = min(float(limits.chat_burst), tokens + (now - since) * limits.per_chat)
         if len(window) >= most:
-            wait = window[0] + 1.0 - now
+            wait, reason = window[0] + 1.0 - now, "bot"
         elif tokens < 1:
-            wait = (1 - tokens) / limits.per_chat
+            wait, reason = (1 - tokens) / limits.per_chat, "chat"
         else:
             window.append(now)
             self._chat_tokens[chat] = (tokens - 1, now)
             return
         self.rate_limited += 1
+        self.rate_limited_by[reason] += 1
         retry_after = max(1, math.ceil(wait))
         raise ApiError(429, f"Too Many Requests: retry after {retry_after}",
                        {"retry_after": retry_after})
