@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.coaching.coach import digest_text, due_digests
+from bot.coaching.events import digest_text, due_digests
 from bot.i18n import translator_for
 from bot.store import Outbox, Store
 

@@ -1,0 +1,112 @@
+"""Assigning exercises: the exercises a coach may assign, schedule validation, a coach's
+own exercises, and the assignment itself (only to a client of an active link)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.coaching.coach_errors import InvalidSchedule, UnknownExercise
+from bot.coaching.links import linked_since
+from bot.dialogue.model import DialogueSet
+from bot.store import Assignment, Exercise
+
+CUSTOM_EXERCISE = "custom_exercise"  # the dialogue that runs a coach's own exercise
+MAX_DAILY_DAYS = 90
+STATUS_VARIABLE = "exercise.status"
+EXERCISE_STATUSES = ("done", "partly", "skipped")
+
+
+# -- assignments --------------------------------------------------------------------------
+
+
+def exercise_ids(dialogues: DialogueSet) -> frozenset[str]:
+    """The library exercises, what ``assign_exercise`` accepts by slug: exercise dialogues
+    that need nothing from the platform to run (not the coach's own, `custom_exercise`)."""
+    return frozenset(i for i, d in dialogues.dialogues.items()
+                     if d.kind == "exercise" and not d.requires)
+
+
+def _hour(schedule: Mapping[str, Any]) -> int:
+    hour = schedule.get("hour")
+    if isinstance(hour, bool) or not isinstance(hour, int) or not 0 <= hour <= 23:
+        raise InvalidSchedule("hour must be a whole number from 0 to 23")
+    return hour
+
+
+def validate_schedule(schedule: Mapping[str, Any]) -> dict[str, Any]:
+    """A clean copy of a valid schedule, or InvalidSchedule."""
+    kind = schedule.get("kind")
+    if kind == "daily":
+        if set(schedule) != {"kind", "hour", "days"}:
+            raise InvalidSchedule("a daily schedule has exactly: kind, hour, days")
+        days = schedule["days"]
+        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAILY_DAYS:
+            raise InvalidSchedule(f"days must be a whole number from 1 to {MAX_DAILY_DAYS}")
+        return {"kind": "daily", "hour": _hour(schedule), "days": days}
+    if kind == "weekdays":
+        if set(schedule) != {"kind", "hour", "weekdays"}:
+            raise InvalidSchedule("a weekdays schedule has exactly: kind, hour, weekdays")
+        weekdays = schedule["weekdays"]
+        if not isinstance(weekdays, list | tuple) or not weekdays or not all(
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= 6 for d in weekdays
+        ):
+            raise InvalidSchedule("weekdays must be a non-empty list of days 0 (Monday) to 6")
+        return {"kind": "weekdays", "hour": _hour(schedule), "weekdays": sorted(set(weekdays))}
+    raise InvalidSchedule("kind must be 'daily' or 'weekdays'")
+
+
+async def own_exercises(session: AsyncSession, coach_id: int) -> list[tuple[int, str]]:
+    """(id, title) of the exercises this coach wrote, oldest first."""
+    rows = await session.execute(select(Exercise.id, Exercise.title)
+                                 .where(Exercise.coach_id == coach_id).order_by(Exercise.id))
+    return [(row.id, row.title) for row in rows]
+
+
+async def assign_exercise(
+    session: AsyncSession,
+    coach_id: int,
+    client_id: int,
+    exercise_slug: str,
+    schedule: Mapping[str, Any],
+    starts_on: date,
+    ends_on: date | None,
+    now: datetime,
+    known_exercises: Collection[str],
+    custom_exercise_id: int | None = None,
+) -> int:
+    """Assign a library exercise (by its slug), or one of this coach's own exercises (by its
+    id, run by the `custom_exercise` dialogue), to a client of this coach; returns the
+    assignment id."""
+    await linked_since(session, coach_id, client_id)
+    if custom_exercise_id is not None:
+        own = await session.scalar(select(Exercise.id).where(
+            Exercise.id == custom_exercise_id, Exercise.coach_id == coach_id))
+        if own is None:
+            raise UnknownExercise("no such exercise of yours")
+        exercise_slug = CUSTOM_EXERCISE
+    elif exercise_slug not in known_exercises:
+        raise UnknownExercise(f"no exercise {exercise_slug!r}")
+    clean = validate_schedule(schedule)
+    if ends_on is not None and ends_on < starts_on:
+        raise InvalidSchedule("the assignment ends before it starts")
+    assignment = Assignment(
+        coach_id=coach_id,
+        client_id=client_id,
+        exercise_slug=exercise_slug,
+        exercise_id=custom_exercise_id,
+        schedule=clean,
+        starts_on=starts_on,
+        ends_on=ends_on,
+        active=True,
+        created_at=now,
+    )
+    session.add(assignment)
+    await session.flush()
+    return assignment.id
+
+
