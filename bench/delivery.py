@@ -47,7 +47,7 @@ from bench.common import machine, table
 from bench.load import REPO, LoadFake, Wave
 from bench.schedule import NOW, _copy, population
 from bot.config import DEFAULT_SEND_RATE
-from bot.schedule.jobs import plan
+from bot.schedule.planner import plan
 from bot.store import Outbox, Store, User
 from bot.telegram.http import AiohttpRequest
 from bot.telegram.pacing import SharedBudget

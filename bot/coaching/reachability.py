@@ -10,7 +10,7 @@ from sqlalchemy import update
 
 from bot.store import Outbox, PlannedCheckin, Store, User, undelivered
 
-# Planned rows that have not started yet (see bot/schedule/jobs.py for the statuses).
+# Planned rows that have not started yet (see bot/schedule/claims.py for the statuses).
 _NOT_STARTED = ("planned", "claimed")
 
 
