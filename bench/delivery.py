@@ -12,10 +12,11 @@ processes on PostgreSQL (``COACHBOT_BENCH_PG_URL``), each against a fresh databa
   the first to the last arriving at the fake; the busiest one-second window [t, t + 1).
 * burst: the whole bot (``bench/run_coachbot.py --paced``: production limits) while
   ``BENCH_BURST`` (20,000) check-ins' messages fall due over one minute and
-  ``BENCH_CLIENTS`` (50) clients go through goal setting, pausing about ``BENCH_THINK``
-  (3) seconds before each answer. Latency: from the fake enqueuing a client's update to
-  the first reply arriving. The bulk must all arrive, in due order, and take no longer than
-  5 % over (bulk + replies sent meanwhile) ÷ rate.
+  ``BENCH_CLIENTS`` (50) clients talk to it (``/start``, then answers), pausing about
+  ``BENCH_THINK`` (15) seconds before each, as people typing do; replies go first, so the
+  bulk's time is measured against (bulk + replies sent meanwhile) ÷ rate. Latency: from
+  the fake enqueuing a client's update to the first reply arriving. The bulk must all
+  arrive, in due order, and take no longer than 5 % over that.
 * planning: ``plan()`` for ``BENCH_PLAN_USERS`` (1,000,000) users, in its own process
   (``python -m bench.delivery plan …``), timed, with its peak resident memory.
 
@@ -57,7 +58,7 @@ DUE = int(os.environ.get("BENCH_DUE", 5_000))
 REPLICAS = tuple(int(n) for n in os.environ.get("BENCH_REPLICAS", "1,2,3").split(","))
 BURST = int(os.environ.get("BENCH_BURST", 20_000))
 CLIENTS = int(os.environ.get("BENCH_CLIENTS", 50))
-THINK = float(os.environ.get("BENCH_THINK", 3.0))
+THINK = float(os.environ.get("BENCH_THINK", 15.0))
 PLAN_USERS = int(os.environ.get("BENCH_PLAN_USERS", 1_000_000))
 RATE = DEFAULT_SEND_RATE
 TELEGRAM_PER_BOT = 30
