@@ -1,7 +1,7 @@
 """One send budget for all replicas, and replies before bulk.
 
 Revision ID: 0010
-Revises: 0006
+Revises: 0007
 Create Date: 2026-12-04
 
 ``send_budget``: one row per budget, the first release time no replica has leased yet
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0010"
-down_revision: str | None = "0006"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
