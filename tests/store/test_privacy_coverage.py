@@ -30,6 +30,7 @@ from bot.store import (
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
+    SendBudget,
     SessionMode,
     SessionStatus,
     Store,
@@ -41,8 +42,8 @@ CLIENT, COACH, OTHER = 41, 42, 43
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 WORDS = "CLIENT-WORDS"  # in every value that is the client's, or about them
 COACH_WORDS = "COACH-WORDS"
-#: Tables that hold nothing about a person.
-NOT_PERSONAL: frozenset[str] = frozenset({"key_fingerprints"})
+#: Tables that hold nothing about a person: key fingerprints, the shared send budget.
+NOT_PERSONAL: frozenset[str] = frozenset({"key_fingerprints", "send_budget"})
 
 
 async def _populate(store: Store) -> None:
@@ -109,6 +110,7 @@ async def _populate(store: Store) -> None:
                               mode=SessionMode.IN_PERSON, place=f"{WORDS} home",
                               status=SessionStatus.SCHEDULED, sequence=1, created_at=NOW,
                               updated_at=NOW))
+        s.add(SendBudget(id=1, next_slot=NOW))
         s.add(KeyFingerprint(fingerprint="f" * 64, recorded_at=NOW))
 
 
