@@ -26,8 +26,10 @@ COLUMNS: dict[tuple[str, str], type[StrEnum]] = {
     ("planned_checkins", "status"): CheckinStatus,
     ("outbox", "status"): OutboxStatus,
     ("outbox", "kind"): OutboxKind,
-    ("coach_events", "kind"): CoachEventKind,
 }
+# coach_events.kind is encrypted at rest (privacy), so the database cannot check it: the
+# code that records an event does (bot/coaching/events.py), against CoachEventKind.
+ENCRYPTED: dict[tuple[str, str], type[StrEnum]] = {("coach_events", "kind"): CoachEventKind}
 
 
 def test_every_status_and_kind_column_is_checked_against_its_enum() -> None:
@@ -38,6 +40,7 @@ def test_every_status_and_kind_column_is_checked_against_its_enum() -> None:
                 column = str(constraint.sqltext).split(" IN (")[0]
                 checks[(table.name, column)] = str(constraint.sqltext)
     assert checks == {key: one_of(key[1], enum) for key, enum in COLUMNS.items()}
+    assert not set(ENCRYPTED) & set(checks)
 
 
 def test_one_of_renders_the_enum_in_order() -> None:
