@@ -20,6 +20,7 @@ from .models import (
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
+    SendBudget,
     User,
     undelivered,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "PlannedCheckin",
     "ProcessedUpdate",
     "Retention",
+    "SendBudget",
     "Store",
     "Turn",
     "TurnUser",
