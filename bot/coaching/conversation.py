@@ -14,6 +14,7 @@ from datetime import date, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching import messages, noticing
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.coach import CUSTOM_EXERCISE, event_for_status, notify_coaches
 from bot.coaching.safety import pause_after_crisis, record_signal
@@ -27,6 +28,7 @@ from bot.engine.places import country_for_timezone
 from bot.i18n import normalize_locale, translator_for
 from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
+from bot.store.models import CoachEventKind
 
 # Contracts with the dialogues (see docs/dialogue-language.md, "What the platform reads").
 GOAL_SETTING = "goal_setting"
@@ -165,6 +167,7 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
             continue
         if completed:
             goal.status, goal.completed_at = "done", now
+            await noticing.goal_completed(t.session, t.user_id, goal.created_at, now)
         elif answer.variable == "goal.title" and isinstance(answer.value, str):
             goal.title = answer.value
         else:
@@ -232,15 +235,22 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         t.set_state(outcome.state.to_dict())
         return outcome
     for answer in outcome.saved:
+        if answer.variable in messages.NOT_KEPT:  # carried to the other person, not kept
+            continue
         t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value)
         event = event_for_status(answer.value) if answer.variable == EXERCISE_STATUS else None
         if event is not None:
             await notify_coaches(t.session, user.id, event, now)
+            if await noticing.skipped_again(t.session, user.id, answer.dialogue,
+                                            answer.value):
+                await notify_coaches(t.session, user.id, CoachEventKind.SKIPPED_TWICE.value,
+                                     now)
     record_signal(outcome.signal)
     if outcome.crisis:  # the coach hears that it happened, never what was written
         await notify_coaches(t.session, user.id, "crisis", now)
         await pause_after_crisis(t, now)
     await apply_goals(t, outcome, now)
     await apply_new_exercise(t, outcome)
+    outcome = await messages.apply_messages(t, outcome, now)
     t.set_state(outcome.state.to_dict())
     return outcome

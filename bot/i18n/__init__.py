@@ -110,6 +110,34 @@ class Translator:
     def datetime(self, value: datetime, format: str = "medium") -> str:
         return format_datetime(value, format=format, locale=self.locale)
 
+    def weekday(self, day: int, width: str = "wide") -> str:
+        """The name of a weekday (Monday = 0) as a day on its own (``abbreviated``: short)."""
+        return str(Locale.parse(self.locale).days["stand-alone"][width][day])
+
+
+@lru_cache(maxsize=256)
+def _week(country: str | None) -> tuple[tuple[int, ...], frozenset[int]]:
+    try:
+        region = Locale.parse(f"und_{country}" if country else "und_001")
+    except (ValueError, LookupError):
+        region = Locale.parse("und_001")
+    first, start, end = region.first_week_day, region.weekend_start, region.weekend_end
+    weekend = frozenset((start + i) % 7 for i in range((end - start) % 7 + 1))
+    return tuple((first + i) % 7 for i in range(7)), weekend
+
+
+def week_order(country: str | None) -> tuple[int, ...]:
+    """The weekdays (Monday = 0) in the order a calendar of ``country`` shows them: Israel's
+    and the United States' week starts on Sunday, Italy's on Monday (CLDR, through Babel)."""
+    return _week(country)[0]
+
+
+def working_days(country: str | None) -> tuple[int, ...]:
+    """The working days of ``country``'s week, in its order: Sunday to Thursday in Israel,
+    Monday to Friday in Croatia."""
+    order, weekend = _week(country)
+    return tuple(day for day in order if day not in weekend)
+
 
 @lru_cache(maxsize=4096)
 def _format_number(value: float, locale: str) -> str:

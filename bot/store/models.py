@@ -4,6 +4,7 @@ a drift test keeps the two in step."""
 from __future__ import annotations
 
 from datetime import date, datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
@@ -150,6 +151,8 @@ class CoachLink(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     consent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     unlinked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The coach is alerted after this many days without an answer from the client.
+    silent_days: Mapped[int] = mapped_column(Integer, default=4, server_default="4")
 
     __table_args__ = (
         # At most one active link per (coach, client); unlinked history may repeat.
@@ -216,6 +219,8 @@ class Assignment(Base):
     starts_on: Mapped[date] = mapped_column(Date)
     ends_on: Mapped[date | None] = mapped_column(Date)
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    # Paused by the coach: nothing is planned until resumed (``active`` stays true).
+    paused: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (
@@ -297,8 +302,19 @@ def undelivered(status: ColumnElement[str] | QueryableAttribute[str]) -> ColumnE
     return or_(status == "pending", status == "sending")
 
 
-#: What a coach is told about, in batches; never the content of what the client wrote.
-COACH_EVENT_KINDS = ("exercise_done", "exercise_partly", "exercise_skipped", "crisis")
+class CoachEventKind(StrEnum):
+    """What a coach is told about, in batches; never the content of what the client wrote."""
+
+    EXERCISE_DONE = "exercise_done"
+    EXERCISE_PARTLY = "exercise_partly"
+    EXERCISE_SKIPPED = "exercise_skipped"
+    CRISIS = "crisis"
+    SILENT = "silent"  # no answer for the link's ``silent_days``
+    SKIPPED_TWICE = "skipped_twice"  # the same exercise skipped twice in a row
+    GOAL_DONE = "goal_done"
+
+
+COACH_EVENT_KINDS = tuple(kind.value for kind in CoachEventKind)
 
 
 class CoachEvent(Base):
@@ -314,12 +330,39 @@ class CoachEvent(Base):
     notified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
-        CheckConstraint(
-            "kind IN ('exercise_done', 'exercise_partly', 'exercise_skipped', 'crisis')",
-            name="kind",
-        ),
+        CheckConstraint(f"kind IN {COACH_EVENT_KINDS!r}", name="kind"),
         Index(None, "coach_id", "notified_at"),
     )
+
+
+class CoachMessage(Base):
+    """A message between a coach and a client, either way: the coach's words to the client
+    (delivered outside the client's quiet hours and crisis pause) or the client's reply."""
+
+    __tablename__ = "coach_messages"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    from_coach: Mapped[bool] = mapped_column(Boolean)
+    text: Mapped[str] = mapped_column(EncryptedText)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # NULL: waiting for a moment the client may be written to.
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index(None, "delivered_at", "created_at"),)
+
+
+class CoachNote(Base):
+    """A coach's private note about a client: shown in the coach's report only."""
+
+    __tablename__ = "coach_notes"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    text: Mapped[str] = mapped_column(EncryptedText)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 #: Columns that address a user without a foreign key: a private chat's id is its user's id,
@@ -346,4 +389,8 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("outbox", "chat_id"),
     ("coach_events", "coach_id"),
     ("coach_events", "client_id"),
+    ("coach_messages", "coach_id"),
+    ("coach_messages", "client_id"),
+    ("coach_notes", "coach_id"),
+    ("coach_notes", "client_id"),
 )

@@ -1,0 +1,50 @@
+"""A coach's private notes about a client: encrypted at rest, shown only in that coach's
+report. They are about the client, so the client's copy of their data includes them and
+their erasure deletes them (docs/privacy.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.coaching.coach import NotYourClient, is_linked
+from bot.store import CoachNote
+
+MAX_NOTE = 2000
+NOTES_SHOWN = 5
+
+__all__ = ["MAX_NOTE", "NotYourClient", "Note", "add_note", "notes_about"]
+
+
+@dataclass(frozen=True)
+class Note:
+    text: str
+    written_at: datetime
+
+
+async def add_note(session: AsyncSession, coach_id: int, client_id: int, text: str,
+                   now: datetime) -> None:
+    """Keep a note of this coach's about their client; ValueError for an empty or overlong
+    one, NotYourClient without an active link."""
+    text = text.strip()
+    if not text or len(text) > MAX_NOTE:
+        raise ValueError(f"a note has 1 to {MAX_NOTE} characters")
+    if not await is_linked(session, coach_id, client_id):
+        raise NotYourClient("no active link to this client")
+    session.add(CoachNote(coach_id=coach_id, client_id=client_id, text=text, created_at=now))
+    await session.flush()
+
+
+async def notes_about(session: AsyncSession, coach_id: int, client_id: int,
+                      limit: int = NOTES_SHOWN) -> list[Note]:
+    """This coach's latest notes about their client, newest first."""
+    if not await is_linked(session, coach_id, client_id):
+        raise NotYourClient("no active link to this client")
+    rows = await session.execute(
+        select(CoachNote.text, CoachNote.created_at)
+        .where(CoachNote.coach_id == coach_id, CoachNote.client_id == client_id)
+        .order_by(CoachNote.created_at.desc(), CoachNote.id.desc()).limit(limit))
+    return [Note(text, at) for text, at in rows]
