@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching import messages, noticing
+from bot.coaching import managing, messages, notes, noticing
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.coach import CUSTOM_EXERCISE, event_for_status, notify_coaches
 from bot.coaching.safety import pause_after_crisis, record_signal
@@ -36,6 +36,12 @@ EXERCISE_STATUS = "exercise.status"
 NEW_EXERCISE = "new_exercise"  # a coach writes an exercise of their own
 WEEKLY_REVIEW = "weekly_review"
 STREAK_VARIABLES = frozenset({"streak.days", "streak.best"})
+#: Dialogues whose answers are input for the platform (a message to the other person, a
+#: coach's note, a schedule), with the prefix of their variables: they are carried where they
+#: belong, never kept as the user's answers, and taken out of the conversation once it has
+#: left the dialogue.
+CARRIED = {messages.MESSAGE_CLIENT: "message.", messages.REPLY_TO_COACH: "reply.",
+           notes.COACH_NOTE: "note.", managing.EXERCISE_SCHEDULE: "schedule."}
 
 
 @dataclass(frozen=True)
@@ -204,6 +210,17 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome) -> None:
     await t.session.flush()
 
 
+def forget_carried(outcome: Outcome) -> Outcome:
+    """The outcome without the variables of the carried dialogues it is no longer in."""
+    within = {frame.dialogue for frame in outcome.state.stack}
+    prefixes = tuple(p for d, p in CARRIED.items() if d not in within)
+    variables = outcome.state.variables
+    if not any(name.startswith(prefixes) for name in variables):
+        return outcome
+    kept = {k: v for k, v in variables.items() if not k.startswith(prefixes)}
+    return replace(outcome, state=replace(outcome.state, variables=kept))
+
+
 def enqueue_replies(t: StoreTurn, outcome: Outcome) -> None:
     """Queue what the engine said for the user's chat, in order, in the same turn. Help in
     a crisis goes out ahead of anything still queued for the chat, which is held back."""
@@ -235,7 +252,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         t.set_state(outcome.state.to_dict())
         return outcome
     for answer in outcome.saved:
-        if answer.variable in messages.NOT_KEPT:  # carried to the other person, not kept
+        if answer.dialogue in CARRIED:
             continue
         t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value)
         event = event_for_status(answer.value) if answer.variable == EXERCISE_STATUS else None
@@ -251,6 +268,9 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         await pause_after_crisis(t, now)
     await apply_goals(t, outcome, now)
     await apply_new_exercise(t, outcome)
-    outcome = await messages.apply_messages(t, outcome, now)
+    await messages.apply_messages(t, outcome, now)
+    await notes.apply_note(t, outcome, now)
+    await managing.apply_schedule(t, outcome, now)
+    outcome = forget_carried(outcome)
     t.set_state(outcome.state.to_dict())
     return outcome

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -17,9 +17,19 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.coach import InvalidSchedule, NotYourClient, is_linked, validate_schedule
 
-__all__ = ["AssignmentAction", "AssignmentView", "InvalidSchedule", "NotYourClient",
-           "act_on_assignment", "assignments_of", "change_schedule"]
-from bot.store import Assignment, Exercise, PlannedCheckin
+__all__ = ["EXERCISE_SCHEDULE", "AssignmentAction", "AssignmentView", "InvalidSchedule",
+           "NotYourClient", "act_on_assignment", "apply_schedule", "assignments_of",
+           "change_schedule", "client_country", "describe_schedule", "schedule_from_answers"]
+from bot.dialogue.expr import Value
+from bot.engine import Outcome, Reply
+from bot.engine.crisis import default_country_for_locale
+from bot.engine.places import country_for_timezone
+from bot.i18n import Translator, parse_weekdays, translator_for, week_order, working_days
+from bot.store import Assignment, Exercise, PlannedCheckin, User
+from bot.store import Turn as StoreTurn
+
+EXERCISE_SCHEDULE = "exercise_schedule"  # the dialogue in which a coach sets a schedule
+SCHEDULE_ASSIGNMENT = "schedule.assignment"
 
 
 class AssignmentAction(StrEnum):
@@ -103,3 +113,93 @@ async def change_schedule(session: AsyncSession, coach_id: int, assignment_id: i
     await _cancel_planned(session, assignment)
     assignment.schedule, assignment.starts_on, assignment.ends_on = clean, starts_on, ends_on
     await session.flush()
+
+
+def client_country(client: User) -> str | None:
+    """Where the client lives, as far as the bot knows: from their time zone, else their
+    language's usual country. Decides their week's order and working days."""
+    return country_for_timezone(client.time_zone) or default_country_for_locale(client.locale)
+
+
+def schedule_from_answers(answers: Mapping[str, Value], country: str | None,
+                          locale: str) -> tuple[dict[str, Any], date, date | None]:
+    """The schedule, first and last day that the ``exercise_schedule`` answers describe;
+    InvalidSchedule when the named days are not days (nothing else can be wrong: the
+    dialogue checked each answer)."""
+    kind, clock = answers.get("schedule.kind"), answers.get("schedule.time")
+    start, weeks = answers.get("schedule.start"), answers.get("schedule.weeks")
+    if not isinstance(clock, str) or not isinstance(start, str):
+        raise InvalidSchedule("the schedule's answers are incomplete")
+    hour, minute = (int(part) for part in clock.split(":", 1))
+    schedule: dict[str, Any] = {"hour": hour, "minute": minute}
+    if kind == "daily":
+        schedule.update(kind="weekdays", weekdays=list(range(7)))
+    elif kind == "working":
+        schedule.update(kind="weekdays", weekdays=sorted(working_days(country)))
+    elif kind == "every":
+        every = answers.get("schedule.every")
+        schedule.update(kind="every", every=int(every) if isinstance(every, int | float) else 0)
+    else:
+        named = answers.get("schedule.days")
+        days = parse_weekdays(named, locale) if isinstance(named, str) else None
+        if days is None:
+            raise InvalidSchedule("those are not names of days")
+        schedule.update(kind="weekdays", weekdays=days)
+    starts_on = date.fromisoformat(start)
+    count = int(weeks) if isinstance(weeks, int | float) else 0
+    ends_on = starts_on + timedelta(weeks=count, days=-1) if count > 0 else None
+    return validate_schedule(schedule), starts_on, ends_on
+
+
+def describe_schedule(schedule: Mapping[str, Any], starts_on: date, ends_on: date | None,
+                      country: str | None, tr: Translator) -> str:
+    """How a schedule reads to a coach: its days (in the client's week order), time and
+    dates, in ``tr``'s language."""
+    clock = tr.time(datetime(2000, 1, 1, schedule.get("hour", 0), schedule.get("minute", 0)))
+    kind = schedule.get("kind")
+    if kind == "every":
+        every = int(schedule.get("every", 1))
+        days = tr.ngettext("Every {count} day", "Every {count} days", every).format(
+            count=tr.number(every))
+    elif kind == "daily" or (kind == "weekdays" and len(schedule.get("weekdays", ())) == 7):
+        days = tr.gettext("Every day")
+    else:
+        chosen = set(schedule.get("weekdays", ()))
+        days = ", ".join(tr.weekday(d) for d in week_order(country) if d in chosen)
+    if kind == "daily":
+        ends_on = starts_on + timedelta(days=int(schedule.get("days", 1)) - 1)
+    when = tr.gettext("{days} at {time}").format(days=days, time=clock)
+    if ends_on is None:
+        return tr.gettext("{schedule}, from {start} until cancelled").format(
+            schedule=when, start=tr.date(starts_on, "short"))
+    return tr.gettext("{schedule}, from {start} to {end}").format(
+        schedule=when, start=tr.date(starts_on, "short"), end=tr.date(ends_on, "short"))
+
+
+async def apply_schedule(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
+    """A coach who finished ``exercise_schedule`` gets the assignment's schedule changed,
+    or told why not."""
+    if EXERCISE_SCHEDULE not in outcome.finished:
+        return
+    answers = outcome.state.variables
+    tr = translator_for(t.user.locale)
+    assignment_id = answers.get(SCHEDULE_ASSIGNMENT)
+    assignment = await t.session.get(Assignment, assignment_id) \
+        if isinstance(assignment_id, int) else None
+    client = await t.session.get(User, assignment.client_id) if assignment else None
+    try:
+        if assignment is None or client is None:
+            raise NotYourClient("no such assignment")
+        country = client_country(client)
+        schedule, starts_on, ends_on = schedule_from_answers(answers, country, t.user.locale)
+        await change_schedule(t.session, t.user_id, assignment.id, schedule, starts_on,
+                              ends_on, now)
+    except NotYourClient:
+        text = tr.gettext("That assignment is no longer yours to change: nothing was changed.")
+    except InvalidSchedule:
+        text = tr.gettext("I could not read those days, so nothing was changed. Press "
+                          "“Change” again and name the days, for example: Monday, Thursday.")
+    else:
+        text = tr.gettext("Done. The new schedule: {schedule}.").format(
+            schedule=describe_schedule(schedule, starts_on, ends_on, country, tr))
+    t.enqueue(t.user_id, Reply(text).to_payload())

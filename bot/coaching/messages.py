@@ -6,13 +6,13 @@ written to, else by the scheduler's next pass once their quiet hours or a crisis
 over. It carries a "Reply to my coach" button: the client answers in ``reply_to_coach``, a
 dialogue like any other, so their words meet the crisis check of every message they send;
 only a reply they confirm, after that check, reaches the coach. The coach's words are not
-kept as the coach's answers nor left in their conversation: the message row is the record,
+kept as answers nor left in the conversation (``conversation.CARRIED``): the message row is
+the record,
 and it belongs to the client's data (their export, their erasure).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
 from sqlalchemy import and_, delete, exists, select, update
@@ -30,13 +30,9 @@ from bot.store import Turn as StoreTurn
 
 MESSAGE_CLIENT = "message_client"  # the coach writes to a client
 REPLY_TO_COACH = "reply_to_coach"  # the client answers their coach
-#: Platform variables of those dialogues: carried through the conversation, never kept.
 TO_CLIENT, TO_CLIENT_NAME, MESSAGE_TEXT = "message.client", "message.client_name", "message.text"
 TO_COACH, TO_COACH_NAME = "reply.coach", "reply.coach_name"
 REPLY_TEXT, REPLY_SEND = "reply.text", "reply.send"
-NOT_KEPT = frozenset({TO_CLIENT, TO_CLIENT_NAME, MESSAGE_TEXT, TO_COACH, TO_COACH_NAME,
-                      REPLY_TEXT, REPLY_SEND})
-DIALOGUES = frozenset({MESSAGE_CLIENT, REPLY_TO_COACH})
 REPLY_BUTTON = "coachreply"  # coachreply:<coach id>
 ANSWER_BUTTON = "message"  # message:<client id>: the coach answers a client's reply
 DELIVER_BATCH = 200
@@ -125,10 +121,9 @@ async def deliver_waiting(session: AsyncSession, now: datetime,
     return queued
 
 
-async def apply_messages(t: StoreTurn, outcome: Outcome, now: datetime) -> Outcome:
+async def apply_messages(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
     """What the two dialogues mean once finished: the coach's message sent, or the client's
-    confirmed reply delivered to their coach. Their platform variables are then taken out of
-    the conversation (the message row is the record). Returns the outcome to store."""
+    confirmed reply delivered to their coach."""
     variables = outcome.state.variables
     if MESSAGE_CLIENT in outcome.finished:
         client, text = variables.get(TO_CLIENT), variables.get(MESSAGE_TEXT)
@@ -143,11 +138,6 @@ async def apply_messages(t: StoreTurn, outcome: Outcome, now: datetime) -> Outco
     if REPLY_TO_COACH in outcome.finished and variables.get(REPLY_SEND) is True \
             and not outcome.crisis and outcome.signal is None:
         await _reply_to_coach(t, variables.get(TO_COACH), variables.get(REPLY_TEXT), now)
-    if NOT_KEPT.isdisjoint(variables) \
-            or any(frame.dialogue in DIALOGUES for frame in outcome.state.stack):
-        return outcome
-    kept = {k: v for k, v in variables.items() if k not in NOT_KEPT}
-    return replace(outcome, state=replace(outcome.state, variables=kept))
 
 
 async def _reply_to_coach(t: StoreTurn, coach_id: object, text: object,

@@ -11,12 +11,18 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.coach import NotYourClient, is_linked
+from bot.engine import Outcome, Reply
+from bot.i18n import translator_for
 from bot.store import CoachNote
+from bot.store import Turn as StoreTurn
 
 MAX_NOTE = 2000
 NOTES_SHOWN = 5
+COACH_NOTE = "coach_note"  # the dialogue in which a coach writes one
+NOTE_CLIENT, NOTE_CLIENT_NAME, NOTE_TEXT = "note.client", "note.client_name", "note.text"
 
-__all__ = ["MAX_NOTE", "NotYourClient", "Note", "add_note", "notes_about"]
+__all__ = ["COACH_NOTE", "MAX_NOTE", "NotYourClient", "Note", "add_note", "apply_note",
+           "notes_about"]
 
 
 @dataclass(frozen=True)
@@ -48,3 +54,19 @@ async def notes_about(session: AsyncSession, coach_id: int, client_id: int,
         .where(CoachNote.coach_id == coach_id, CoachNote.client_id == client_id)
         .order_by(CoachNote.created_at.desc(), CoachNote.id.desc()).limit(limit))
     return [Note(text, at) for text, at in rows]
+
+
+async def apply_note(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
+    """A coach who finished ``coach_note`` gets the note kept (if the client is still theirs)."""
+    if COACH_NOTE not in outcome.finished:
+        return
+    client, text = outcome.state.variables.get(NOTE_CLIENT), \
+        outcome.state.variables.get(NOTE_TEXT)
+    if not isinstance(client, int) or not isinstance(text, str):
+        return
+    try:
+        await add_note(t.session, t.user_id, client, text, now)
+    except (NotYourClient, ValueError):
+        tr = translator_for(t.user.locale)
+        t.enqueue(t.user_id, Reply(tr.gettext(
+            "That client is no longer linked to you: the note was not kept.")).to_payload())

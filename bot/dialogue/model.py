@@ -21,7 +21,8 @@ END = "end"
 BUILTIN_VARIABLES = frozenset({"name", "today", "streak.days", "streak.best", "min_age"})
 #: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
 #: lists them under `requires`, and no dialogue saves them.
-STARTED_WITH = frozenset({"message.client_name", "reply.coach_name"})
+STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.client_name",
+                          "schedule.client_name"})
 
 
 @dataclass(frozen=True, order=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gettext
 import io
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from functools import cache, cached_property, lru_cache
@@ -130,6 +131,36 @@ def week_order(country: str | None) -> tuple[int, ...]:
     """The weekdays (Monday = 0) in the order a calendar of ``country`` shows them: Israel's
     and the United States' week starts on Sunday, Italy's on Monday (CLDR, through Babel)."""
     return _week(country)[0]
+
+
+def parse_weekdays(text: str, locale: str) -> list[int] | None:
+    """The weekdays (Monday = 0) named in ``text`` ("Monday, Thu", "pon, sri"), in the
+    language of ``locale`` or in English; None when a word names no day or none is named."""
+    names: dict[str, int] = {}
+    for code in (SOURCE_LOCALE, normalize_locale(locale)):
+        days = Locale.parse(code).days
+        for context in ("format", "stand-alone"):
+            for width in ("wide", "abbreviated", "short"):
+                for day, name in days[context][width].items():
+                    names.setdefault(str(name).casefold().rstrip("."), day)
+    found: set[int] = set()
+    for segment in _LIST_SEPARATORS.split(text.casefold()):
+        segment = segment.strip(" .")
+        if not segment:
+            continue
+        for candidate in (segment, segment[1:] if segment.startswith("ו") else segment):
+            if candidate in names:  # a whole name, even of two words ("יום שני")
+                found.add(names[candidate])
+                break
+        else:
+            words = [names.get(w.strip(".")) for w in segment.split()]
+            if any(day is None for day in words):
+                return None
+            found.update(day for day in words if day is not None)
+    return sorted(found) or None
+
+
+_LIST_SEPARATORS = re.compile(r"[,;/]|\s+(?:and|i|и|e|y|&)\s+")
 
 
 def working_days(country: str | None) -> tuple[int, ...]:

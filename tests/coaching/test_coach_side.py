@@ -22,6 +22,7 @@ from bot.store import (
     CoachEvent,
     CoachLink,
     CoachMessage,
+    CoachNote,
     Outbox,
     PlannedCheckin,
     Store,
@@ -378,3 +379,100 @@ async def test_notes_are_the_coachs_own_and_only_for_their_clients(db: Store) ->
             "Talks fast when anxious"]
         with pytest.raises(notes.NotYourClient):
             await notes.notes_about(s, OTHER_COACH, CLIENT)
+
+
+# -- schedules --------------------------------------------------------------------------------
+
+
+def test_working_days_and_week_order_follow_the_clients_country() -> None:
+    from bot.i18n import week_order, working_days
+
+    assert working_days("IL") == (6, 0, 1, 2, 3)  # Sunday to Thursday
+    assert working_days("HR") == (0, 1, 2, 3, 4)
+    assert week_order("IL")[0] == 6 and week_order("IT")[0] == 0
+
+
+@pytest.mark.parametrize(("text", "locale", "days"), [
+    ("Monday, Thursday", "en", [0, 3]), ("pon, srijeda i petak", "hr", [0, 2, 4]),
+    ("lunedì e venerdì", "it", [0, 4]), ("יום שני, יום רביעי", "he", [0, 2]),
+    ("понеделник и сряда", "bg", [0, 2]), ("dilluns i dimecres", "ca", [0, 2]),
+    ("Mon Wed", "hr", [0, 2]), ("Monday, someday", "en", None), ("", "en", None),
+])
+def test_days_are_read_in_the_coachs_language(text: str, locale: str,
+                                               days: list[int] | None) -> None:
+    from bot.i18n import parse_weekdays
+
+    assert parse_weekdays(text, locale) == days
+
+
+def test_schedule_answers_become_a_schedule_in_the_clients_week() -> None:
+    base = {"schedule.time": "07:45", "schedule.start": "2026-03-08", "schedule.weeks": 2}
+    working = managing.schedule_from_answers({**base, "schedule.kind": "working"}, "IL", "en")
+    assert working == ({"kind": "weekdays", "hour": 7, "minute": 45,
+                        "weekdays": [0, 1, 2, 3, 6]}, date(2026, 3, 8), date(2026, 3, 21))
+    every = managing.schedule_from_answers({**base, "schedule.kind": "every",
+                                            "schedule.every": 3, "schedule.weeks": 0},
+                                           "HR", "en")
+    assert every == ({"kind": "every", "hour": 7, "minute": 45, "every": 3},
+                     date(2026, 3, 8), None)
+    named = managing.schedule_from_answers({**base, "schedule.kind": "days",
+                                            "schedule.days": "utorak, četvrtak"}, "HR", "hr")
+    assert named[0]["weekdays"] == [1, 3]
+    with pytest.raises(managing.InvalidSchedule):
+        managing.schedule_from_answers({**base, "schedule.kind": "days",
+                                        "schedule.days": "soon"}, "HR", "en")
+
+
+def test_a_schedule_reads_in_the_clients_week_order() -> None:
+    from bot.i18n import translator_for
+
+    schedule = {"kind": "weekdays", "hour": 7, "minute": 30, "weekdays": [0, 6]}
+    israel = managing.describe_schedule(schedule, date(2026, 3, 8), None, "IL",
+                                        translator_for("en"))
+    assert israel.startswith("Sunday, Monday at 7:30") and "until cancelled" in israel
+    italy = managing.describe_schedule(schedule, date(2026, 3, 8), date(2026, 3, 21), "IT",
+                                       translator_for("en"))
+    assert italy.startswith("Monday, Sunday at 7:30")
+
+
+def test_every_n_days_and_minutes_are_planned_in_local_time() -> None:
+    from bot.schedule import planning
+
+    profile = planning.Profile(time_zone="Asia/Jerusalem")
+    dues = planning.exercises(profile, {"kind": "every", "every": 3, "hour": 7, "minute": 45},
+                              date(2026, 3, 4), None, NOW, timedelta(days=7))
+    assert [d.astimezone(profile.zone).strftime("%m-%d %H:%M") for d in dues] == [
+        "03-07 07:45", "03-10 07:45"]
+
+
+async def test_a_coach_changes_a_schedule_and_writes_a_note_in_dialogues(
+        db: Store, dialogues: DialogueSet) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        a = Assignment(coach_id=COACH, client_id=CLIENT, exercise_slug="gratitude_note",
+                       schedule={"kind": "daily", "hour": 8, "days": 7}, starts_on=NOW.date())
+        s.add(a)
+        await s.flush()
+        aid = a.id
+    change = Start(managing.EXERCISE_SCHEDULE, {managing.SCHEDULE_ASSIGNMENT: aid,
+                                                "schedule.client_name": "Ana"})
+    await run(db, dialogues, COACH, change, Turn(text="3"), Turn(text="Mon, Thu"),
+              Turn(text="18:15"), Turn(text="2026-03-09"), Turn(text="4"))
+    [changed] = await rows(db, Assignment)
+    assert changed.schedule == {"kind": "weekdays", "hour": 18, "minute": 15,
+                                "weekdays": [0, 3]}
+    assert changed.ends_on == date(2026, 4, 5)
+    note = Start(notes.COACH_NOTE, {notes.NOTE_CLIENT: CLIENT, notes.NOTE_CLIENT_NAME: "Ana"})
+    await run(db, dialogues, COACH, note, Turn(text="Ready for a bigger goal"))
+    # A forged schedule start for another coach's assignment changes nothing.
+    forged = Start(managing.EXERCISE_SCHEDULE, {managing.SCHEDULE_ASSIGNMENT: aid,
+                                                "schedule.client_name": "Ana"})
+    await run(db, dialogues, OTHER_COACH, forged, Turn(text="1"), Turn(text="07:00"),
+              Turn(text="2026-03-09"), Turn(text="0"))
+    [same] = await rows(db, Assignment)
+    assert same.schedule == changed.schedule
+    [kept] = await rows(db, CoachNote)
+    assert (kept.coach_id, kept.client_id, kept.text) == (COACH, CLIENT, "Ready for a bigger goal")
+    coach_answers = [a for a in await rows(db, Answer) if a.user_id in (COACH, OTHER_COACH)]
+    assert coach_answers == []  # carried, not kept
+    async with db.turn(COACH) as t:
+        assert "schedule." not in repr(t.state) and "note." not in repr(t.state)
