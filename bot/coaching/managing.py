@@ -16,10 +16,6 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.coach import InvalidSchedule, NotYourClient, is_linked, validate_schedule
-
-__all__ = ["EXERCISE_SCHEDULE", "AssignmentAction", "AssignmentView", "InvalidSchedule",
-           "NotYourClient", "act_on_assignment", "apply_schedule", "assignments_of",
-           "change_schedule", "client_country", "describe_schedule", "schedule_from_answers"]
 from bot.dialogue.expr import Value
 from bot.engine import Outcome, Reply
 from bot.engine.crisis import default_country_for_locale
@@ -27,6 +23,11 @@ from bot.engine.places import country_for_timezone
 from bot.i18n import Translator, parse_weekdays, translator_for, week_order, working_days
 from bot.store import Assignment, Exercise, PlannedCheckin, User
 from bot.store import Turn as StoreTurn
+
+__all__ = ["EXERCISE_SCHEDULE", "AssignmentAction", "AssignmentView", "InvalidSchedule",
+           "NotYourClient", "act_on_assignment", "apply_schedule", "assignments_of",
+           "change_schedule", "client_country", "describe_schedule", "owned",
+           "schedule_from_answers"]
 
 EXERCISE_SCHEDULE = "exercise_schedule"  # the dialogue in which a coach sets a schedule
 SCHEDULE_ASSIGNMENT = "schedule.assignment"
@@ -48,6 +49,7 @@ class AssignmentView:
     starts_on: date
     ends_on: date | None
     paused: bool
+    active: bool = True
 
 
 async def assignments_of(session: AsyncSession, coach_id: int,
@@ -65,7 +67,8 @@ async def assignments_of(session: AsyncSession, coach_id: int,
                            a.starts_on, a.ends_on, a.paused) for a, title in rows]
 
 
-async def _own(session: AsyncSession, coach_id: int, assignment_id: int) -> Assignment:
+async def owned(session: AsyncSession, coach_id: int, assignment_id: int) -> Assignment:
+    """This coach's active assignment to a client still linked to them; else NotYourClient."""
     assignment = await session.get(Assignment, assignment_id)
     if assignment is None or assignment.coach_id != coach_id or not assignment.active \
             or not await is_linked(session, coach_id, assignment.client_id):
@@ -86,7 +89,7 @@ async def _cancel_planned(session: AsyncSession, assignment: Assignment) -> None
 async def act_on_assignment(session: AsyncSession, coach_id: int, assignment_id: int,
                             action: AssignmentAction) -> AssignmentView:
     """Pause, resume or cancel one of this coach's assignments; NotYourClient otherwise."""
-    assignment = await _own(session, coach_id, assignment_id)
+    assignment = await owned(session, coach_id, assignment_id)
     if action is AssignmentAction.RESUME:
         assignment.paused = False
     else:
@@ -98,7 +101,7 @@ async def act_on_assignment(session: AsyncSession, coach_id: int, assignment_id:
     await session.flush()
     return AssignmentView(assignment.id, assignment.client_id, assignment.exercise_slug,
                           None, assignment.schedule, assignment.starts_on, assignment.ends_on,
-                          assignment.paused)
+                          assignment.paused, assignment.active)
 
 
 async def change_schedule(session: AsyncSession, coach_id: int, assignment_id: int,
@@ -106,7 +109,7 @@ async def change_schedule(session: AsyncSession, coach_id: int, assignment_id: i
                           now: datetime) -> None:
     """A new schedule for one of this coach's assignments, from ``starts_on``; what was
     planned by the old one is cancelled."""
-    assignment = await _own(session, coach_id, assignment_id)
+    assignment = await owned(session, coach_id, assignment_id)
     clean = validate_schedule(schedule)
     if ends_on is not None and ends_on < starts_on:
         raise InvalidSchedule("the assignment ends before it starts")

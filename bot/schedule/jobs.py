@@ -212,7 +212,8 @@ async def _read_batch(conn: AsyncConnection, now: datetime, horizon: timedelta, 
     for a in (await conn.execute(
         select(Assignment.id, Assignment.client_id, Assignment.schedule, Assignment.starts_on,
                Assignment.ends_on)
-        .where(Assignment.active, Assignment.client_id.between(first, last),
+        .where(Assignment.active, Assignment.paused.is_(False),
+               Assignment.client_id.between(first, last),
                or_(Assignment.ends_on.is_(None),
                    Assignment.ends_on >= (now - timedelta(days=2)).date()))
     )).all():
@@ -527,7 +528,8 @@ async def _start_for(t: Turn, row: Claimed) -> Start | None:
     if not row.ref.isdigit():
         return None
     assignment = await t.session.get(Assignment, int(row.ref))
-    if assignment is None or not assignment.active or assignment.client_id != t.user_id:
+    if assignment is None or not assignment.active or assignment.paused \
+            or assignment.client_id != t.user_id:
         return None
     if assignment.exercise_id is not None:
         exercise = await t.session.get(Exercise, assignment.exercise_id)

@@ -78,11 +78,18 @@ class CoachHandlers:
     admin_ids: frozenset[int]
     bot_username: Callable[[], str]
 
+    def __post_init__(self) -> None:
+        from bot.telegram.coach_side import CoachSideHandlers
+
+        self.side = CoachSideHandlers(self.dialogues)
+
     async def on_command(self, update: Update, command: str, argument: str) -> bool:
         """Handle a coach command; False when the command is not one of these."""
-        handlers = {"invite": self._invite, "clients": self._clients, "assign": self._assign,
-                    "coach": self._coaches, "makecoach": self._make_coach,
-                    "newexercise": self._new_exercise}
+        handlers = {"invite": self._invite, "clients": self.side.clients,
+                    "assign": self._assign, "coach": self._coaches,
+                    "makecoach": self._make_coach, "newexercise": self._new_exercise,
+                    "message": self.side.message, "note": self.side.note,
+                    "assignments": self.side.assignments}
         if command == "progress" and argument:
             await self.respond(update, lambda t: self._progress(t, argument))
             return True
@@ -94,7 +101,10 @@ class CoachHandlers:
 
     async def on_button(self, update: Update, data: str) -> bool:
         kind, _, rest = data.partition(":")
-        if kind == "invite":
+        side = self.side.button(data)
+        if side is not None:
+            await self.respond(update, side)
+        elif kind == "invite":
             await self.respond(update, lambda t: self._answer_invite(t, rest))
         elif kind == "assign":
             await self.respond(update, lambda t: self._assign_step(t, rest))
@@ -164,11 +174,6 @@ class CoachHandlers:
             return
         say(t, question, tuple(Button(tr.words(c.first_name or str(c.user_id)),
                                       f"{data_prefix}:{c.user_id}") for c in clients))
-
-    async def _clients(self, t: StoreTurn, argument: str) -> None:
-        tr = translator_for(t.user.locale)
-        await self._pick_client(t, tr.gettext("Your clients. Pick one to see their progress:"),
-                                "client")
 
     async def _progress(self, t: StoreTurn, argument: str) -> None:
         """A coach asking for one client's progress: the report, and the weekly chart."""

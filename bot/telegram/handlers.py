@@ -67,7 +67,10 @@ COMMANDS: tuple[tuple[str, str], ...] = (
 COACH_COMMANDS: tuple[tuple[str, str], ...] = (
     ("invite", N_("Invite a client (a link that works once)")),
     ("clients", N_("Your clients and their progress")),
+    ("message", N_("Write to a client")),
     ("assign", N_("Assign an exercise to a client")),
+    ("assignments", N_("A client's assignments: pause, change, cancel")),
+    ("note", N_("A private note about a client")),
     ("newexercise", N_("Write an exercise of your own")),
     ("progress", N_("A client's progress: /progress name")),
 )
