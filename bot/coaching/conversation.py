@@ -210,6 +210,13 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome) -> None:
     await t.session.flush()
 
 
+#: Where a coach writes to or about a client: their words are not a client's own, so the
+#: crisis check of a client's messages does not apply to them (the detector took "Thinking of
+#: you" for a sign of crisis, which stopped the message and sent the coach help lines).
+COACH_WRITING = frozenset({messages.MESSAGE_CLIENT, notes.COACH_NOTE,
+                           managing.EXERCISE_SCHEDULE})
+
+
 def forget_carried(outcome: Outcome) -> Outcome:
     """The outcome without the variables of the carried dialogues it is no longer in."""
     within = {frame.dialogue for frame in outcome.state.stack}
@@ -235,6 +242,9 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     conversation (the consent answer itself is the first one kept)."""
     user = t.user
     state = ConversationState.from_dict(t.state)
+    if isinstance(action, Turn) and user.is_coach and state.stack \
+            and state.stack[-1].dialogue in COACH_WRITING:
+        action = replace(action, screened=False)
     with_streak = reads_streak(dialogues, state, action)
     ctx = await context_for(t.session if with_streak else None, user, now, min_age=min_age)
     outcome = run_engine(dialogues, state, action, ctx)

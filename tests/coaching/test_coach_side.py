@@ -476,3 +476,18 @@ async def test_a_coach_changes_a_schedule_and_writes_a_note_in_dialogues(
     assert coach_answers == []  # carried, not kept
     async with db.turn(COACH) as t:
         assert "schedule." not in repr(t.state) and "note." not in repr(t.state)
+
+
+async def test_a_coachs_words_to_a_client_are_not_taken_for_the_coachs_crisis(
+        db: Store, dialogues: DialogueSet) -> None:
+    # The detector reads "Thinking of you" as a sign of crisis in a client's own words.
+    outcome = await run(db, dialogues, COACH, message_start(CLIENT),
+                        Turn(text="Thinking of you"))
+    assert not outcome.crisis and outcome.signal is None
+    assert [r for r in await rows(db, Outbox) if r.chat_id == CLIENT]
+    async with db.sessionmaker() as s:
+        coach = await s.get(User, COACH)
+        assert coach is not None and coach.crisis_pause_until is None
+    # The same words from the client, replying, take the crisis path.
+    replied = await run(db, dialogues, CLIENT, reply_start(COACH), Turn(text="Thinking of you"))
+    assert replied.signal is not None
