@@ -278,9 +278,9 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         await pause_after_crisis(t, now)
     await apply_goals(t, outcome, now)
     await apply_new_exercise(t, outcome)
-    await messages.apply_messages(t, outcome, now)
-    await notes.apply_note(t, outcome, now)
-    await managing.apply_schedule(t, outcome, now)
-    outcome = forget_carried(outcome)
+    told = [*await messages.apply_messages(t, outcome, now),
+            *await notes.apply_note(t, outcome, now),
+            *await managing.apply_schedule(t, outcome, now)]
+    outcome = forget_carried(replace(outcome, replies=(*outcome.replies, *told)))
     t.set_state(outcome.state.to_dict())
     return outcome

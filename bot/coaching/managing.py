@@ -179,11 +179,11 @@ def describe_schedule(schedule: Mapping[str, Any], starts_on: date, ends_on: dat
         schedule=when, start=tr.date(starts_on, "short"), end=tr.date(ends_on, "short"))
 
 
-async def apply_schedule(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
-    """A coach who finished ``exercise_schedule`` gets the assignment's schedule changed,
-    or told why not."""
+async def apply_schedule(t: StoreTurn, outcome: Outcome, now: datetime) -> list[Reply]:
+    """A coach who finished ``exercise_schedule`` gets the assignment's schedule changed;
+    returns what to tell them: the new schedule, or why nothing changed."""
     if EXERCISE_SCHEDULE not in outcome.finished:
-        return
+        return []
     answers = outcome.state.variables
     tr = translator_for(t.user.locale)
     assignment_id = answers.get(SCHEDULE_ASSIGNMENT)
@@ -205,4 +205,4 @@ async def apply_schedule(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
     else:
         text = tr.gettext("Done. The new schedule: {schedule}.").format(
             schedule=describe_schedule(schedule, starts_on, ends_on, country, tr))
-    t.enqueue(t.user_id, Reply(text).to_payload())
+    return [Reply(text)]

@@ -121,10 +121,12 @@ async def deliver_waiting(session: AsyncSession, now: datetime,
     return queued
 
 
-async def apply_messages(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
+async def apply_messages(t: StoreTurn, outcome: Outcome, now: datetime) -> list[Reply]:
     """What the two dialogues mean once finished: the coach's message sent, or the client's
-    confirmed reply delivered to their coach."""
+    confirmed reply delivered to their coach. Returns what to tell the user after the
+    dialogue's own replies (why it did not go, in the rare case)."""
     variables = outcome.state.variables
+    told: list[Reply] = []
     if MESSAGE_CLIENT in outcome.finished:
         client, text = variables.get(TO_CLIENT), variables.get(MESSAGE_TEXT)
         if isinstance(client, int) and isinstance(text, str) and t.user.is_coach:
@@ -132,31 +134,30 @@ async def apply_messages(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
                 await send_to_client(t, client, text, now)
             except NotYourClient:
                 tr = translator_for(t.user.locale)
-                t.enqueue(t.user_id, Reply(tr.gettext(
-                    "That client is no longer linked to you: the message was not sent."))
-                    .to_payload())
+                told.append(Reply(tr.gettext(
+                    "That client is no longer linked to you: the message was not sent.")))
     if REPLY_TO_COACH in outcome.finished and variables.get(REPLY_SEND) is True \
             and not outcome.crisis and outcome.signal is None:
-        await _reply_to_coach(t, variables.get(TO_COACH), variables.get(REPLY_TEXT), now)
+        told += await _reply_to_coach(t, variables.get(TO_COACH), variables.get(REPLY_TEXT),
+                                      now)
+    return told
 
 
 async def _reply_to_coach(t: StoreTurn, coach_id: object, text: object,
-                          now: datetime) -> None:
+                          now: datetime) -> list[Reply]:
     tr = translator_for(t.user.locale)
-    if not isinstance(coach_id, int) or not isinstance(text, str) \
-            or not await is_linked(t.session, coach_id, t.user_id):
-        t.enqueue(t.user_id, Reply(tr.gettext(
+    coach = await t.session.get(User, coach_id) if isinstance(coach_id, int) else None
+    if coach is None or not isinstance(text, str) \
+            or not await is_linked(t.session, coach.id, t.user_id):
+        return [Reply(tr.gettext(
             "You no longer share your progress with that coach, so I could not pass your "
-            "reply on.")).to_payload())
-        return
-    coach = await t.session.get(User, coach_id)
-    if coach is None:
-        return
-    t.session.add(CoachMessage(coach_id=coach_id, client_id=t.user_id, from_coach=False,
+            "reply on."))]
+    t.session.add(CoachMessage(coach_id=coach.id, client_id=t.user_id, from_coach=False,
                                text=text, created_at=now, delivered_at=now))
-    t.enqueue(coach_id, to_coach_payload(t.user_id, t.user.first_name, text, coach.locale),
+    t.enqueue(coach.id, to_coach_payload(t.user_id, t.user.first_name, text, coach.locale),
               subject=t.user_id)
     await t.session.flush()
+    return []
 
 
 async def last_reply_at(session: AsyncSession, coach_id: int,

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.coach import NotYourClient, is_linked
 from bot.engine import Outcome, Reply
-from bot.i18n import translator_for
+from bot.i18n import Translator, translator_for
 from bot.store import CoachNote
 from bot.store import Turn as StoreTurn
 
@@ -22,7 +22,7 @@ COACH_NOTE = "coach_note"  # the dialogue in which a coach writes one
 NOTE_CLIENT, NOTE_CLIENT_NAME, NOTE_TEXT = "note.client", "note.client_name", "note.text"
 
 __all__ = ["COACH_NOTE", "MAX_NOTE", "NotYourClient", "Note", "add_note", "apply_note",
-           "notes_about"]
+           "note_lines", "notes_about"]
 
 
 @dataclass(frozen=True)
@@ -56,17 +56,27 @@ async def notes_about(session: AsyncSession, coach_id: int, client_id: int,
     return [Note(text, at) for text, at in rows]
 
 
-async def apply_note(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
-    """A coach who finished ``coach_note`` gets the note kept (if the client is still theirs)."""
+async def apply_note(t: StoreTurn, outcome: Outcome, now: datetime) -> list[Reply]:
+    """A coach who finished ``coach_note`` gets the note kept (if the client is still theirs);
+    returns what to tell them after the dialogue's replies."""
     if COACH_NOTE not in outcome.finished:
-        return
+        return []
     client, text = outcome.state.variables.get(NOTE_CLIENT), \
         outcome.state.variables.get(NOTE_TEXT)
     if not isinstance(client, int) or not isinstance(text, str):
-        return
+        return []
     try:
         await add_note(t.session, t.user_id, client, text, now)
     except (NotYourClient, ValueError):
         tr = translator_for(t.user.locale)
-        t.enqueue(t.user_id, Reply(tr.gettext(
-            "That client is no longer linked to you: the note was not kept.")).to_payload())
+        return [Reply(tr.gettext(
+            "That client is no longer linked to you: the note was not kept."))]
+    return []
+
+
+def note_lines(found: list[Note], tr: Translator) -> list[str]:
+    """The coach's notes as lines of their report on the client (none: no lines)."""
+    if not found:
+        return []
+    return [tr.gettext("Your private notes:")] + [
+        f"• {tr.date(n.written_at.date(), 'short')}: {tr.words(n.text)}" for n in found]

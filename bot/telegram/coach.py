@@ -13,6 +13,7 @@ from datetime import time, timedelta
 from telegram import Update
 
 from bot.coaching import coach as domain
+from bot.coaching import notes
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
@@ -188,7 +189,8 @@ class CoachHandlers:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
                               "them."))
             return None
-        say(t, domain.progress_report(progress, tr), subject=client_id)
+        private = notes.note_lines(await notes.notes_about(t.session, t.user_id, client_id), tr)
+        say(t, "\n".join([domain.progress_report(progress, tr), *private]), subject=client_id)
         t.enqueue(t.user_id, {"photo": chart.hex(), "caption": tr.gettext(
             "Weekly trend: mood and goal, last 12 weeks")}, subject=client_id)
         return None

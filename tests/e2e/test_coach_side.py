@@ -124,8 +124,9 @@ async def test_assignments_are_paused_changed_and_cancelled(running_bot: Running
     await coach.send("18:30")
     await coach.send("2030-01-07")
     done = await coach.send("0")
-    assert done[-1].text == ("Done. The new schedule: Tuesday, Friday at 6:30\u202fPM, "
-                             "from 1/7/30 until cancelled.")
+    assert [m.text for m in done][-2:] == [
+        "Got it.", "Done. The new schedule: Tuesday, Friday at 6:30\u202fPM, "
+                   "from 1/7/30 until cancelled."]
     await coach.send("/assignments Luca")
     cancelled = await coach.press("Cancel")
     assert (cancelled[0].text or "").startswith("Cancelled")
@@ -148,7 +149,7 @@ async def test_a_quiet_client_is_named_in_the_digest_and_the_overview(
         link.consent_at = datetime.now(UTC) - timedelta(days=5)
     await notice_quiet_clients(running_bot.store, datetime.now(UTC))  # the loop's work
     digest = await coach.replies(timeout=30)
-    assert digest[0].text == f"News from your clients:\n• {LUCA} has not answered for a few days."
+    assert digest[0].text == f"News from your clients:\n• No answer for a few days: {LUCA}"
     overview = await coach.send("/clients")
     assert (overview[0].text or "").startswith(f"Your clients:\n• {LUCA} · no answer yet")
     assert "⚠ quiet for 5 days" in (overview[0].text or "")
