@@ -143,7 +143,7 @@ async def test_assignments_are_paused_changed_and_cancelled(running_bot: Running
 
 async def test_a_quiet_client_is_named_in_the_digest_and_the_overview(
         running_bot: RunningBot) -> None:
-    coach, client, _ = await linked(running_bot)
+    coach, _, _ = await linked(running_bot)
     async with running_bot.store.sessionmaker() as session, session.begin():
         link = (await session.execute(select(CoachLink))).scalar_one()
         link.consent_at = datetime.now(UTC) - timedelta(days=5)
@@ -156,7 +156,7 @@ async def test_a_quiet_client_is_named_in_the_digest_and_the_overview(
 
 
 async def test_a_private_note_shows_in_the_coachs_report(running_bot: RunningBot) -> None:
-    coach, client, other = await linked(running_bot)
+    coach, client, _ = await linked(running_bot)
     await coach.send("/note")
     await coach.press(LUCA)
     kept = await coach.send("Wants to change jobs by summer")
