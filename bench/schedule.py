@@ -41,7 +41,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from bench.common import machine, table
-from bot.schedule.jobs import claim, plan
+from bot.schedule.claims import claim
+from bot.schedule.planner import plan
 from bot.store import Answer, Assignment, Goal, Outbox, PlannedCheckin, Store, User
 from bot.telegram.http import AiohttpRequest
 from bot.telegram.sender import Sender

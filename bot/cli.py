@@ -155,7 +155,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_add_coach(args: argparse.Namespace) -> int:
-    from bot.coaching.coach import make_coach
+    from bot.coaching.links import make_coach
 
     settings = _settings()
 

@@ -15,8 +15,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching import managing, messages, notes, noticing
+from bot.coaching.assignments import CUSTOM_EXERCISE
 from bot.coaching.checkins import checkin_days, user_zone
-from bot.coaching.coach import CUSTOM_EXERCISE, event_for_status, notify_coaches
+from bot.coaching.events import event_for_status, notify_coaches
 from bot.coaching.safety import pause_after_crisis, record_signal
 from bot.coaching.streaks import streak
 from bot.config import DEFAULT_MIN_AGE

@@ -15,7 +15,9 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.coach import InvalidSchedule, NotYourClient, is_linked, validate_schedule
+from bot.coaching.assignments import validate_schedule
+from bot.coaching.coach_errors import InvalidSchedule, NotYourClient
+from bot.coaching.links import is_linked
 from bot.dialogue.expr import Value
 from bot.engine import Outcome, Reply
 from bot.engine.crisis import default_country_for_locale

@@ -19,7 +19,8 @@ from sqlalchemy import and_, delete, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from bot.coaching.coach import NotYourClient, is_linked
+from bot.coaching.coach_errors import NotYourClient
+from bot.coaching.links import is_linked
 from bot.coaching.safety import paused_by_crisis
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button

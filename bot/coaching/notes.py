@@ -10,7 +10,8 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.coach import NotYourClient, is_linked
+from bot.coaching.coach_errors import NotYourClient
+from bot.coaching.links import is_linked
 from bot.engine import Outcome, Reply
 from bot.i18n import Translator, translator_for
 from bot.store import CoachNote

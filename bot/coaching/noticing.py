@@ -14,7 +14,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, ScalarSelect, and_, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.coach import STATUS_VARIABLE, NotYourClient, is_linked
+from bot.coaching.assignments import STATUS_VARIABLE
+from bot.coaching.coach_errors import NotYourClient
+from bot.coaching.links import is_linked
 from bot.coaching.safety import paused_by_crisis
 from bot.store import Answer, Assignment, CoachEvent, CoachLink, CoachMessage, User
 from bot.store.models import CoachEventKind

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 CRISIS_PAUSE = timedelta(hours=24)
 CARE_CHECKIN = "care_checkin"  # the dialogue of the day after
 CARE_KIND = "care"
-# Planned rows that have not started yet (see bot/schedule/jobs.py for the statuses).
+# Planned rows that have not started yet (see bot/schedule/claims.py for the statuses).
 _NOT_STARTED = ("planned", "claimed")
 
 

@@ -472,7 +472,12 @@ def phrase_match(text: str) -> bool:
 def has_telling_word(text: str) -> bool:
     """Whether ``text`` has a word of risk: a listed phrase, or a risk concept (not merely
     "I", "want", "life", "tonight"...)."""
-    return any(_lexicon_hit(p) or _risk_concepts(p) for p in _pieces(text))
+    pieces = _pieces(text)
+    return _telling(pieces, any(_lexicon_hit(p) for p in pieces))
+
+
+def _telling(pieces: Sequence[str], phrase_hit: bool) -> bool:
+    return phrase_hit or any(_risk_concepts(p) for p in pieces)
 
 
 def flagged(risk: float, telling: bool, thresholds: Mapping[str, float]) -> bool:
@@ -494,7 +499,7 @@ def detect_crisis(text: str) -> CrisisSignal | None:
     if not pieces:
         return None
     sentences, lexicon = _features(pieces)
-    telling = lexicon or any(_risk_concepts(p) for p in pieces)
+    telling = _telling(pieces, lexicon)
     if not telling and sum(len(p.split()) for p in pieces) <= _SHORT:
         return None  # "I", "ok", "7": too little to go on without one telling word
     model = load_model()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.coaching.coach import digest_text, due_digests
+from bot.coaching.events import digest_text, due_digests
 from bot.coaching.messages import deliver_waiting
 from bot.coaching.noticing import notice_silence
 from bot.i18n import translator_for

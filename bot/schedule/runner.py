@@ -17,8 +17,10 @@ from sqlalchemy import func, select
 from bot.dialogue.model import DialogueSet
 from bot.loops import Supervisor, run_loop
 from bot.observability import CHECKINS_DUE, CHECKINS_SENT, OUTBOX_DEPTH, Heartbeats
+from bot.schedule.claims import DEFAULT_LEASE, default_worker_id
 from bot.schedule.digests import deliver_coach_messages, notice_quiet_clients, send_digests
-from bot.schedule.jobs import DEFAULT_LEASE, claim_and_start, default_worker_id, plan
+from bot.schedule.planner import plan
+from bot.schedule.starting import claim_and_start
 from bot.store import Outbox, Retention, Store, undelivered
 
 log = logging.getLogger(__name__)

@@ -15,10 +15,11 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 from sqlalchemy import text
-from telegram import BotCommand, Update
+from telegram import Update
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, BaseUpdateProcessor, ContextTypes, TypeHandler
 
+from bot.coaching.links import coach_locales
 from bot.config import Settings
 from bot.dialogue import check_dialogues
 from bot.dialogue.model import DialogueSet
@@ -29,7 +30,8 @@ from bot.observability import Heartbeats, describe_failure
 from bot.schedule.runner import STALE_AFTER, start_scheduler
 from bot.store import Retention, Store, is_outage
 from bot.store.engine import is_sqlite
-from bot.telegram.handlers import COMMANDS, Handlers
+from bot.telegram.commands import CLIENT_MENU, COMMANDS, set_coach_menus
+from bot.telegram.handlers import Handlers
 from bot.telegram.http import AiohttpRequest
 from bot.telegram.sender import Sender
 
@@ -136,12 +138,25 @@ class FailedUpdates:
 
 
 async def set_commands(application: Application[Any, Any, Any, Any, Any, Any]) -> None:
-    """The command menu, in every language the bot speaks."""
+    """The clients' command menu, in every language the bot speaks."""
     for locale in SUPPORTED_LOCALES:
-        tr = translator_for(locale)
-        commands = [BotCommand(name, tr.gettext(description)) for name, description in COMMANDS]
+        commands = COMMANDS.menu(CLIENT_MENU, translator_for(locale))
         language = None if locale == SOURCE_LOCALE else locale
         await application.bot.set_my_commands(commands, language_code=language)
+
+
+async def set_coach_commands(application: Application[Any, Any, Any, Any, Any, Any],
+                             store: Store) -> None:
+    """Each coach's own menu (the coach commands too), in their language. Never fatal: the
+    commands work without a menu, and the next start tries again."""
+    try:
+        async with store.sessionmaker() as session:
+            coaches = await coach_locales(session)
+    except Exception as exc:
+        log.warning("coaches' command menus not set: %s", describe_failure(exc))
+        return
+    done = await set_coach_menus(application.bot, coaches)
+    log.info("command menus set for %d of %d coaches", done, len(coaches))
 
 
 def load_dialogue_set(settings: Settings) -> DialogueSet:
@@ -253,6 +268,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
             raise StartupError(f"cannot reach the Telegram Bot API at {base} "
                                f"({type(exc).__name__})") from exc
         await set_commands(application)
+        await set_coach_commands(application, store)
         await application.start()
         heartbeats.expect("sender", STALE_AFTER["sender"])
         supervisor.start("sender", sender.run)

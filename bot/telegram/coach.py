@@ -7,23 +7,30 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import time, timedelta
+from typing import TYPE_CHECKING
 
 from telegram import Update
 
-from bot.coaching import coach as domain
-from bot.coaching import notes
+from bot.coaching import assignments, coach_errors, links, notes, reports
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import Translator, translator_for
 from bot.store import Turn as StoreTurn
+from bot.store import User
+from bot.telegram.commands import CommandCall, set_coach_menus
+
+if TYPE_CHECKING:  # coach_side uses this module's helpers; it is imported when first built
+    from bot.telegram.coach_side import CoachSideHandlers
 
 log = logging.getLogger(__name__)
 
 Respond = Callable[[Update, Callable[[StoreTurn], Awaitable[Outcome | None]]], Awaitable[None]]
+# A command's work inside its user's store turn: (turn, the text after the command).
+TurnFn = Callable[[StoreTurn, str], Awaitable[Outcome | None]]
 INVITE_PREFIX = "invite_"
 # Schedules a coach picks from: (button key, schedule, how long in days).
 SCHEDULES: dict[str, tuple[dict[str, object], int]] = {
@@ -78,27 +85,12 @@ class CoachHandlers:
     respond: Respond
     admin_ids: frozenset[int]
     bot_username: Callable[[], str]
+    side: CoachSideHandlers = field(init=False)  # issue 26's commands and buttons
 
     def __post_init__(self) -> None:
         from bot.telegram.coach_side import CoachSideHandlers
 
         self.side = CoachSideHandlers(self.dialogues)
-
-    async def on_command(self, update: Update, command: str, argument: str) -> bool:
-        """Handle a coach command; False when the command is not one of these."""
-        handlers = {"invite": self._invite, "clients": self.side.clients,
-                    "assign": self._assign, "coach": self._coaches,
-                    "makecoach": self._make_coach, "newexercise": self._new_exercise,
-                    "message": self.side.message, "note": self.side.note,
-                    "assignments": self.side.assignments}
-        if command == "progress" and argument:
-            await self.respond(update, lambda t: self._progress(t, argument))
-            return True
-        handler = handlers.get(command)
-        if handler is None:
-            return False
-        await self.respond(update, lambda t: handler(t, argument))
-        return True
 
     async def on_button(self, update: Update, data: str) -> bool:
         kind, _, rest = data.partition(":")
@@ -112,7 +104,7 @@ class CoachHandlers:
         elif kind == "unlink":
             await self.respond(update, lambda t: self._unlink(t, rest))
         elif kind == "client":
-            await self.respond(update, lambda t: self._progress(t, rest))
+            await self.respond(update, lambda t: self.progress(t, rest))
         else:
             return False
         return True
@@ -126,27 +118,40 @@ class CoachHandlers:
 
     # -- coaches -------------------------------------------------------------------------------
 
-    async def _make_coach(self, t: StoreTurn, argument: str) -> None:
+    async def make_coach(self, call: CommandCall) -> None:
+        """An admin makes someone a coach; then the coach commands go into their menu."""
+        made: list[tuple[int, str]] = []  # (coach, locale) once the turn committed
+
+        async def run(t: StoreTurn) -> None:
+            made[:] = await self._make_coach(t, call.argument)
+            return None
+
+        await self.respond(call.update, run)
+        if made:
+            await set_coach_menus(call.update.get_bot(), made)
+
+    async def _make_coach(self, t: StoreTurn, argument: str) -> list[tuple[int, str]]:
         tr = translator_for(t.user.locale)
         if t.user_id not in self.admin_ids:
             say(t, tr.gettext("I don't know that command. Send /help to see what I can do."))
-            return None
+            return []
         target = parse_id(argument) if argument.strip() else t.user_id
         if target is None:
             say(t, tr.gettext("That is not a Telegram user id. Send /makecoach followed by "
                               "the person's numeric id, or on its own to become a coach "
                               "yourself."))
-            return None
-        await domain.make_coach(t.session, target)
+            return []
+        await links.make_coach(t.session, target)
         say(t, tr.gettext("Done: user {user} can now invite clients with /invite.").format(
             user=target))
-        return None
+        coach = await t.session.get(User, target)
+        return [(target, coach.locale if coach is not None else t.user.locale)]
 
-    async def _invite(self, t: StoreTurn, argument: str) -> None:
+    async def invite(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
         try:
-            code = await domain.create_invite(t.session, t.user_id, t.now)
-        except domain.NotACoach:
+            code = await links.create_invite(t.session, t.user_id, t.now)
+        except coach_errors.NotACoach:
             say(t, tr.gettext("Only coaches can invite clients. If you are a coach, ask the "
                               "bot's administrator to set you up."))
             return None
@@ -156,7 +161,7 @@ class CoachHandlers:
             .format(date=expires, link=link))
         return None
 
-    async def _new_exercise(self, t: StoreTurn, argument: str) -> Outcome | None:
+    async def new_exercise(self, t: StoreTurn, argument: str) -> Outcome | None:
         if not t.user.is_coach:
             say(t, translator_for(t.user.locale).gettext(
                 "Only coaches can write exercises. If you are a coach, ask the bot's "
@@ -169,28 +174,28 @@ class CoachHandlers:
     async def _pick_client(self, t: StoreTurn, question: str, data_prefix: str) -> None:
         """The coach's clients as buttons (`data_prefix:<client id>`), or how to get one."""
         tr = translator_for(t.user.locale)
-        clients = await domain.clients_of(t.session, t.user_id)
+        clients = await links.clients_of(t.session, t.user_id)
         if not clients:
             say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
             return
         say(t, question, tuple(Button(tr.words(c.first_name or str(c.user_id)),
                                       f"{data_prefix}:{c.user_id}") for c in clients))
 
-    async def _progress(self, t: StoreTurn, argument: str) -> None:
+    async def progress(self, t: StoreTurn, argument: str) -> None:
         """A coach asking for one client's progress: the report, and the weekly chart."""
         tr = translator_for(t.user.locale)
         client_id = await self._find_client(t, argument)
         try:
             if client_id is None:
-                raise domain.NotYourClient()
-            progress = await domain.client_progress(t.session, t.user_id, client_id, t.now)
-            chart = await domain.client_trend_png(t.session, t.user_id, client_id, t.now, tr)
-        except domain.NotYourClient:
+                raise coach_errors.NotYourClient()
+            progress = await reports.client_progress(t.session, t.user_id, client_id, t.now)
+            chart = await reports.client_trend_png(t.session, t.user_id, client_id, t.now, tr)
+        except coach_errors.NotYourClient:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
                               "them."))
             return None
         private = notes.note_lines(await notes.notes_about(t.session, t.user_id, client_id), tr)
-        say(t, "\n".join([domain.progress_report(progress, tr), *private]), subject=client_id)
+        say(t, "\n".join([reports.progress_report(progress, tr), *private]), subject=client_id)
         t.enqueue(t.user_id, {"photo": chart.hex(), "caption": tr.gettext(
             "Weekly trend: mood and goal, last 12 weeks")}, subject=client_id)
         return None
@@ -201,12 +206,12 @@ class CoachHandlers:
         if number is not None:
             return number
         wanted = argument.casefold()
-        for client in await domain.clients_of(t.session, t.user_id):
+        for client in await links.clients_of(t.session, t.user_id):
             if (client.first_name or "").casefold() == wanted:
                 return client.user_id
         return None
 
-    async def _assign(self, t: StoreTurn, argument: str) -> None:
+    async def assign(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
         await self._pick_client(t, tr.gettext("Who is the exercise for?"), "assign")
 
@@ -221,7 +226,7 @@ class CoachHandlers:
         if client_id is None or len(parts) > 4:
             say(t, invalid)
             return None
-        clients = {c.user_id: c for c in await domain.clients_of(t.session, t.user_id)}
+        clients = {c.user_id: c for c in await links.clients_of(t.session, t.user_id)}
         if client_id not in clients:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
                               "them."))
@@ -254,9 +259,9 @@ class CoachHandlers:
         hour = await self._client_hour(t, client_id) if parts[3] == "c" else int(parts[3])
         today = t.now.date()
         custom = int(exercise[len(CUSTOM):]) if exercise.startswith(CUSTOM) else None
-        await domain.assign_exercise(
+        await assignments.assign_exercise(
             t.session, t.user_id, client_id, exercise, {**schedule, "hour": hour}, today,
-            today + timedelta(days=days - 1), t.now, domain.exercise_ids(self.dialogues),
+            today + timedelta(days=days - 1), t.now, assignments.exercise_ids(self.dialogues),
             custom_exercise_id=custom)
         assigned = tr.gettext("Assigned “{exercise}” to {client}.").format(
             exercise=tr.words(choices[exercise]),
@@ -268,16 +273,14 @@ class CoachHandlers:
     async def _exercise_choices(self, t: StoreTurn, tr: Translator) -> dict[str, str]:
         """Button key → title: the library's exercises, then the coach's own."""
         library = {e: tr.gettext(self.dialogues[e].title)
-                   for e in domain.exercise_ids(self.dialogues)}
+                   for e in assignments.exercise_ids(self.dialogues)}
         choices = dict(sorted(library.items(), key=lambda item: item[1]))
-        for exercise_id, title in await domain.own_exercises(t.session, t.user_id):
+        for exercise_id, title in await assignments.own_exercises(t.session, t.user_id):
             choices[f"{CUSTOM}{exercise_id}"] = title
         return choices
 
     @staticmethod
     async def _client_hour(t: StoreTurn, client_id: int) -> int:
-        from bot.store import User
-
         client = await t.session.get(User, client_id)
         return client.checkin_hour if client is not None else 9
 
@@ -285,7 +288,7 @@ class CoachHandlers:
 
     async def _offer_invite(self, t: StoreTurn, code: str) -> None:
         tr = translator_for(t.user.locale)
-        check = await domain.invite_status(t.session, code, t.user_id, t.now)
+        check = await links.invite_status(t.session, code, t.user_id, t.now)
         if not check.valid:
             say(t, tr.gettext("This invitation link is not valid any more (it may have been "
                               "used or have expired). Please ask your coach for a new one."))
@@ -306,8 +309,8 @@ class CoachHandlers:
             say(t, tr.gettext("Fine, nothing is shared."))
             return None
         try:
-            await domain.accept_invite(t.session, code, t.user_id, t.now)
-        except domain.InviteError:
+            await links.accept_invite(t.session, code, t.user_id, t.now)
+        except coach_errors.InviteError:
             say(t, tr.gettext("This invitation link is not valid any more (it may have been "
                               "used or have expired). Please ask your coach for a new one."))
             return None
@@ -319,9 +322,9 @@ class CoachHandlers:
             return outcome
         return None
 
-    async def _coaches(self, t: StoreTurn, argument: str) -> None:
+    async def coaches(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
-        coaches = await domain.coaches_of(t.session, t.user_id)
+        coaches = await links.coaches_of(t.session, t.user_id)
         if not coaches:
             say(t, tr.gettext("You are not sharing your progress with any coach."))
             return None
@@ -336,7 +339,7 @@ class CoachHandlers:
         coach_id = parse_id(rest)
         if coach_id is None:
             coach_id = -1
-        if await domain.unlink(t.session, t.user_id, coach_id, t.now):
+        if await links.unlink(t.session, t.user_id, coach_id, t.now):
             say(t, tr.gettext("Done: that coach no longer sees your progress."))
         else:
             say(t, tr.gettext("You are not sharing your progress with that coach."))

@@ -12,8 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.coaching import coach as links
-from bot.coaching import managing, messages, notes, noticing
+from bot.coaching import links, managing, messages, notes, noticing
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome

@@ -16,8 +16,8 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
+from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import has_active_goal
-from bot.coaching.coach import exercise_ids
 from bot.coaching.conversation import (
     Action,
     Resume,
@@ -38,45 +38,17 @@ from bot.engine.runner import is_sos, sos_reply
 from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
 from bot.observability import handling_update
-from bot.schedule.jobs import replan, schedule_of
+from bot.schedule.planner import replan, schedule_of
 from bot.store import Store, off_the_loop
 from bot.store import Turn as StoreTurn
 from bot.store.types import utcnow
-from bot.telegram.coach import CoachHandlers
+from bot.telegram.coach import CoachHandlers, TurnFn
+from bot.telegram.commands import COMMANDS, CommandCall, help_text, set_coach_menu
 
 log = logging.getLogger(__name__)
 
 LANGUAGE_NAMES = {"en": "English", "ca": "Català", "bg": "Български", "hr": "Hrvatski",
                   "it": "Italiano", "he": "עברית"}
-# Bot commands in the order Telegram's menu shows them, with their descriptions.
-COMMANDS: tuple[tuple[str, str], ...] = (
-    ("sos", N_("Help right now: people you can talk to")),
-    ("checkin", N_("Daily check-in")),
-    ("goal", N_("Set a new goal")),
-    ("progress", N_("See your progress")),
-    ("exercises", N_("Exercises")),
-    ("reminders", N_("Check-in time, quiet hours, pause")),
-    ("timezone", N_("Change your time zone")),
-    ("language", N_("Change the language")),
-    ("cancel", N_("Stop the current conversation")),
-    ("coach", N_("The coaches who see your progress")),
-    ("export", N_("Download all your data")),
-    ("delete", N_("Delete all your data")),
-    ("help", N_("What I can do")),
-)
-COACH_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("invite", N_("Invite a client (a link that works once)")),
-    ("clients", N_("Your clients and their progress")),
-    ("message", N_("Write to a client")),
-    ("assign", N_("Assign an exercise to a client")),
-    ("assignments", N_("A client's assignments: pause, change, cancel")),
-    ("note", N_("A private note about a client")),
-    ("newexercise", N_("Write an exercise of your own")),
-    ("progress", N_("A client's progress: /progress name")),
-)
-DIALOGUE_COMMANDS = {"goal": "goal_setting", "checkin": "daily_checkin",
-                     "timezone": "set_timezone", "reminders": "reminders"}
-ENGINE_COMMANDS: dict[str, Command] = {"cancel": "cancel", "back": "back", "skip": "skip"}
 ONBOARDING = "onboarding"
 GOAL_SETTING = "goal_setting"
 
@@ -208,6 +180,11 @@ class Handlers:
 
         await self._turn(update, run, before_consent=before_consent)
 
+    async def in_turn(self, call: CommandCall, fn: TurnFn) -> None:
+        """Run a command's ``fn(turn, argument)`` in one store turn of its user."""
+        await self._turn(call.update, lambda t: fn(t, call.argument),
+                         before_consent=call.before_consent)
+
     @staticmethod
     def _private(update: Update) -> bool:
         chat = update.effective_chat
@@ -232,7 +209,7 @@ class Handlers:
             return
         text = message.text or message.caption
         if text is not None and is_sos(text):
-            await self._on_sos(update)
+            await self.on_sos(update)
             return
         edited = update.edited_message is not None
         if text is not None and (edited or message.text is None or text.startswith("/")):
@@ -263,7 +240,7 @@ class Handlers:
         except TelegramError as exc:
             log.warning("could not answer in a group: %s", type(exc).__name__)
 
-    async def _on_sos(self, update: Update) -> None:
+    async def on_sos(self, update: Update) -> None:
         """The help lines, at once and in any state; the conversation stays where it is."""
         async def run(t: StoreTurn) -> None:
             ctx = await context_for(None, t.user, t.now)
@@ -278,37 +255,44 @@ class Handlers:
 
     async def _on_command(self, update: Update, message: Message) -> None:
         assert message.text is not None
-        command, _, argument = message.text[1:].partition(" ")
-        command = command.split("@")[0].lower()
-        argument = argument.strip()
-        if command in ENGINE_COMMANDS:
-            await self._converse(update, Turn(command=ENGINE_COMMANDS[command]))
-        elif command == "start":
-            if not await self.coach.on_start_payload(update, argument):
-                await self._on_start(update, argument)
-        elif await self.coach.on_command(update, command, argument):
-            return
-        elif command == "checkin":
-            await self._on_checkin(update)
-        elif command in DIALOGUE_COMMANDS:
-            await self._converse(update, Start(DIALOGUE_COMMANDS[command]))
-        elif command == "help":
-            await self._say(update, lambda t: help_reply(t.user.locale, coach=t.user.is_coach))
-        elif command == "language":
-            await self._say(update, lambda t: language_reply(t.user.locale), before_consent=True)
-        elif command == "progress":
-            await self._on_progress(update)
-        elif command == "exercises":
-            await self._say(update, lambda t: exercises_reply(self.dialogues, t.user.locale))
-        elif command == "export":
-            await self._on_export(update, message)
-        elif command == "delete":
-            await self._say(update, lambda t: delete_reply(t.user.locale), before_consent=True)
-        else:
+        name, _, argument = message.text[1:].partition(" ")
+        command = COMMANDS.find(name.split("@")[0].lower())
+        if command is None:
             await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
                 "I don't know that command. Send /help to see what I can do.")))
+            return
+        await command.handler(self, CommandCall(update, message, argument.strip(),
+                                                command.before_consent))
 
-    async def _on_start(self, update: Update, argument: str) -> None:
+    # -- commands (see bot/telegram/commands.py) ------------------------------------------------
+
+    async def engine_command(self, call: CommandCall, command: Command) -> None:
+        await self._converse(call.update, Turn(command=command))
+
+    async def start_dialogue(self, call: CommandCall, dialogue_id: str) -> None:
+        await self._converse(call.update, Start(dialogue_id))
+
+    async def on_help(self, call: CommandCall) -> None:
+        await self._say(call.update, lambda t: help_reply(t.user.locale, coach=t.user.is_coach),
+                        before_consent=call.before_consent)
+
+    async def on_language_command(self, call: CommandCall) -> None:
+        await self._say(call.update, lambda t: language_reply(t.user.locale),
+                        before_consent=call.before_consent)
+
+    async def on_exercises(self, call: CommandCall) -> None:
+        await self._say(call.update, lambda t: exercises_reply(self.dialogues, t.user.locale),
+                        before_consent=call.before_consent)
+
+    async def on_delete_command(self, call: CommandCall) -> None:
+        await self._say(call.update, lambda t: delete_reply(t.user.locale),
+                        before_consent=call.before_consent)
+
+    async def on_start(self, call: CommandCall) -> None:
+        if not await self.coach.on_start_payload(call.update, call.argument):
+            await self._on_start(call.update, call.before_consent)
+
+    async def _on_start(self, update: Update, before_consent: bool) -> None:
         async def run(t: StoreTurn) -> Outcome | None:
             state = ConversationState.from_dict(t.state)
             action: Action
@@ -324,9 +308,9 @@ class Handlers:
             enqueue_replies(t, outcome)
             return outcome
 
-        await self._turn(update, run, before_consent=True)
+        await self._turn(update, run, before_consent=before_consent)
 
-    async def _on_checkin(self, update: Update) -> None:
+    async def on_checkin(self, call: CommandCall) -> None:
         async def run(t: StoreTurn) -> Outcome:
             action: Action = Start("daily_checkin")
             # The goals table, not the conversation's variables: a goal whose setting was
@@ -340,20 +324,21 @@ class Handlers:
             enqueue_replies(t, outcome)
             return outcome
 
-        await self._turn(update, run)
+        await self._turn(call.update, run, before_consent=call.before_consent)
 
-    async def _on_progress(self, update: Update) -> None:
+    async def on_progress(self, call: CommandCall) -> None:
         async def run(t: StoreTurn) -> None:
             ctx = await context_for(t.session, t.user, t.now)
             text = await progress_text(t.session, t.user, ctx)
             t.enqueue(t.user_id, Reply(text).to_payload())
             return None
 
-        await self._turn(update, run)
+        await self._turn(call.update, run, before_consent=call.before_consent)
 
-    async def _on_export(self, update: Update, message: Message) -> None:
+    async def on_export(self, call: CommandCall) -> None:
         """The client's data as a file: at most one per ``EXPORT_EVERY``, read on the
         connection's thread and turned into JSON on another, so other chats go on."""
+        update, message = call.update, call.message
         user = update.effective_user
         assert user is not None
         stored = await self.store.get_user(user.id)
@@ -400,7 +385,10 @@ class Handlers:
             await self._converse(update, Turn(button=data))
 
     async def _on_language(self, update: Update, locale: str) -> None:
+        coach: list[int] = []  # a coach's menu follows their language, once committed
+
         async def run(t: StoreTurn) -> Outcome | None:
+            coach[:] = [t.user_id] if t.user.is_coach else []
             t.user.locale = locale
             tr = translator_for(locale)
             t.enqueue(t.user_id, Reply(tr.gettext("From now on I will write to you in "
@@ -413,6 +401,8 @@ class Handlers:
             return outcome
 
         await self._turn(update, run, before_consent=True)
+        for coach_id in coach:
+            await set_coach_menu(update.get_bot(), coach_id, locale)
 
     async def _on_delete(self, update: Update, *, confirmed: bool) -> None:
         user, query = update.effective_user, update.callback_query
@@ -446,16 +436,7 @@ def _kind_of(update: Update) -> str:
 
 
 def help_reply(locale: str, *, coach: bool = False) -> Reply:
-    tr = translator_for(locale)
-    lines = [tr.gettext("I am your coaching companion between sessions with your coach. "
-                        "I ask questions; the answers and the goals are yours."), ""]
-    lines += [f"/{name} — {tr.gettext(description)}" for name, description in COMMANDS]
-    if coach:
-        lines += ["", tr.gettext("For coaches:")]
-        lines += [f"/{name} — {tr.gettext(description)}" for name, description in COACH_COMMANDS]
-    lines += ["", tr.gettext("During a conversation: /back goes to the previous question, "
-                             "/skip skips an optional one.")]
-    return Reply("\n".join(lines))
+    return Reply(help_text(translator_for(locale), coach=coach))
 
 
 def language_reply(locale: str) -> Reply:

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching import coach as c
+from bot.coaching import assignments, coach_errors, events, links, reports
 from bot.coaching.chart import weekly_points, weekly_trend_png
 from bot.dialogue import load_dialogues
 from bot.i18n import FSI, PDI, translator_for
@@ -38,7 +38,7 @@ REPO = Path(__file__).parents[2]
 NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)  # a Wednesday
 COACH, OTHER_COACH = 1, 2
 CLIENT, OTHER_CLIENT, STRANGER = 10, 11, 12
-EXERCISES = c.exercise_ids(load_dialogues(REPO / "dialogues"))
+EXERCISES = assignments.exercise_ids(load_dialogues(REPO / "dialogues"))
 DAILY = {"kind": "daily", "hour": 8, "days": 14}
 EN = translator_for("en")
 T = TypeVar("T")
@@ -59,8 +59,8 @@ async def db(store: Store) -> AsyncIterator[Store]:
                  STRANGER: "Sam"}
         s.add_all(UserRow(id=uid, first_name=name) for uid, name in names.items())
         await s.flush()
-        await c.make_coach(s, COACH)
-        await c.make_coach(s, OTHER_COACH)
+        await links.make_coach(s, COACH)
+        await links.make_coach(s, OTHER_COACH)
 
     await tx(store, setup)
     yield store
@@ -68,8 +68,8 @@ async def db(store: Store) -> AsyncIterator[Store]:
 
 async def link(store: Store, coach_id: int, client_id: int, now: datetime = NOW) -> None:
     async def go(s: AsyncSession) -> None:
-        code = await c.create_invite(s, coach_id, now)
-        assert await c.accept_invite(s, code, client_id, now) == coach_id
+        code = await links.create_invite(s, coach_id, now)
+        assert await links.accept_invite(s, code, client_id, now) == coach_id
 
     await tx(store, go)
 
@@ -93,22 +93,23 @@ async def rows(store: Store, model: Any) -> list[Any]:
 
 async def test_make_coach(db: Store) -> None:
     async def go(s: AsyncSession) -> tuple[bool, bool, bool]:
-        await c.make_coach(s, 99)  # a user the bot has not met yet
-        return await c.is_coach(s, COACH), await c.is_coach(s, CLIENT), await c.is_coach(s, 99)
+        await links.make_coach(s, 99)  # a user the bot has not met yet
+        return (await links.is_coach(s, COACH), await links.is_coach(s, CLIENT),
+                await links.is_coach(s, 99))
 
     assert await tx(db, go) == (True, False, True)
 
 
 async def test_a_non_coach_cannot_create_invites(db: Store) -> None:
-    with pytest.raises(c.NotACoach):
-        await tx(db, lambda s: c.create_invite(s, CLIENT, NOW))
-    with pytest.raises(c.NotACoach):
-        await tx(db, lambda s: c.create_invite(s, 12345, NOW))  # nobody at all
+    with pytest.raises(coach_errors.NotACoach):
+        await tx(db, lambda s: links.create_invite(s, CLIENT, NOW))
+    with pytest.raises(coach_errors.NotACoach):
+        await tx(db, lambda s: links.create_invite(s, 12345, NOW))  # nobody at all
     assert await rows(db, Invite) == []
 
 
 async def test_invite_codes_are_unguessable_and_fit_a_deep_link(db: Store) -> None:
-    codes = [await tx(db, lambda s: c.create_invite(s, COACH, NOW)) for _ in range(20)]
+    codes = [await tx(db, lambda s: links.create_invite(s, COACH, NOW)) for _ in range(20)]
     assert len(set(codes)) == 20
     for code in codes:
         assert re.fullmatch(r"[A-Za-z0-9_-]{22,64}", code)  # 22 base64 chars = 132 bits
@@ -117,37 +118,37 @@ async def test_invite_codes_are_unguessable_and_fit_a_deep_link(db: Store) -> No
 
 
 async def test_invite_status_names_the_coach_and_uses_nothing(db: Store) -> None:
-    code = await tx(db, lambda s: c.create_invite(s, COACH, NOW))
-    check = await tx(db, lambda s: c.invite_status(s, code, CLIENT, NOW))
+    code = await tx(db, lambda s: links.create_invite(s, COACH, NOW))
+    check = await tx(db, lambda s: links.invite_status(s, code, CLIENT, NOW))
     assert check.valid and (check.coach_id, check.coach_name) == (COACH, "Carla")
-    own = await tx(db, lambda s: c.invite_status(s, code, COACH, NOW))
-    assert own.problem is c.InviteProblem.OWN and own.coach_name is None
-    unknown = await tx(db, lambda s: c.invite_status(s, "x" * 43, CLIENT, NOW))
-    assert unknown.problem is c.InviteProblem.UNKNOWN and unknown.coach_name is None
+    own = await tx(db, lambda s: links.invite_status(s, code, COACH, NOW))
+    assert own.problem is coach_errors.InviteProblem.OWN and own.coach_name is None
+    unknown = await tx(db, lambda s: links.invite_status(s, "x" * 43, CLIENT, NOW))
+    assert unknown.problem is coach_errors.InviteProblem.UNKNOWN and unknown.coach_name is None
     assert (await rows(db, Invite))[0].used_by is None
     assert await rows(db, CoachLink) == []
 
 
 async def test_accept_links_with_consent_and_only_once(db: Store) -> None:
-    code = await tx(db, lambda s: c.create_invite(s, COACH, NOW))
-    assert await tx(db, lambda s: c.accept_invite(s, code, CLIENT, NOW)) == COACH
+    code = await tx(db, lambda s: links.create_invite(s, COACH, NOW))
+    assert await tx(db, lambda s: links.accept_invite(s, code, CLIENT, NOW)) == COACH
     [row] = await rows(db, CoachLink)
     assert (row.coach_id, row.client_id, row.consent_at, row.unlinked_at) == (
         COACH, CLIENT, NOW, None)
-    with pytest.raises(c.InviteError) as reused:
-        await tx(db, lambda s: c.accept_invite(s, code, OTHER_CLIENT, NOW))
-    assert reused.value.problem is c.InviteProblem.USED
-    again = await tx(db, lambda s: c.create_invite(s, COACH, NOW))
-    with pytest.raises(c.InviteError) as linked:
-        await tx(db, lambda s: c.accept_invite(s, again, CLIENT, NOW))
-    assert linked.value.problem is c.InviteProblem.ALREADY_LINKED
+    with pytest.raises(coach_errors.InviteError) as reused:
+        await tx(db, lambda s: links.accept_invite(s, code, OTHER_CLIENT, NOW))
+    assert reused.value.problem is coach_errors.InviteProblem.USED
+    again = await tx(db, lambda s: links.create_invite(s, COACH, NOW))
+    with pytest.raises(coach_errors.InviteError) as linked:
+        await tx(db, lambda s: links.accept_invite(s, again, CLIENT, NOW))
+    assert linked.value.problem is coach_errors.InviteProblem.ALREADY_LINKED
     assert len(await rows(db, CoachLink)) == 1
     assert [i.used_by for i in await rows(db, Invite) if i.code == again] == [None]
 
 
 @pytest.mark.parametrize("problem", ["expired", "guessed", "almost", "own"])
 async def test_bad_invites_change_nothing(db: Store, problem: str) -> None:
-    code = await tx(db, lambda s: c.create_invite(s, COACH, NOW, ttl=timedelta(hours=1)))
+    code = await tx(db, lambda s: links.create_invite(s, COACH, NOW, ttl=timedelta(hours=1)))
     when, client, tried = NOW, CLIENT, code
     if problem == "expired":
         when = NOW + timedelta(hours=1)
@@ -157,10 +158,10 @@ async def test_bad_invites_change_nothing(db: Store, problem: str) -> None:
         tried = code[:-1] + ("A" if code[-1] != "A" else "B")
     else:
         client = COACH
-    with pytest.raises(c.InviteError) as refused:
-        await tx(db, lambda s: c.accept_invite(s, tried, client, when))
+    with pytest.raises(coach_errors.InviteError) as refused:
+        await tx(db, lambda s: links.accept_invite(s, tried, client, when))
     expected = {"expired": "EXPIRED", "guessed": "UNKNOWN", "almost": "UNKNOWN", "own": "OWN"}
-    assert refused.value.problem is c.InviteProblem[expected[problem]]
+    assert refused.value.problem is coach_errors.InviteProblem[expected[problem]]
     [invite] = await rows(db, Invite)
     assert (invite.used_by, invite.used_at) == (None, None)
     assert await rows(db, CoachLink) == []
@@ -168,20 +169,20 @@ async def test_bad_invites_change_nothing(db: Store, problem: str) -> None:
 
 async def test_two_concurrent_accepts_exactly_one_wins(db: Store) -> None:
     for _ in range(3):
-        code = await tx(db, lambda s: c.create_invite(s, OTHER_COACH, NOW))
+        code = await tx(db, lambda s: links.create_invite(s, OTHER_COACH, NOW))
 
         async def accept(client: int, code: str = code) -> int | None:
-            return await db.run_turn(client, lambda t: c.accept_invite(t.session, code, client,
+            return await db.run_turn(client, lambda t: links.accept_invite(t.session, code, client,
                                                                         NOW))
 
-        await tx(db, lambda s: c.unlink(s, CLIENT, None, NOW))
-        await tx(db, lambda s: c.unlink(s, OTHER_CLIENT, None, NOW))
+        await tx(db, lambda s: links.unlink(s, CLIENT, None, NOW))
+        await tx(db, lambda s: links.unlink(s, OTHER_CLIENT, None, NOW))
         results = await asyncio.gather(accept(CLIENT), accept(OTHER_CLIENT),
                                        return_exceptions=True)
         wins = [r for r in results if r == OTHER_COACH]
-        losses = [r for r in results if isinstance(r, c.InviteError)]
+        losses = [r for r in results if isinstance(r, coach_errors.InviteError)]
         assert len(wins) == 1 and len(losses) == 1, results
-        assert losses[0].problem is c.InviteProblem.USED
+        assert losses[0].problem is coach_errors.InviteProblem.USED
         active = [x for x in await rows(db, CoachLink) if x.unlinked_at is None]
         assert len(active) == 1
 
@@ -192,42 +193,42 @@ async def test_two_concurrent_accepts_exactly_one_wins(db: Store) -> None:
 async def test_a_coach_cannot_reach_another_coachs_client(db: Store) -> None:
     await link(db, COACH, CLIENT)
     await link(db, OTHER_COACH, OTHER_CLIENT)
-    assert [x.user_id for x in await tx(db, lambda s: c.clients_of(s, OTHER_COACH))] == [
+    assert [x.user_id for x in await tx(db, lambda s: links.clients_of(s, OTHER_COACH))] == [
         OTHER_CLIENT]
     errors = []
     for client in (CLIENT, STRANGER, 424242):  # someone else's client, unlinked, nobody
         for attempt in (
-            lambda s, cl=client: c.client_progress(s, OTHER_COACH, cl, NOW),
-            lambda s, cl=client: c.assign_exercise(s, OTHER_COACH, cl, "gratitude_note", DAILY,
-                                                   NOW.date(), None, NOW, EXERCISES),
-            lambda s, cl=client: c.client_trend_png(s, OTHER_COACH, cl, NOW, EN),
+            lambda s, cl=client: reports.client_progress(s, OTHER_COACH, cl, NOW),
+            lambda s, cl=client: assignments.assign_exercise(
+                s, OTHER_COACH, cl, "gratitude_note", DAILY, NOW.date(), None, NOW, EXERCISES),
+            lambda s, cl=client: reports.client_trend_png(s, OTHER_COACH, cl, NOW, EN),
         ):
-            with pytest.raises(c.NotYourClient) as refused:
+            with pytest.raises(coach_errors.NotYourClient) as refused:
                 await tx(db, attempt)
             errors.append(str(refused.value))
     assert len(set(errors)) == 1  # the same answer whether the client exists or not
-    assert not await tx(db, lambda s: c.record_event(s, OTHER_COACH, CLIENT, "crisis", NOW))
+    assert not await tx(db, lambda s: events.record_event(s, OTHER_COACH, CLIENT, "crisis", NOW))
     assert await rows(db, Assignment) == [] and await rows(db, CoachEvent) == []
     # A client is not a coach of their coach.
-    with pytest.raises(c.NotYourClient):
-        await tx(db, lambda s: c.client_progress(s, CLIENT, COACH, NOW))
+    with pytest.raises(coach_errors.NotYourClient):
+        await tx(db, lambda s: reports.client_progress(s, CLIENT, COACH, NOW))
 
 
 async def test_clients_and_coaches_are_listed_by_name(db: Store) -> None:
     for client in (STRANGER, CLIENT, OTHER_CLIENT):
         await link(db, COACH, client)
     await link(db, OTHER_COACH, CLIENT)
-    clients = await tx(db, lambda s: c.clients_of(s, COACH))
+    clients = await tx(db, lambda s: links.clients_of(s, COACH))
     assert [(x.first_name, x.linked_at) for x in clients] == [
         ("Ana", NOW), ("Bo", NOW), ("Sam", NOW)]
-    coaches = await tx(db, lambda s: c.coaches_of(s, CLIENT))
+    coaches = await tx(db, lambda s: links.coaches_of(s, CLIENT))
     assert [x.first_name for x in coaches] == ["Carla", "Oscar"]
 
 
 async def test_an_unlinked_client_is_invisible_at_once(db: Store) -> None:
     await link(db, COACH, CLIENT)
     await link(db, OTHER_COACH, CLIENT)
-    assignment_id = await tx(db, lambda s: c.assign_exercise(
+    assignment_id = await tx(db, lambda s: assignments.assign_exercise(
         s, COACH, CLIENT, "gratitude_note", DAILY, NOW.date(), None, NOW, EXERCISES))
 
     async def plan(s: AsyncSession) -> None:
@@ -237,32 +238,32 @@ async def test_an_unlinked_client_is_invisible_at_once(db: Store) -> None:
 
     await tx(db, plan)
     later = NOW + timedelta(minutes=5)
-    assert await tx(db, lambda s: c.unlink(s, CLIENT, COACH, later)) == [COACH]
-    assert await tx(db, lambda s: c.clients_of(s, COACH)) == []
-    with pytest.raises(c.NotYourClient):
-        await tx(db, lambda s: c.client_progress(s, COACH, CLIENT, later))
-    with pytest.raises(c.NotYourClient):
-        await tx(db, lambda s: c.assign_exercise(s, COACH, CLIENT, "gratitude_note", DAILY,
-                                                 NOW.date(), None, later, EXERCISES))
+    assert await tx(db, lambda s: links.unlink(s, CLIENT, COACH, later)) == [COACH]
+    assert await tx(db, lambda s: links.clients_of(s, COACH)) == []
+    with pytest.raises(coach_errors.NotYourClient):
+        await tx(db, lambda s: reports.client_progress(s, COACH, CLIENT, later))
+    with pytest.raises(coach_errors.NotYourClient):
+        await tx(db, lambda s: assignments.assign_exercise(
+            s, COACH, CLIENT, "gratitude_note", DAILY, NOW.date(), None, later, EXERCISES))
     [assignment] = await rows(db, Assignment)
     assert not assignment.active
     assert [p.status for p in await rows(db, PlannedCheckin)] == ["cancelled"]
     assert await rows(db, CoachEvent) == []  # pending news about the client are dropped
-    assert [x.first_name for x in await tx(db, lambda s: c.coaches_of(s, CLIENT))] == ["Oscar"]
-    assert await tx(db, lambda s: c.unlink(s, CLIENT, None, later)) == [OTHER_COACH]
-    assert await tx(db, lambda s: c.coaches_of(s, CLIENT)) == []
+    assert [x.first_name for x in await tx(db, lambda s: links.coaches_of(s, CLIENT))] == ["Oscar"]
+    assert await tx(db, lambda s: links.unlink(s, CLIENT, None, later)) == [OTHER_COACH]
+    assert await tx(db, lambda s: links.coaches_of(s, CLIENT)) == []
 
 
 async def test_a_new_link_shows_nothing_from_before_it(db: Store) -> None:
     await link(db, COACH, CLIENT)
     await answer(db, CLIENT, "exercise.noticed", "from the first time", NOW + timedelta(hours=1),
                  "action_sprint")
-    await tx(db, lambda s: c.unlink(s, CLIENT, COACH, NOW + timedelta(hours=2)))
+    await tx(db, lambda s: links.unlink(s, CLIENT, COACH, NOW + timedelta(hours=2)))
     await answer(db, CLIENT, "exercise.noticed", "while unlinked", NOW + timedelta(hours=3),
                  "action_sprint")
     relinked = NOW + timedelta(hours=4)
     await link(db, COACH, CLIENT, relinked)
-    progress = await tx(db, lambda s: c.client_progress(s, COACH, CLIENT, relinked))
+    progress = await tx(db, lambda s: reports.client_progress(s, COACH, CLIENT, relinked))
     assert progress.reflections == [] and progress.linked_at == relinked
 
 
@@ -285,8 +286,8 @@ async def test_a_new_link_shows_nothing_from_before_it(db: Store) -> None:
     {"kind": "weekdays", "hour": "8", "weekdays": [1]},
 ])
 def test_bad_schedules_are_refused(schedule: dict[str, Any]) -> None:
-    with pytest.raises(c.InvalidSchedule):
-        c.validate_schedule(schedule)
+    with pytest.raises(coach_errors.InvalidSchedule):
+        assignments.validate_schedule(schedule)
 
 
 async def test_assign_checks_exercise_schedule_and_dates(db: Store) -> None:
@@ -295,14 +296,14 @@ async def test_assign_checks_exercise_schedule_and_dates(db: Store) -> None:
 
     def assign(slug: str, schedule: dict[str, Any], ends: date | None = None
                ) -> Callable[[AsyncSession], Awaitable[int]]:
-        return lambda s: c.assign_exercise(s, COACH, CLIENT, slug, schedule, NOW.date(), ends,
-                                           NOW, EXERCISES)
+        return lambda s: assignments.assign_exercise(s, COACH, CLIENT, slug, schedule, NOW.date(),
+                                                     ends, NOW, EXERCISES)
 
-    with pytest.raises(c.UnknownExercise):
+    with pytest.raises(coach_errors.UnknownExercise):
         await tx(db, assign("daily_checkin", DAILY))
-    with pytest.raises(c.InvalidSchedule):
+    with pytest.raises(coach_errors.InvalidSchedule):
         await tx(db, assign("gratitude_note", {"kind": "daily", "hour": 8, "days": 0}))
-    with pytest.raises(c.InvalidSchedule):
+    with pytest.raises(coach_errors.InvalidSchedule):
         await tx(db, assign("gratitude_note", DAILY, NOW.date() - timedelta(days=1)))
     weekly = {"kind": "weekdays", "hour": 19, "weekdays": [4, 0, 4]}
     await tx(db, assign("gratitude_note", DAILY))
@@ -325,7 +326,7 @@ async def _client_with_history(db: Store) -> None:
     await answer(db, CLIENT, "exercise.noticed", "secret from before", before, "gratitude_note")
     start = NOW - timedelta(days=5)
     await link(db, COACH, CLIENT, start)
-    await tx(db, lambda s: c.assign_exercise(s, COACH, CLIENT, "gratitude_note", DAILY,
+    await tx(db, lambda s: assignments.assign_exercise(s, COACH, CLIENT, "gratitude_note", DAILY,
                                              start.date(), None, start, EXERCISES))
 
     async def goal(s: AsyncSession) -> None:
@@ -348,11 +349,11 @@ async def _client_with_history(db: Store) -> None:
 
 async def test_progress_shows_only_what_was_shared(db: Store) -> None:
     await _client_with_history(db)
-    p = await tx(db, lambda s: c.client_progress(s, COACH, CLIENT, NOW))
+    p = await tx(db, lambda s: reports.client_progress(s, COACH, CLIENT, NOW))
     assert p.first_name == "Ana" and p.today == NOW.date()
-    assert p.goals == [c.GoalProgress("Run 5 km", "active", 3, 5, 8)]
+    assert p.goals == [reports.GoalProgress("Run 5 km", "active", 3, 5, 8)]
     assert (p.streak_current, p.streak_best) == (5, 5)
-    assert p.exercises == c.ExerciseStats(done=2, partly=1, skipped=1)
+    assert p.exercises == reports.ExerciseStats(done=2, partly=1, skipped=1)
     assert p.exercises.rate == 0.5
     assert [r.text for r in p.reflections] == ["keep going", "note 1", "note 2", "note 3",
                                                "note 4"]
@@ -361,17 +362,18 @@ async def test_progress_shows_only_what_was_shared(db: Store) -> None:
 
 async def test_progress_report_is_translated_and_isolates_client_words(db: Store) -> None:
     await _client_with_history(db)
-    p = await tx(db, lambda s: c.client_progress(s, COACH, CLIENT, NOW))
-    text = c.progress_report(p, EN)
+    p = await tx(db, lambda s: reports.client_progress(s, COACH, CLIENT, NOW))
+    text = reports.progress_report(p, EN)
     for expected in (f"Progress of {FSI}Ana{PDI}", f"• {FSI}Run 5 km{PDI}",
                      "Baseline 3, now 5, target 8",
                      "Check-ins in a row: 5 days.", "2 done, 1 partly, 1 skipped",
                      "Completion rate: 50%.", "Latest reflections:", f"{FSI}keep going{PDI}"):
         assert expected in text  # a client's words are isolated in every language (L5)
-    hebrew = c.progress_report(p, translator_for("he"))
+    hebrew = reports.progress_report(p, translator_for("he"))
     assert f"{FSI}Run 5 km{PDI}" in hebrew and f"{FSI}keep going{PDI}" in hebrew
-    empty = c.ClientProgress(CLIENT, None, NOW, NOW.date(), [], 0, 0, c.ExerciseStats(), [])
-    assert "No check-ins yet." in c.progress_report(empty, EN)
+    empty = reports.ClientProgress(CLIENT, None, NOW, NOW.date(), [], 0, 0,
+                                   reports.ExerciseStats(), [])
+    assert "No check-ins yet." in reports.progress_report(empty, EN)
 
 
 # -- chart --------------------------------------------------------------------------------
@@ -409,7 +411,7 @@ async def test_weekly_points_average_each_week_since_consent(db: Store) -> None:
     since = NOW - timedelta(days=5)
     shared = await tx(db, lambda s: weekly_points(s, CLIENT, NOW, since=since))
     assert shared.mood == [(monday - timedelta(weeks=1), 6.0), (monday, 6.0)]
-    png = await tx(db, lambda s: c.client_trend_png(s, COACH, CLIENT, NOW, EN))
+    png = await tx(db, lambda s: reports.client_trend_png(s, COACH, CLIENT, NOW, EN))
     assert _png_size(png) == (800, 400)
 
 
@@ -421,28 +423,28 @@ async def test_digests_batch_events_per_coach(db: Store) -> None:
     await link(db, COACH, OTHER_CLIENT)
     await link(db, OTHER_COACH, STRANGER)
 
-    async def events(s: AsyncSession) -> None:
-        assert await c.notify_coaches(s, CLIENT, "exercise_done", NOW) == 1
-        await c.record_event(s, COACH, CLIENT, "exercise_done", NOW)
-        await c.record_event(s, COACH, OTHER_CLIENT, "exercise_done", NOW)
-        await c.record_event(s, COACH, OTHER_CLIENT, "exercise_skipped", NOW)
-        await c.record_event(s, OTHER_COACH, STRANGER, "exercise_partly", NOW)
+    async def happenings(s: AsyncSession) -> None:
+        assert await events.notify_coaches(s, CLIENT, "exercise_done", NOW) == 1
+        await events.record_event(s, COACH, CLIENT, "exercise_done", NOW)
+        await events.record_event(s, COACH, OTHER_CLIENT, "exercise_done", NOW)
+        await events.record_event(s, COACH, OTHER_CLIENT, "exercise_skipped", NOW)
+        await events.record_event(s, OTHER_COACH, STRANGER, "exercise_partly", NOW)
 
-    await tx(db, events)
-    digests = await tx(db, lambda s: c.due_digests(s, NOW))
+    await tx(db, happenings)
+    digests = await tx(db, lambda s: events.due_digests(s, NOW))
     assert [(d.coach_id, d.crisis, dict(d.names_by_kind)) for d in digests] == [
         (COACH, False, {"exercise_done": ("Ana", "Bo"), "exercise_skipped": ("Bo",)}),
         (OTHER_COACH, False, {"exercise_partly": ("Sam",)}),
     ]
-    assert c.digest_text(digests[0], EN) == (
+    assert events.digest_text(digests[0], EN) == (
         f"News from your clients:\n• Completed an exercise: {FSI}Ana{PDI}, {FSI}Bo{PDI}\n"
         f"• Skipped an exercise: {FSI}Bo{PDI}")
-    assert await tx(db, lambda s: c.due_digests(s, NOW)) == []
+    assert await tx(db, lambda s: events.due_digests(s, NOW)) == []
     # Within the interval news wait; after it they go out together.
-    await tx(db, lambda s: c.record_event(s, COACH, CLIENT, "exercise_partly",
+    await tx(db, lambda s: events.record_event(s, COACH, CLIENT, "exercise_partly",
                                           NOW + timedelta(minutes=10)))
-    assert await tx(db, lambda s: c.due_digests(s, NOW + timedelta(minutes=30))) == []
-    [later] = await tx(db, lambda s: c.due_digests(s, NOW + timedelta(hours=1)))
+    assert await tx(db, lambda s: events.due_digests(s, NOW + timedelta(minutes=30))) == []
+    [later] = await tx(db, lambda s: events.due_digests(s, NOW + timedelta(hours=1)))
     assert dict(later.names_by_kind) == {"exercise_partly": ("Ana",)}
     assert all(e.notified_at is not None for e in await rows(db, CoachEvent))
 
@@ -450,44 +452,44 @@ async def test_digests_batch_events_per_coach(db: Store) -> None:
 async def test_a_crisis_is_reported_at_once_and_without_content(db: Store) -> None:
     await link(db, COACH, CLIENT)
     await answer(db, CLIENT, "checkin.obstacle", "I want to disappear", NOW)
-    await tx(db, lambda s: c.record_event(s, COACH, CLIENT, "exercise_done", NOW))
-    await tx(db, lambda s: c.due_digests(s, NOW))
+    await tx(db, lambda s: events.record_event(s, COACH, CLIENT, "exercise_done", NOW))
+    await tx(db, lambda s: events.due_digests(s, NOW))
     soon = NOW + timedelta(minutes=1)
 
-    async def events(s: AsyncSession) -> None:
-        await c.record_event(s, COACH, CLIENT, "exercise_skipped", soon)
-        assert await c.notify_coaches(s, CLIENT, "crisis", soon) == 1
+    async def happenings(s: AsyncSession) -> None:
+        await events.record_event(s, COACH, CLIENT, "exercise_skipped", soon)
+        assert await events.notify_coaches(s, CLIENT, "crisis", soon) == 1
 
-    await tx(db, events)
-    [digest] = await tx(db, lambda s: c.due_digests(s, soon))
+    await tx(db, happenings)
+    [digest] = await tx(db, lambda s: events.due_digests(s, soon))
     assert digest.crisis and digest.crisis_clients == ("Ana",)
     assert not digest.names_by_kind
-    text = c.digest_text(digest, EN)
+    text = events.digest_text(digest, EN)
     assert "Ana" in text and "crisis" in text and "disappear" not in text
     [event] = [e for e in await rows(db, CoachEvent) if e.kind == "crisis"]
     assert set(event.__table__.columns.keys()) == {
         "id", "coach_id", "client_id", "kind", "created_at", "notified_at"}
-    [regular] = await tx(db, lambda s: c.due_digests(s, NOW + timedelta(hours=1)))
+    [regular] = await tx(db, lambda s: events.due_digests(s, NOW + timedelta(hours=1)))
     assert not regular.crisis and dict(regular.names_by_kind) == {"exercise_skipped": ("Ana",)}
 
 
 async def test_events_need_a_known_kind(db: Store) -> None:
     await link(db, COACH, CLIENT)
     with pytest.raises(ValueError):
-        await tx(db, lambda s: c.record_event(s, COACH, CLIENT, "mood_is_low", NOW))
-    assert c.event_for_status("partly") == "exercise_partly"
-    assert c.event_for_status("maybe") is None
+        await tx(db, lambda s: events.record_event(s, COACH, CLIENT, "mood_is_low", NOW))
+    assert events.event_for_status("partly") == "exercise_partly"
+    assert events.event_for_status("maybe") is None
 
 
 async def test_export_and_erase_cover_coach_events(db: Store) -> None:
     await link(db, COACH, CLIENT)
-    await tx(db, lambda s: c.record_event(s, COACH, CLIENT, "crisis", NOW))
+    await tx(db, lambda s: events.record_event(s, COACH, CLIENT, "crisis", NOW))
     exported = await db.export_user(CLIENT)
     assert [(e["coach_id"], e["kind"]) for e in exported["coach_events"]] == [(COACH, "crisis")]
     assert len((await db.export_user(COACH))["coach_events"]) == 1
     await db.erase_user(CLIENT)
     assert await rows(db, CoachEvent) == []
-    assert await tx(db, lambda s: c.due_digests(s, NOW)) == []
+    assert await tx(db, lambda s: events.due_digests(s, NOW)) == []
 
 
 async def test_a_coach_assigns_only_their_own_written_exercises(db: Store) -> None:
@@ -506,15 +508,15 @@ async def test_a_coach_assigns_only_their_own_written_exercises(db: Store) -> No
     theirs = await tx(db, lambda s: write(s, OTHER_COACH))
 
     def assign(exercise_id: int) -> Callable[[AsyncSession], Awaitable[int]]:
-        return lambda s: c.assign_exercise(s, COACH, CLIENT, "", DAILY, NOW.date(), None, NOW,
-                                           EXERCISES, custom_exercise_id=exercise_id)
+        return lambda s: assignments.assign_exercise(s, COACH, CLIENT, "", DAILY, NOW.date(), None,
+                                                     NOW, EXERCISES, custom_exercise_id=exercise_id)
 
-    with pytest.raises(c.UnknownExercise):
+    with pytest.raises(coach_errors.UnknownExercise):
         await tx(db, assign(theirs))
     await tx(db, assign(mine))
     assert [(a.exercise_slug, a.exercise_id) for a in await rows(db, Assignment)] == [
         ("custom_exercise", mine)]
-    assert await tx(db, lambda s: c.own_exercises(s, COACH)) == [(mine, "Pages")]
+    assert await tx(db, lambda s: assignments.own_exercises(s, COACH)) == [(mine, "Pages")]
 
 
 async def test_goals_set_before_the_link_stay_private(db: Store) -> None:
@@ -526,6 +528,6 @@ async def test_goals_set_before_the_link_stay_private(db: Store) -> None:
 
     await tx(db, goals)
     await link(db, COACH, CLIENT)
-    progress = await tx(db, lambda s: c.client_progress(s, COACH, CLIENT,
+    progress = await tx(db, lambda s: reports.client_progress(s, COACH, CLIENT,
                                                        NOW + timedelta(hours=1)))
     assert [g.title for g in progress.goals] == ["Run 5k"]

@@ -15,7 +15,7 @@ from bot.coaching.safety import CRISIS_PAUSE, end_pause_when_client_writes
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.engine import Turn, runner
 from bot.engine.crisis import CrisisCategory, CrisisLevel, CrisisSignal
-from bot.schedule.jobs import claim_and_start
+from bot.schedule.starting import claim_and_start
 from bot.store import Answer, Conversation, Goal, Outbox, PlannedCheckin, Store, User
 
 REPO = Path(__file__).parents[2]

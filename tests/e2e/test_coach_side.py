@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import select
 
-from bot.coaching.coach import make_coach
+from bot.coaching.links import make_coach
 from bot.schedule.digests import notice_quiet_clients
 from bot.store import Assignment, CoachLink, CoachNote, PlannedCheckin, User
 from tests.e2e.conftest import RunningBot, TelegramUser

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from bot.coaching.coach import make_coach
+from bot.coaching.links import make_coach
 from tests.e2e.conftest import RunningBot, TelegramUser
 
 COACH, CLIENT = 8001, 8002

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from bot.coaching.conversation import apply_profile
-from bot.schedule.jobs import plan
+from bot.schedule.planner import plan
 from bot.store import Store
 from bot.store import Turn as StoreTurn
 from tests.e2e.conftest import RunningBot

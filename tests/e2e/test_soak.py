@@ -124,7 +124,7 @@ class Replica:
                 stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=asyncio.subprocess.STDOUT)
 
     @property
-    def worker_id(self) -> str:  # as bot.schedule.jobs.default_worker_id() names it
+    def worker_id(self) -> str:  # as bot.schedule.claims.default_worker_id() names it
         assert self.process is not None
         return f"{socket.gethostname()}:{self.process.pid}"
 

@@ -285,13 +285,18 @@ def test_never_raises_on_arbitrary_text(text: str) -> None:
     assert result is None or isinstance(result, CrisisSignal)
 
 
+# A guard against catastrophic backtracking (minutes, not milliseconds), loose enough for a
+# loaded machine; the detector's speed is measured by bench.crisis.
+_NO_BACKTRACKING = 5.0
+
+
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(min_size=1, max_size=64).map(lambda s: (s * (65536 // len(s) + 1))[:65536]))
 def test_large_inputs_are_fast(text: str) -> None:
     detect_crisis("warm up: load and compile the phrase lists")
     start = time.perf_counter()
     detect_crisis(text)
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < _NO_BACKTRACKING
 
 
 @pytest.mark.parametrize(
@@ -312,7 +317,7 @@ def test_pathological_inputs_are_fast(text: str) -> None:
     detect_crisis("warm up")
     start = time.perf_counter()
     detect_crisis(text)
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < _NO_BACKTRACKING
 
 
 # --- helplines ----------------------------------------------------------------------

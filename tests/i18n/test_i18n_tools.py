@@ -115,7 +115,7 @@ msgstr[1] "{n} dana"
 
 def test_a_persons_words_are_isolated_in_every_language_without_direction_controls() -> None:
     """A right-to-left override in a name must not flip an English line (review L5)."""
-    from bot.coaching.coach import Digest, digest_text
+    from bot.coaching.events import Digest, digest_text
     from bot.i18n import BIDI_CONTROLS, SUPPORTED_LOCALES
 
     for locale in SUPPORTED_LOCALES:

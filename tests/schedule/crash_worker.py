@@ -26,7 +26,7 @@ import telegram
 from sqlalchemy import func, or_, select
 
 from bot.dialogue import load_dialogues
-from bot.schedule import jobs
+from bot.schedule import claims
 from bot.schedule.runner import make_tick
 from bot.store import Outbox, PlannedCheckin, Store
 from bot.telegram.http import AiohttpRequest
@@ -55,15 +55,15 @@ class KillingBot(telegram.Bot):
 
 
 def kill_after_first_claim() -> None:
-    real_claim = jobs.claim
+    real_claim = claims.claim
 
-    async def claim(*args: Any, **kwargs: Any) -> list[jobs.Claimed]:
+    async def claim(*args: Any, **kwargs: Any) -> list[claims.Claimed]:
         rows = await real_claim(*args, **kwargs)
         if rows:
             die()  # the claims are committed; nothing was started
         return rows
 
-    jobs.claim = claim  # claim_and_start looks it up in the module
+    claims.claim = claim  # claim_and_start looks it up in this module
 
 
 async def idle(store: Store) -> bool:

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot.schedule.jobs import claim_and_start
+from bot.schedule.starting import claim_and_start
 from bot.store import Store
 from tests.schedule.helpers import add_due, add_users, dialogues, noon_zone, now_utc
 from tests.store.store_helpers import count, raw

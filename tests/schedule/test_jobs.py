@@ -9,17 +9,10 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import insert, select, update
 
-from bot.schedule.jobs import (
-    RHYTHM_LOOKBACK,
-    START_CONCURRENCY,
-    Rhythm,
-    claim,
-    claim_and_start,
-    plan,
-    planning_rhythm,
-    start_one,
-)
+from bot.schedule.claims import claim
+from bot.schedule.planner import RHYTHM_LOOKBACK, Rhythm, plan, planning_rhythm
 from bot.schedule.planning import Profile, exercises, next_daily, weekly_reviews
+from bot.schedule.starting import START_CONCURRENCY, claim_and_start, start_one
 from bot.store import Answer, Assignment, Conversation, Goal, Outbox, PlannedCheckin, Store, User
 from tests.schedule.helpers import (
     add_assignment,
@@ -306,7 +299,7 @@ async def test_claimed_check_ins_start_several_at_a_time(store: Store,
 
 async def test_a_start_that_fails_logs_ids_and_kind_never_the_text(
         store: Store, monkeypatch: Any, caplog: Any) -> None:
-    from bot.schedule import jobs
+    from bot.schedule import starting
 
     now = now_utc()
     await add_users(store, [1], now=now, zone=noon_zone(now))
@@ -315,29 +308,29 @@ async def test_a_start_that_fails_logs_ids_and_kind_never_the_text(
     async def failing(*args: Any, **kwargs: Any) -> str:
         raise ValueError("invalid literal for int(): 'Tell my wife about the debts'")
 
-    monkeypatch.setattr(jobs, "start_one", failing)
+    monkeypatch.setattr(starting, "start_one", failing)
     with caplog.at_level("ERROR"):
         assert await claim_and_start(store, dialogues(), now, worker_id="w1") == {"error": 1}
-    (record,) = [r for r in caplog.records if r.name == "bot.schedule.jobs"]
+    (record,) = [r for r in caplog.records if r.name == "bot.schedule.starting"]
     assert record.getMessage().startswith("check-in 1 of user 1 could not be started: ValueError")
     assert record.exc_info is None and "debts" not in caplog.text
 
 
 async def test_a_user_erased_after_the_claim_is_not_recreated(
         store: Store, monkeypatch: Any) -> None:
-    from bot.schedule import jobs
+    from bot.schedule import claims
 
     now = now_utc()
     await add_users(store, [1], now=now, zone=noon_zone(now))
     await add_due(store, [1], now - timedelta(minutes=5))
-    real_claim = jobs.claim
+    real_claim = claims.claim
 
     async def claim_then_erase(*args: Any, **kwargs: Any) -> Any:
         rows = await real_claim(*args, **kwargs)
         await store.erase_user(1)  # "Yes, delete everything", pressed just then
         return rows
 
-    monkeypatch.setattr(jobs, "claim", claim_then_erase)
+    monkeypatch.setattr(claims, "claim", claim_then_erase)
     assert await claim_and_start(store, dialogues(), now, worker_id="w1") == {"lost": 1}
     for table, column in (("users", "id"), ("conversations", "user_id"),
                           ("outbox", "user_id"), ("planned_checkins", "user_id")):

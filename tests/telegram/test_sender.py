@@ -311,7 +311,7 @@ async def test_deliver_now_only_sends_that_user(
 
 
 async def test_claim_takes_at_most_limit_rows(store: Store, bot: telegram.Bot) -> None:
-    """Outbox claims never overshoot ``limit`` (on PostgreSQL too, see jobs.claim)."""
+    """Outbox claims never overshoot ``limit`` (on PostgreSQL too, see claims.claim)."""
     await enqueue(store, [(500 + i, {"text": f"m{i}"}) for i in range(30)])
     sender = Sender(store, bot, rate=50)
     rows = await sender.claim(10)

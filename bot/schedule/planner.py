@@ -1,35 +1,12 @@
-"""Due work is rows: planning them, claiming the due ones, starting their dialogues.
+"""Planning due work as rows: ``plan`` (every plannable user, in batches) and ``replan``
+(one user, inside their turn), applying the pure rules of :mod:`bot.schedule.planning`.
 
-Planned check-in statuses (``planned_checkins.status``):
-
-``planned``
-    waiting for its due time (a postponed one is ``planned`` again, 30 minutes later);
-``claimed``
-    taken by one worker (``claimed_by``/``claimed_at``) that is about to start it; a claim
-    older than the lease returns to ``planned``, so a worker that dies loses nothing;
-``started``
-    its dialogue was started and its first messages are in the outbox (``started_at``),
-    in the same transaction as the conversation state. Delivery is the outbox's business;
-``missed``
-    found due after downtime on a later local day than it was meant for;
-``cancelled``
-    no longer wanted: the user is unreachable, withdrew consent or paused, has no active
-    goal (daily), the gentler rhythm skips it, a daily already started that local day,
-    or the assignment/dialogue is gone.
-
-Each row is started at most once: the switch ``claimed`` → ``started`` happens inside the
-user's turn, conditional on the row still being claimed by this worker, together with the
-conversation state and the outbox rows. It is started at least once as long as some worker
-keeps ticking (the lease brings back claims of dead workers).
+The rows' statuses and their lifecycle are described in :mod:`bot.schedule.claims`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
-import socket
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -49,29 +26,17 @@ from sqlalchemy import (
     or_,
     select,
     union_all,
-    update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from bot.coaching.checkins import CHECKIN_DIALOGUE
-from bot.coaching.conversation import (
-    WEEKLY_REVIEW,
-    Start,
-    converse,
-    custom_exercise_start,
-    enqueue_replies,
-)
-from bot.coaching.safety import CARE_CHECKIN, CARE_KIND, paused_by_crisis
-from bot.dialogue.model import DialogueSet
-from bot.observability import describe_failure
+from bot.coaching.safety import CARE_KIND, paused_by_crisis
 from bot.schedule import planning
 from bot.schedule.planning import Profile
 from bot.store import (
     Answer,
     Assignment,
-    Conversation,
-    Exercise,
     Goal,
     PlannedCheckin,
     Store,
@@ -82,13 +47,7 @@ from bot.store import (
 )
 from bot.store.types import UTCDateTime
 
-log = logging.getLogger(__name__)
-
 DEFAULT_HORIZON = timedelta(days=2)
-DEFAULT_LEASE = timedelta(minutes=5)
-BUSY_WINDOW = timedelta(minutes=30)
-POSTPONE_BY = timedelta(minutes=30)
-START_CONCURRENCY = 8  # check-ins started at once within a tick
 #: How far back started check-ins are looked at for the gentler rhythm (≥ 6 weekly ones).
 RHYTHM_LOOKBACK = timedelta(days=60)
 PLAN_BATCH = 5000
@@ -96,14 +55,9 @@ PLAN_BATCH = 5000
 OPEN = ("planned", "claimed")
 
 
-def default_worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def profile_of(row: Any) -> Profile:
     return Profile(row.time_zone, row.checkin_hour, row.quiet_start, row.quiet_end,
                    row.paused_until, row.checkin_minute)
-
 
 # -- planning ---------------------------------------------------------------------------
 #
@@ -398,7 +352,7 @@ async def replan(t: Turn, now: datetime, *, horizon: timedelta = DEFAULT_HORIZON
         .where(pc.user_id == t.user_id, pc.kind != CARE_KIND,  # care after a crisis stays
                or_(pc.status == "planned", and_(pc.status == "cancelled", pc.due_at > now)))
         .execution_options(synchronize_session=False))
-    if _user_gone(t.user, now, "daily") or not await _has_active_goal(t.session, t.user_id):
+    if user_gone(t.user, now, "daily") or not await has_active_goal(t.session, t.user_id):
         return
     due = planning.next_daily_from(profile_of(t.user), now, None, horizon)
     if due is not None:
@@ -415,139 +369,13 @@ def schedule_of(user: UserView) -> tuple[Any, ...]:
             user.quiet_end, user.paused_until, user.consent_at is not None, user.reachable)
 
 
-# -- claiming -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Claimed:
-    id: int
-    user_id: int
-    kind: str
-    ref: str
-    due_at: datetime
-
-
-async def release_expired(store: Store, now: datetime, lease: timedelta) -> int:
-    """Claims older than ``lease`` (their worker died) go back to ``planned``."""
-    async with store.sessionmaker() as session, session.begin():
-        result = await session.execute(
-            update(PlannedCheckin)
-            .where(PlannedCheckin.status == "claimed", PlannedCheckin.claimed_at < now - lease)
-            .values(status="planned", claimed_by=None, claimed_at=None)
-            .execution_options(synchronize_session=False)
-        )
-        return int(getattr(result, "rowcount", 0) or 0)
-
-
-async def claim(store: Store, now: datetime, *, worker_id: str, batch: int) -> list[Claimed]:
-    """Claim up to ``batch`` due rows, oldest first (SKIP LOCKED on PostgreSQL; SQLite's
-    single writer lock elsewhere)."""
-    # A materialised CTE: as a plain ``IN (subquery)`` PostgreSQL may run the LIMIT …
-    # SKIP LOCKED subquery again for every row it scans, each time skipping the rows it
-    # has just locked, and so claim several batches at once.
-    due = (
-        select(PlannedCheckin.id)
-        .where(PlannedCheckin.status == "planned", PlannedCheckin.due_at <= now)
-        .order_by(PlannedCheckin.due_at, PlannedCheckin.id)
-        .limit(batch)
-        .with_for_update(skip_locked=True)
-        .cte("due")
-        .prefix_with("MATERIALIZED", dialect="postgresql")
-    )
-    pc = PlannedCheckin
-    async with store.sessionmaker() as session, session.begin():
-        rows = await session.execute(
-            update(pc)
-            .where(pc.id.in_(select(due.c.id)), pc.status == "planned")
-            .values(status="claimed", claimed_by=worker_id, claimed_at=now)
-            .returning(pc.id, pc.user_id, pc.kind, pc.ref, pc.due_at)
-            .execution_options(synchronize_session=False)
-        )
-        claimed = [Claimed(r.id, r.user_id, r.kind, r.ref, r.due_at) for r in rows]
-    return sorted(claimed, key=lambda c: (c.due_at, c.id))
-
-
-async def _still_mine(t: Turn, row: Claimed, worker_id: str) -> bool:
-    current = (await t.session.execute(
-        select(PlannedCheckin.status, PlannedCheckin.claimed_by)
-        .where(PlannedCheckin.id == row.id).with_for_update()
-    )).one_or_none()
-    return current is not None and tuple(current) == ("claimed", worker_id)
-
-
-async def _has_active_goal(session: AsyncSession, user_id: int) -> bool:
+async def has_active_goal(session: AsyncSession, user_id: int) -> bool:
     found = await session.execute(
         select(Goal.id).where(Goal.user_id == user_id, Goal.status == "active").limit(1))
     return found.first() is not None
 
 
-async def _started_dailies(session: AsyncSession, user_id: int, now: datetime) -> list[datetime]:
-    rows = await session.execute(
-        select(PlannedCheckin.started_at)
-        .where(PlannedCheckin.user_id == user_id, PlannedCheckin.kind == "daily",
-               PlannedCheckin.status == "started",
-               PlannedCheckin.started_at > now - RHYTHM_LOOKBACK)
-        .order_by(PlannedCheckin.started_at))
-    return [at for at in rows.scalars() if at is not None]
-
-
-async def _last_checkin_answer(session: AsyncSession, user_id: int) -> datetime | None:
-    at: datetime | None = (await session.execute(
-        select(func.max(Answer.answered_at))
-        .where(Answer.user_id == user_id, Answer.dialogue_id == CHECKIN_DIALOGUE)
-    )).scalar()
-    return at
-
-
-async def _daily_verdict(t: Turn, row: Claimed, profile: Profile, now: datetime) -> str | None:
-    """Why a due daily check-in should not start (a status), or None to start it."""
-    if not await _has_active_goal(t.session, t.user_id):
-        return "cancelled"
-    started = await _started_dailies(t.session, t.user_id, now)
-    zone = profile.zone
-    if any(planning.local_date(s, zone) == planning.local_date(row.due_at, zone)
-           for s in started):
-        return "cancelled"  # one daily check-in per local day
-    answered = await _last_checkin_answer(t.session, t.user_id)
-    unanswered = sum(1 for s in started if answered is None or s > answered)
-    last = started[-1] if started else None
-    if not planning.daily_allowed_on(profile, row.due_at, last, unanswered):
-        return "cancelled"  # the gentler rhythm skips this one
-    return None
-
-
-async def _start_for(t: Turn, row: Claimed) -> Start | None:
-    """What to start for this row: a check-in, a review, or an assigned exercise (a coach's
-    own exercise runs in the custom exercise dialogue, filled with its title and text)."""
-    if row.kind == "daily":
-        return Start(CHECKIN_DIALOGUE)
-    if row.kind == CARE_KIND:
-        return Start(CARE_CHECKIN)
-    if row.kind == "weekly":
-        return Start(WEEKLY_REVIEW)
-    if not row.ref.isdigit():
-        return None
-    assignment = await t.session.get(Assignment, int(row.ref))
-    if assignment is None or not assignment.active or assignment.paused \
-            or assignment.client_id != t.user_id:
-        return None
-    if assignment.exercise_id is not None:
-        exercise = await t.session.get(Exercise, assignment.exercise_id)
-        return None if exercise is None else custom_exercise_start(exercise)
-    return Start(assignment.exercise_slug or "")
-
-
-async def _busy(t: Turn, now: datetime) -> bool:
-    """In the middle of a dialogue they touched in the last 30 minutes."""
-    if not (t.state or {}).get("stack"):
-        return False
-    updated = (await t.session.execute(
-        select(Conversation.updated_at).where(Conversation.user_id == t.user_id)
-    )).scalar()
-    return updated is not None and updated > now - BUSY_WINDOW
-
-
-def _user_gone(user: UserView, now: datetime, kind: str) -> bool:
+def user_gone(user: UserView, now: datetime, kind: str) -> bool:
     """Unreachable, no consent, or paused; the caring check-in after a crisis is never paused
     (it is what the crisis pause leads to)."""
     if not user.reachable or user.consent_at is None:
@@ -556,89 +384,3 @@ def _user_gone(user: UserView, now: datetime, kind: str) -> bool:
         return False
     paused = user.paused_until is not None and user.paused_until > now
     return paused or paused_by_crisis(user, now)
-
-
-async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
-                  now: datetime) -> tuple[str, Start | None]:
-    """(status, what to start) for a claimed row inside its user's turn."""
-    profile = profile_of(t.user)
-    if _user_gone(t.user, now, row.kind):
-        return "cancelled", None
-    if row.kind == CARE_KIND and planning.in_quiet(_local_minute(now, profile),
-                                                   profile.quiet_start, profile.quiet_end):
-        return "postponed", None
-    if not planning.same_local_day(row.due_at, now, profile.zone):
-        return "missed", None
-    if row.kind == "daily":
-        verdict = await _daily_verdict(t, row, profile, now)
-        if verdict is not None:
-            return verdict, None
-    action = await _start_for(t, row)
-    if action is None or action.dialogue_id not in dialogues:
-        log.warning("check-in %s (%s): nothing to start", row.id, row.kind)
-        return "cancelled", None
-    if await _busy(t, now):
-        return "postponed", None
-    return "started", action
-
-
-def _local_minute(instant: datetime, profile: Profile) -> int:
-    local = instant.astimezone(profile.zone)
-    return local.hour * 60 + local.minute
-
-
-async def _set_status(t: Turn, row: Claimed, status: str, now: datetime) -> None:
-    values: dict[str, Any] = {"status": status}
-    if status == "postponed":
-        values = {"status": "planned", "due_at": now + POSTPONE_BY, "claimed_by": None,
-                  "claimed_at": None}
-    elif status == "started":
-        values["started_at"] = now
-    await t.session.execute(
-        update(PlannedCheckin).where(PlannedCheckin.id == row.id).values(**values)
-        .execution_options(synchronize_session=False))
-
-
-async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime,
-                    worker_id: str) -> str:
-    """Inside the user's turn: start the row's dialogue into the outbox, or settle it."""
-    if not await _still_mine(t, row, worker_id):
-        return "lost"
-    status, action = await _decide(t, row, dialogues, now)
-    if action is not None:
-        outcome = await converse(t, dialogues, action, now)
-        enqueue_replies(t, outcome)
-    await _set_status(t, row, status, now)
-    return status
-
-
-async def claim_and_start(store: Store, dialogues: DialogueSet, now: datetime, *,
-                          worker_id: str, batch: int = 100,
-                          lease: timedelta = DEFAULT_LEASE) -> Counter[str]:
-    """Claim due rows and start each in one store turn of its user.
-
-    Returns how many rows ended in each status ("started", "postponed", "missed",
-    "cancelled", "lost" when another worker took it over after our lease ran out).
-    """
-    await release_expired(store, now, lease)
-    results: Counter[str] = Counter()
-    # Several at a time: each waits on its own database round trips, and a hundred due at
-    # once one after the other made the last ones late on a busy replica.
-    at_once = asyncio.Semaphore(START_CONCURRENCY)
-
-    async def start(row: Claimed) -> None:
-        async def run(t: Turn) -> str:
-            return await start_one(t, row, dialogues, now, worker_id)
-
-        async with at_once:
-            try:
-                status = await store.run_turn(row.user_id, run, create=False)  # erased: gone
-            except Exception as exc:  # ids and the error's kind, never its text
-                log.error("check-in %s of user %s could not be started: %s", row.id,
-                          row.user_id, describe_failure(exc))
-                status = "error"  # stays claimed; the lease brings it back
-        results[status or "lost"] += 1
-
-    await asyncio.gather(*(start(row) for row in await claim(store, now, worker_id=worker_id,
-                                                             batch=batch)))
-    return results

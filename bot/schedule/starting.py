@@ -1,0 +1,200 @@
+"""Starting claimed rows: inside each user's turn, decide whether the row starts, is
+postponed, missed or cancelled (``_decide``), start its dialogue into the outbox
+(``start_one``), and the tick's whole pass (``claim_and_start``).
+
+The rows' statuses and their lifecycle are described in :mod:`bot.schedule.claims`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.coaching.checkins import CHECKIN_DIALOGUE
+from bot.coaching.conversation import (
+    WEEKLY_REVIEW,
+    Start,
+    converse,
+    custom_exercise_start,
+    enqueue_replies,
+)
+from bot.coaching.safety import CARE_CHECKIN, CARE_KIND
+from bot.dialogue.model import DialogueSet
+from bot.observability import describe_failure
+from bot.schedule import claims, planning
+from bot.schedule.claims import DEFAULT_LEASE, Claimed, release_expired
+from bot.schedule.planner import RHYTHM_LOOKBACK, has_active_goal, profile_of, user_gone
+from bot.schedule.planning import Profile
+from bot.store import Answer, Assignment, Conversation, Exercise, PlannedCheckin, Store, Turn
+
+log = logging.getLogger(__name__)
+
+BUSY_WINDOW = timedelta(minutes=30)
+POSTPONE_BY = timedelta(minutes=30)
+START_CONCURRENCY = 8  # check-ins started at once within a tick
+
+
+async def _still_mine(t: Turn, row: Claimed, worker_id: str) -> bool:
+    current = (await t.session.execute(
+        select(PlannedCheckin.status, PlannedCheckin.claimed_by)
+        .where(PlannedCheckin.id == row.id).with_for_update()
+    )).one_or_none()
+    return current is not None and tuple(current) == ("claimed", worker_id)
+
+
+async def _started_dailies(session: AsyncSession, user_id: int, now: datetime) -> list[datetime]:
+    rows = await session.execute(
+        select(PlannedCheckin.started_at)
+        .where(PlannedCheckin.user_id == user_id, PlannedCheckin.kind == "daily",
+               PlannedCheckin.status == "started",
+               PlannedCheckin.started_at > now - RHYTHM_LOOKBACK)
+        .order_by(PlannedCheckin.started_at))
+    return [at for at in rows.scalars() if at is not None]
+
+
+async def _last_checkin_answer(session: AsyncSession, user_id: int) -> datetime | None:
+    at: datetime | None = (await session.execute(
+        select(func.max(Answer.answered_at))
+        .where(Answer.user_id == user_id, Answer.dialogue_id == CHECKIN_DIALOGUE)
+    )).scalar()
+    return at
+
+
+async def _daily_verdict(t: Turn, row: Claimed, profile: Profile, now: datetime) -> str | None:
+    """Why a due daily check-in should not start (a status), or None to start it."""
+    if not await has_active_goal(t.session, t.user_id):
+        return "cancelled"
+    started = await _started_dailies(t.session, t.user_id, now)
+    zone = profile.zone
+    if any(planning.local_date(s, zone) == planning.local_date(row.due_at, zone)
+           for s in started):
+        return "cancelled"  # one daily check-in per local day
+    answered = await _last_checkin_answer(t.session, t.user_id)
+    unanswered = sum(1 for s in started if answered is None or s > answered)
+    last = started[-1] if started else None
+    if not planning.daily_allowed_on(profile, row.due_at, last, unanswered):
+        return "cancelled"  # the gentler rhythm skips this one
+    return None
+
+
+async def _start_for(t: Turn, row: Claimed) -> Start | None:
+    """What to start for this row: a check-in, a review, or an assigned exercise (a coach's
+    own exercise runs in the custom exercise dialogue, filled with its title and text)."""
+    if row.kind == "daily":
+        return Start(CHECKIN_DIALOGUE)
+    if row.kind == CARE_KIND:
+        return Start(CARE_CHECKIN)
+    if row.kind == "weekly":
+        return Start(WEEKLY_REVIEW)
+    if not row.ref.isdigit():
+        return None
+    assignment = await t.session.get(Assignment, int(row.ref))
+    if assignment is None or not assignment.active or assignment.paused \
+            or assignment.client_id != t.user_id:
+        return None
+    if assignment.exercise_id is not None:
+        exercise = await t.session.get(Exercise, assignment.exercise_id)
+        return None if exercise is None else custom_exercise_start(exercise)
+    return Start(assignment.exercise_slug or "")
+
+
+async def _busy(t: Turn, now: datetime) -> bool:
+    """In the middle of a dialogue they touched in the last 30 minutes."""
+    if not (t.state or {}).get("stack"):
+        return False
+    updated = (await t.session.execute(
+        select(Conversation.updated_at).where(Conversation.user_id == t.user_id)
+    )).scalar()
+    return updated is not None and updated > now - BUSY_WINDOW
+
+
+async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
+                  now: datetime) -> tuple[str, Start | None]:
+    """(status, what to start) for a claimed row inside its user's turn."""
+    profile = profile_of(t.user)
+    if user_gone(t.user, now, row.kind):
+        return "cancelled", None
+    if row.kind == CARE_KIND and planning.in_quiet(_local_minute(now, profile),
+                                                   profile.quiet_start, profile.quiet_end):
+        return "postponed", None
+    if not planning.same_local_day(row.due_at, now, profile.zone):
+        return "missed", None
+    if row.kind == "daily":
+        verdict = await _daily_verdict(t, row, profile, now)
+        if verdict is not None:
+            return verdict, None
+    action = await _start_for(t, row)
+    if action is None or action.dialogue_id not in dialogues:
+        log.warning("check-in %s (%s): nothing to start", row.id, row.kind)
+        return "cancelled", None
+    if await _busy(t, now):
+        return "postponed", None
+    return "started", action
+
+
+def _local_minute(instant: datetime, profile: Profile) -> int:
+    local = instant.astimezone(profile.zone)
+    return local.hour * 60 + local.minute
+
+
+async def _set_status(t: Turn, row: Claimed, status: str, now: datetime) -> None:
+    values: dict[str, Any] = {"status": status}
+    if status == "postponed":
+        values = {"status": "planned", "due_at": now + POSTPONE_BY, "claimed_by": None,
+                  "claimed_at": None}
+    elif status == "started":
+        values["started_at"] = now
+    await t.session.execute(
+        update(PlannedCheckin).where(PlannedCheckin.id == row.id).values(**values)
+        .execution_options(synchronize_session=False))
+
+
+async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime,
+                    worker_id: str) -> str:
+    """Inside the user's turn: start the row's dialogue into the outbox, or settle it."""
+    if not await _still_mine(t, row, worker_id):
+        return "lost"
+    status, action = await _decide(t, row, dialogues, now)
+    if action is not None:
+        outcome = await converse(t, dialogues, action, now)
+        enqueue_replies(t, outcome)
+    await _set_status(t, row, status, now)
+    return status
+
+
+async def claim_and_start(store: Store, dialogues: DialogueSet, now: datetime, *,
+                          worker_id: str, batch: int = 100,
+                          lease: timedelta = DEFAULT_LEASE) -> Counter[str]:
+    """Claim due rows and start each in one store turn of its user.
+
+    Returns how many rows ended in each status ("started", "postponed", "missed",
+    "cancelled", "lost" when another worker took it over after our lease ran out).
+    """
+    await release_expired(store, now, lease)
+    results: Counter[str] = Counter()
+    # Several at a time: each waits on its own database round trips, and a hundred due at
+    # once one after the other made the last ones late on a busy replica.
+    at_once = asyncio.Semaphore(START_CONCURRENCY)
+
+    async def start(row: Claimed) -> None:
+        async def run(t: Turn) -> str:
+            return await start_one(t, row, dialogues, now, worker_id)
+
+        async with at_once:
+            try:
+                status = await store.run_turn(row.user_id, run, create=False)  # erased: gone
+            except Exception as exc:  # ids and the error's kind, never its text
+                log.error("check-in %s of user %s could not be started: %s", row.id,
+                          row.user_id, describe_failure(exc))
+                status = "error"  # stays claimed; the lease brings it back
+        results[status or "lost"] += 1
+
+    await asyncio.gather(*(start(row) for row in await claims.claim(store, now, worker_id=worker_id,
+                                                             batch=batch)))
+    return results
