@@ -14,10 +14,11 @@ from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from bot.coaching.assignments import validate_schedule
 from bot.coaching.coach_errors import InvalidSchedule, NotYourClient
-from bot.coaching.links import is_linked
+from bot.coaching.links import active_link, is_linked
 from bot.dialogue.expr import Value
 from bot.engine import Outcome, Reply
 from bot.engine.crisis import default_country_for_locale
@@ -26,10 +27,23 @@ from bot.i18n import Translator, parse_weekdays, translator_for, week_order, wor
 from bot.store import Assignment, Exercise, PlannedCheckin, User
 from bot.store import Turn as StoreTurn
 
-__all__ = ["EXERCISE_SCHEDULE", "AssignmentAction", "AssignmentView", "InvalidSchedule",
-           "NotYourClient", "act_on_assignment", "apply_schedule", "assignments_of",
-           "change_schedule", "client_country", "describe_schedule", "owned",
-           "schedule_from_answers"]
+__all__ = [
+    "EXERCISE_SCHEDULE",
+    "AssignmentAction",
+    "AssignmentView",
+    "FromCoach",
+    "InvalidSchedule",
+    "NotYourClient",
+    "act_on_assignment",
+    "apply_schedule",
+    "assigned_to",
+    "assignments_of",
+    "change_schedule",
+    "client_country",
+    "describe_schedule",
+    "owned",
+    "schedule_from_answers",
+]
 
 EXERCISE_SCHEDULE = "exercise_schedule"  # the dialogue in which a coach sets a schedule
 SCHEDULE_ASSIGNMENT = "schedule.assignment"
@@ -76,6 +90,29 @@ async def owned(session: AsyncSession, coach_id: int, assignment_id: int) -> Ass
             or not await is_linked(session, coach_id, assignment.client_id):
         raise NotYourClient("no such assignment of yours")
     return assignment
+
+
+@dataclass(frozen=True)
+class FromCoach:
+    """An exercise a coach assigned, as the client sees it in /exercises."""
+
+    coach_name: str | None
+    exercise_slug: str | None
+    custom_title: str | None
+    paused: bool
+
+
+async def assigned_to(session: AsyncSession, client_id: int) -> list[FromCoach]:
+    """The client's active assignments from coaches they still share with, oldest first."""
+    coach = aliased(User)
+    rows = await session.execute(
+        select(coach.first_name, Assignment.exercise_slug, Exercise.title, Assignment.paused)
+        .join(coach, coach.id == Assignment.coach_id)
+        .outerjoin(Exercise, Exercise.id == Assignment.exercise_id)
+        .where(Assignment.client_id == client_id, Assignment.active.is_(True),
+               active_link(Assignment.coach_id, Assignment.client_id))
+        .order_by(Assignment.created_at, Assignment.id))
+    return [FromCoach(name, slug, title, paused) for name, slug, title, paused in rows]
 
 
 async def _cancel_planned(session: AsyncSession, assignment: Assignment) -> None:

@@ -169,3 +169,22 @@ async def test_a_private_note_shows_in_the_coachs_report(running_bot: RunningBot
         luca = await session.get(User, CLIENT)
         assert luca is not None
     assert all("Wants to change" not in (m.text or "") for m in client.messages)
+
+
+async def test_the_client_sees_their_coachs_exercises_and_their_own_chart(
+        running_bot: RunningBot) -> None:
+    coach, client, _ = await linked(running_bot)
+    client.language_code = "he"
+    await client.send("/language")
+    await client.press("עברית")
+    await coach.send("/assign")
+    await coach.press(LUCA)
+    await coach.press("Three good things")
+    await coach.press("Every day for a week")
+    await coach.press("8:00\u202fAM")
+    listed = await client.send("/exercises")
+    assert (listed[0].text or "").startswith("תרגילים מהקואצ'ר שלך:\n• ")
+    assert MARTA in (listed[0].text or "")
+    progress = await client.send("/progress")
+    assert progress[-1].kind == "photo"
+    assert running_bot.fake.photos[-1].content.startswith(b"\x89PNG")
