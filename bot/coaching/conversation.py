@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -126,6 +126,9 @@ def apply_profile(user: TurnUser, variables: dict[str, Value], saved: set[str],
     if "profile.quiet_end" in saved:
         user.quiet_start = _minutes(variables.get("profile.quiet_start"))
         user.quiet_end = _minutes(variables.get("profile.quiet_end"))
+    until = _date(variables.get("profile.pause_until"))
+    if "profile.pause_until" in saved and until is not None:  # from that local midnight on
+        user.paused_until = datetime.combine(until, time(), user_zone(user)).astimezone(UTC)
     days = _int(variables.get("profile.pause_days"))
     if "profile.pause_days" in saved and days:
         user.paused_until = now + timedelta(days=days)
