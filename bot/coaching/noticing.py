@@ -22,7 +22,7 @@ from bot.store import Answer, Assignment, CoachEvent, CoachLink, CoachMessage, U
 from bot.store.models import CoachEventKind
 
 __all__ = ["ClientOverview", "NotYourClient", "goal_completed", "notice_silence", "overview",
-           "set_silent_days", "skipped_again"]
+           "set_silent_days", "silent_days", "skipped_again"]
 
 DEFAULT_SILENT_DAYS = 4
 MAX_SILENT_DAYS = 60
@@ -93,6 +93,15 @@ async def notice_silence(session: AsyncSession, now: datetime) -> int:
         recorded += 1
     await session.flush()
     return recorded
+
+
+async def silent_days(session: AsyncSession, coach_id: int, client_id: int) -> int:
+    """After how many quiet days this coach hears about this client (NotYourClient)."""
+    days = await session.scalar(select(CoachLink.silent_days).where(
+        CoachLink.coach_id == coach_id, CoachLink.client_id == client_id, *_active_links()))
+    if days is None:
+        raise NotYourClient("no active link to this client")
+    return int(days)
 
 
 async def set_silent_days(session: AsyncSession, coach_id: int, client_id: int,

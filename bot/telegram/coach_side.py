@@ -29,7 +29,9 @@ NOTE = "note"  # note:<client>
 ASSIGNMENTS = "asg"  # asg:<client>: that client's assignments
 ACT = "asgdo"  # asgdo:<action>:<assignment>: pause, resume, cancel
 CHANGE = "asgchange"  # asgchange:<assignment>
-BUTTONS = frozenset({MESSAGE, REPLY, NOTE, ASSIGNMENTS, ACT, CHANGE})
+QUIET = "quiet"  # quiet:<client>:<days>: alert the coach after that many quiet days
+BUTTONS = frozenset({MESSAGE, REPLY, NOTE, ASSIGNMENTS, ACT, CHANGE, QUIET})
+QUIET_CHOICES = (2, 3, 4, 7, 14)
 
 TurnFn = Callable[[StoreTurn], Awaitable[Outcome | None]]
 
@@ -100,6 +102,9 @@ class CoachSideHandlers:
             return lambda t: self._act(t, action, number)
         if kind == CHANGE:
             return lambda t: self._change(t, rest)
+        if kind == QUIET:
+            client, _, days = rest.partition(":")
+            return lambda t: self._set_quiet_days(t, client, days)
         if kind == REPLY:
             return lambda t: self._start_reply(t, rest)
         start = {MESSAGE: self._start_message, NOTE: self._start_note,
@@ -188,6 +193,13 @@ class CoachSideHandlers:
         tr = translator_for(t.user.locale)
         found = await managing.assignments_of(t.session, t.user_id, client.id)
         name = _name(tr, client.first_name, client.id)
+        days = await noticing.silent_days(t.session, t.user_id, client.id)
+        say(t, tr.ngettext("I tell you when {client} has not answered for {count} day. "
+                           "Change it:", "I tell you when {client} has not answered for "
+                           "{count} days. Change it:", days).format(
+                               client=name, count=tr.number(days)),
+            tuple(Button(tr.number(n), f"{QUIET}:{client.id}:{n}") for n in QUIET_CHOICES),
+            subject=client.id)
         if not found:
             say(t, tr.gettext("{client} has no assignments from you. Send /assign to give "
                               "them an exercise.").format(client=name), subject=client.id)
@@ -230,6 +242,20 @@ class CoachSideHandlers:
         }[action]
         say(t, done, assignment_buttons(view, tr) if view.active else (),
             subject=view.client_id)
+
+    async def _set_quiet_days(self, t: StoreTurn, raw_client: str, raw_days: str) -> None:
+        tr = translator_for(t.user.locale)
+        client_id, days = parse_id(raw_client), parse_id(raw_days)
+        try:
+            if client_id is None or days is None or not t.user.is_coach:
+                raise noticing.NotYourClient("forged")
+            await noticing.set_silent_days(t.session, t.user_id, client_id, days)
+        except (noticing.NotYourClient, ValueError):
+            _not_yours(t)
+            return
+        say(t, tr.ngettext("Done: I tell you after {count} quiet day.",
+                           "Done: I tell you after {count} quiet days.", days).format(
+                               count=tr.number(days)), subject=client_id)
 
     async def _change(self, t: StoreTurn, raw_id: str) -> Outcome | None:
         tr = translator_for(t.user.locale)

@@ -104,8 +104,15 @@ async def test_assignments_are_paused_changed_and_cancelled(running_bot: Running
         session.add(PlannedCheckin(user_id=CLIENT, kind="exercise", ref=str(assignment.id),
                                    due_at=datetime.now(UTC) + timedelta(hours=3)))
     listed = await coach.send("/assignments Luca")
-    assert listed[0].text == f"Assignments of {LUCA}:"
-    assert (listed[1].text or "").startswith("Three good things\nEvery day at 8:00\u202fAM")
+    assert listed[0].text == (f"I tell you when {LUCA} has not answered for 4 days. "
+                              "Change it:")
+    assert listed[1].text == f"Assignments of {LUCA}:"
+    assert (listed[2].text or "").startswith("Three good things\nEvery day at 8:00\u202fAM")
+    assert (await coach.press("7"))[0].text == "Done: I tell you after 7 quiet days."
+    forge(running_bot, OTHER_COACH, f"quiet:{CLIENT}:1")
+    assert "can't find that client" in ((await other.replies())[0].text or "")
+    async with running_bot.store.sessionmaker() as session:
+        assert (await session.execute(select(CoachLink.silent_days))).scalar_one() == 7
     for data in (f"asgdo:pause:{assignment.id}", f"asgdo:cancel:{assignment.id}",
                  f"asgchange:{assignment.id}", "asgdo:explode:1", "asgdo:pause:x"):
         forge(running_bot, OTHER_COACH, data)
@@ -137,7 +144,7 @@ async def test_assignments_are_paused_changed_and_cancelled(running_bot: Running
                                 "weekdays": [1, 4]}
         assert row.starts_on == date(2030, 1, 7) and row.ends_on is None
     none_left = await coach.send("/assignments Luca")
-    assert "has no assignments from you" in (none_left[0].text or "")
+    assert "has no assignments from you" in (none_left[1].text or "")
     assert client.messages[-1].text is not None  # the client saw nothing of all this
 
 
