@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching import managing, messages, notes, noticing
-from bot.coaching.assignments import CUSTOM_EXERCISE
+from bot.coaching.assignments import CUSTOM_EXERCISE, exercise_ids
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.events import event_for_status, notify_coaches
 from bot.coaching.safety import pause_after_crisis, record_signal
@@ -284,7 +284,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     await apply_new_exercise(t, outcome)
     told = [*await messages.apply_messages(t, outcome, now),
             *await notes.apply_note(t, outcome, now),
-            *await managing.apply_schedule(t, outcome, now)]
+            *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues))]
     outcome = forget_carried(replace(outcome, replies=(*outcome.replies, *told)))
     t.set_state(outcome.state.to_dict())
     return outcome

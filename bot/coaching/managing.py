@@ -6,7 +6,7 @@ one again on its next pass."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
@@ -16,8 +16,8 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from bot.coaching.assignments import validate_schedule
-from bot.coaching.coach_errors import InvalidSchedule, NotYourClient
+from bot.coaching.assignments import assign_exercise, validate_schedule
+from bot.coaching.coach_errors import InvalidSchedule, NotYourClient, UnknownExercise
 from bot.coaching.links import active_link, is_linked
 from bot.dialogue.expr import Value
 from bot.engine import Outcome, Reply
@@ -46,7 +46,9 @@ __all__ = [
 ]
 
 EXERCISE_SCHEDULE = "exercise_schedule"  # the dialogue in which a coach sets a schedule
-SCHEDULE_ASSIGNMENT = "schedule.assignment"
+CUSTOM_KEY = "x"  # a coach's own exercise as /assign names it: x<id>
+SCHEDULE_ASSIGNMENT = "schedule.assignment"  # the assignment to change, or for a new one:
+SCHEDULE_CLIENT, SCHEDULE_EXERCISE = "schedule.client", "schedule.exercise"
 
 
 class AssignmentAction(StrEnum):
@@ -218,25 +220,33 @@ def describe_schedule(schedule: Mapping[str, Any], starts_on: date, ends_on: dat
         schedule=when, start=tr.date(starts_on, "short"), end=tr.date(ends_on, "short"))
 
 
-async def apply_schedule(t: StoreTurn, outcome: Outcome, now: datetime) -> list[Reply]:
-    """A coach who finished ``exercise_schedule`` gets the assignment's schedule changed;
-    returns what to tell them: the new schedule, or why nothing changed."""
+async def apply_schedule(t: StoreTurn, outcome: Outcome, now: datetime,
+                         known_exercises: Collection[str]) -> list[Reply]:
+    """A coach who finished ``exercise_schedule`` gets the assignment's schedule changed, or
+    the new assignment made (an exercise key as ``/assign`` names it: a library slug, or
+    ``x<id>`` for the coach's own); returns what to tell them: the schedule, or why not."""
     if EXERCISE_SCHEDULE not in outcome.finished:
         return []
     answers = outcome.state.variables
     tr = translator_for(t.user.locale)
-    assignment_id = answers.get(SCHEDULE_ASSIGNMENT)
+    assignment_id, client_id = answers.get(SCHEDULE_ASSIGNMENT), answers.get(SCHEDULE_CLIENT)
     assignment = await t.session.get(Assignment, assignment_id) \
         if isinstance(assignment_id, int) else None
-    client = await t.session.get(User, assignment.client_id) if assignment else None
+    if assignment is not None:
+        client_id = assignment.client_id
+    client = await t.session.get(User, client_id) if isinstance(client_id, int) else None
     try:
-        if assignment is None or client is None:
-            raise NotYourClient("no such assignment")
+        if client is None:
+            raise NotYourClient("no such client")
         country = client_country(client)
         schedule, starts_on, ends_on = schedule_from_answers(answers, country, t.user.locale)
-        await change_schedule(t.session, t.user_id, assignment.id, schedule, starts_on,
-                              ends_on, now)
-    except NotYourClient:
+        if assignment is not None:
+            await change_schedule(t.session, t.user_id, assignment.id, schedule, starts_on,
+                                  ends_on, now)
+        else:
+            await _assign(t, client.id, answers.get(SCHEDULE_EXERCISE), schedule, starts_on,
+                          ends_on, now, known_exercises)
+    except (NotYourClient, UnknownExercise):
         text = tr.gettext("That assignment is no longer yours to change: nothing was changed.")
     except InvalidSchedule:
         text = tr.gettext("I could not read those days, so nothing was changed. Press "
@@ -245,3 +255,16 @@ async def apply_schedule(t: StoreTurn, outcome: Outcome, now: datetime) -> list[
         text = tr.gettext("Done. The new schedule: {schedule}.").format(
             schedule=describe_schedule(schedule, starts_on, ends_on, country, tr))
     return [Reply(text)]
+
+
+async def _assign(t: StoreTurn, client_id: int, key: object, schedule: dict[str, Any],
+                  starts_on: date, ends_on: date | None, now: datetime,
+                  known_exercises: Collection[str]) -> None:
+    if not isinstance(key, str):
+        raise UnknownExercise("no exercise")
+    own = key[1:] if key.startswith(CUSTOM_KEY) else None
+    custom = int(own) if own is not None and own.isdigit() else None
+    if own is not None and custom is None:
+        raise UnknownExercise("no exercise")
+    await assign_exercise(t.session, t.user_id, client_id, key, schedule, starts_on, ends_on,
+                          now, known_exercises, custom_exercise_id=custom)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from telegram import Update
 
-from bot.coaching import assignments, coach_errors, links, notes, reports
+from bot.coaching import assignments, coach_errors, links, managing, notes, reports
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
@@ -43,7 +43,8 @@ SCHEDULES: dict[str, tuple[dict[str, object], int]] = {
 }
 # The hours a coach picks from, in the client's own time zone; "c" is the client's check-in.
 HOURS = ("c", "7", "8", "12", "18", "20")
-CUSTOM = "x"  # prefix of a coach's own exercise in button data: x<id>
+OWN_SCHEDULE = "own"  # the coach sets days, time, start and length in exercise_schedule
+CUSTOM = managing.CUSTOM_KEY  # prefix of a coach's own exercise in button data: x<id>
 # A Telegram id as typed or in button data: ASCII digits only (str.isdigit() accepts "²",
 # which int() refuses), and small enough for a BIGINT.
 _ID = re.compile(r"-?[0-9]{1,18}")
@@ -215,7 +216,7 @@ class CoachHandlers:
         tr = translator_for(t.user.locale)
         await self._pick_client(t, tr.gettext("Who is the exercise for?"), "assign")
 
-    async def _assign_step(self, t: StoreTurn, rest: str) -> None:
+    async def _assign_step(self, t: StoreTurn, rest: str) -> Outcome | None:
         """assign:<client> → the exercise; …:<exercise> → how often; …:<schedule> → at what
         time; …:<hour> → assigned. Every step checks again that this is the coach's client
         and the coach's exercise, so a forged button gets nowhere."""
@@ -242,9 +243,17 @@ class CoachHandlers:
             return None
         prefix = f"assign:{client_id}:{exercise}"
         if len(parts) == 2:
-            say(t, tr.gettext("How often?"), tuple(
-                Button(schedule_label(key, tr), f"{prefix}:{key}") for key in SCHEDULES))
+            say(t, tr.gettext("How often?"), (*(
+                Button(schedule_label(key, tr), f"{prefix}:{key}") for key in SCHEDULES),
+                Button(tr.gettext("Another schedule…"), f"{prefix}:{OWN_SCHEDULE}")))
             return None
+        if parts[2] == OWN_SCHEDULE and len(parts) == 3:  # any days, time, start and length
+            name = tr.words(clients[client_id].first_name or str(client_id))
+            outcome = await converse(t, self.dialogues, Start(managing.EXERCISE_SCHEDULE, {
+                managing.SCHEDULE_CLIENT: client_id, managing.SCHEDULE_EXERCISE: exercise,
+                "schedule.client_name": name}), t.now)
+            enqueue_replies(t, outcome)
+            return outcome
         if parts[2] not in SCHEDULES:
             say(t, invalid)
             return None

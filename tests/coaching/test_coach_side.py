@@ -491,3 +491,28 @@ async def test_a_coachs_words_to_a_client_are_not_taken_for_the_coachs_crisis(
     # The same words from the client, replying, take the crisis path.
     replied = await run(db, dialogues, CLIENT, reply_start(COACH), Turn(text="Thinking of you"))
     assert replied.signal is not None
+
+
+async def test_a_new_assignment_with_a_schedule_of_the_coachs_own(
+        db: Store, dialogues: DialogueSet) -> None:
+    def new(coach: int, client: int, exercise: str) -> Start:
+        return Start(managing.EXERCISE_SCHEDULE, {
+            managing.SCHEDULE_CLIENT: client, managing.SCHEDULE_EXERCISE: exercise,
+            "schedule.client_name": "Ana"})
+
+    steps = [Turn(text="2"), Turn(text="07:15"), Turn(text="2026-03-08"), Turn(text="2")]
+    done = await run(db, dialogues, COACH, new(COACH, CLIENT, "gratitude_note"), *steps)
+    assert done.replies[-1].text.startswith("Done. The new schedule: Monday, Tuesday")
+    [made] = await rows(db, Assignment)
+    assert (made.coach_id, made.client_id, made.exercise_slug) == (COACH, CLIENT,
+                                                                    "gratitude_note")
+    assert made.schedule == {"kind": "weekdays", "hour": 7, "minute": 15,
+                             "weekdays": [0, 1, 2, 3, 4]}  # Croatia's working days
+    assert (made.starts_on, made.ends_on) == (date(2026, 3, 8), date(2026, 3, 21))
+    # Another coach's client, an unknown exercise, someone else's own exercise: nothing.
+    for coach, client, exercise in ((COACH, OTHER_CLIENT, "gratitude_note"),
+                                    (COACH, CLIENT, "daily_checkin"), (COACH, CLIENT, "x999"),
+                                    (COACH, CLIENT, "xx")):
+        refused = await run(db, dialogues, coach, new(coach, client, exercise), *steps)
+        assert "nothing was changed" in refused.replies[-1].text
+    assert len(await rows(db, Assignment)) == 1

@@ -187,8 +187,14 @@ async def test_the_client_sees_their_coachs_exercises_and_their_own_chart(
     await coach.send("/assign")
     await coach.press(LUCA)
     await coach.press("Three good things")
-    await coach.press("Every day for a week")
-    await coach.press("8:00\u202fAM")
+    await coach.press("Another schedule…")
+    await coach.press("On working days")
+    await coach.send("07:30")
+    await coach.send("2030-01-06")
+    done = await coach.send("3")
+    # A Hebrew-speaking client (no time zone set: Israel): Sunday to Thursday, from Sunday.
+    assert done[-1].text == ("Done. The new schedule: Sunday, Monday, Tuesday, Wednesday, "
+                             "Thursday at 7:30\u202fAM, from 1/6/30 to 1/26/30.")
     listed = await client.send("/exercises")
     assert (listed[0].text or "").startswith("תרגילים מהקואצ'ר שלך:\n• ")
     assert MARTA in (listed[0].text or "")
