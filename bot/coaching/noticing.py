@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, ScalarSelect, and_, func, select
+from sqlalchemy import ColumnElement, ScalarSelect, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.assignments import STATUS_VARIABLE
@@ -27,6 +27,7 @@ __all__ = ["ClientOverview", "NotYourClient", "goal_completed", "notice_silence"
 DEFAULT_SILENT_DAYS = 4
 MAX_SILENT_DAYS = 60
 SKIPPED = "skipped"
+SKIPPED_SHOWN_DAYS = 14  # /clients shows "skipped the same exercise twice" this long
 
 
 def _active_links() -> tuple[ColumnElement[bool], ...]:
@@ -83,10 +84,7 @@ async def notice_silence(session: AsyncSession, now: datetime) -> int:
         if now - since < timedelta(days=silent_days) or paused_by_crisis(client, now) \
                 or (client.paused_until is not None and client.paused_until > now):
             continue
-        told = await session.scalar(select(func.count()).where(
-            CoachEvent.coach_id == coach_id, CoachEvent.client_id == client_id,
-            CoachEvent.kind == CoachEventKind.SILENT.value, CoachEvent.created_at > since))
-        if told:
+        if CoachEventKind.SILENT in await _kinds_since(session, coach_id, client_id, since):
             continue
         session.add(CoachEvent(coach_id=coach_id, client_id=client_id,
                                kind=CoachEventKind.SILENT.value, created_at=now))
@@ -102,6 +100,16 @@ async def silent_days(session: AsyncSession, coach_id: int, client_id: int) -> i
     if days is None:
         raise NotYourClient("no active link to this client")
     return int(days)
+
+
+async def _kinds_since(session: AsyncSession, coach_id: int, client_id: int,
+                       since: datetime) -> set[str]:
+    """The kinds of this coach's events about this client since then. The kind is encrypted
+    (a row must not tell that a client had a crisis), so it is compared here, not in SQL."""
+    kinds = await session.scalars(select(CoachEvent.kind).where(
+        CoachEvent.coach_id == coach_id, CoachEvent.client_id == client_id,
+        CoachEvent.created_at > since))
+    return set(kinds)
 
 
 async def set_silent_days(session: AsyncSession, coach_id: int, client_id: int,
@@ -157,10 +165,8 @@ async def overview(session: AsyncSession, coach_id: int, now: datetime) -> list[
             select(Assignment.paused, func.count()).where(
                 Assignment.coach_id == coach_id, Assignment.client_id == client.id,
                 Assignment.active.is_(True)).group_by(Assignment.paused))).all())
-        skipped = await session.scalar(select(func.count()).where(and_(
-            CoachEvent.coach_id == coach_id, CoachEvent.client_id == client.id,
-            CoachEvent.kind == CoachEventKind.SKIPPED_TWICE.value,
-            CoachEvent.created_at >= now - timedelta(days=14))))
+        skipped = CoachEventKind.SKIPPED_TWICE in await _kinds_since(
+            session, coach_id, client.id, now - timedelta(days=SKIPPED_SHOWN_DAYS))
         found.append((ClientOverview(
             client.id, client.first_name, last, int(counts.get(False, 0)),
             int(counts.get(True, 0)), link.silent_days, paused_by_crisis(client, now),

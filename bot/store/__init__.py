@@ -4,6 +4,7 @@ Imports only SQLAlchemy, Alembic, cryptography and the standard library.
 """
 
 from .engine import DEFAULT_URL, database_url
+from .keys import KeyMismatchError
 from .migrate import ensure_schema, upgrade
 from .models import (
     Answer,
@@ -17,6 +18,7 @@ from .models import (
     Exercise,
     Goal,
     Invite,
+    KeyFingerprint,
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
@@ -56,6 +58,8 @@ __all__ = [
     "Exercise",
     "Goal",
     "Invite",
+    "KeyFingerprint",
+    "KeyMismatchError",
     "Outbox",
     "PlannedCheckin",
     "ProcessedUpdate",

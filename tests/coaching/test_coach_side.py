@@ -480,17 +480,19 @@ async def test_a_coach_changes_a_schedule_and_writes_a_note_in_dialogues(
 
 async def test_a_coachs_words_to_a_client_are_not_taken_for_the_coachs_crisis(
         db: Store, dialogues: DialogueSet) -> None:
-    # The detector reads "Thinking of you" as a sign of crisis in a client's own words.
-    outcome = await run(db, dialogues, COACH, message_start(CLIENT),
-                        Turn(text="Thinking of you"))
+    # A coach quoting what a client said is not a coach in crisis (an earlier model also took
+    # "Thinking of you" for a sign of one).
+    words = "You wrote 'I want to end my life' last week"
+    outcome = await run(db, dialogues, COACH, message_start(CLIENT), Turn(text=words))
     assert not outcome.crisis and outcome.signal is None
     assert [r for r in await rows(db, Outbox) if r.chat_id == CLIENT]
     async with db.sessionmaker() as s:
         coach = await s.get(User, COACH)
         assert coach is not None and coach.crisis_pause_until is None
-    # The same words from the client, replying, take the crisis path.
-    replied = await run(db, dialogues, CLIENT, reply_start(COACH), Turn(text="Thinking of you"))
-    assert replied.signal is not None
+    # Words of crisis from the client, replying, take the crisis path.
+    replied = await run(db, dialogues, CLIENT, reply_start(COACH),
+                        Turn(text="I want to end my life"))
+    assert replied.crisis
 
 
 async def test_a_new_assignment_with_a_schedule_of_the_coachs_own(

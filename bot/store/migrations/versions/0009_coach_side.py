@@ -1,12 +1,13 @@
 """The coach's side (issue 26): messages between coach and client, private notes, a coach-set
-silence threshold per link, pausing an assignment, and the new kinds of coach alerts.
+silence threshold per link, and pausing an assignment. (The new kinds of coach alerts need no
+change: since 0007 the kind is encrypted text, checked by the code that records it.)
 
 Revision ID: 0009
-Revises: 0006
+Revises: 0007
 Create Date: 2026-12-04
 
 Columns are added with a plain ADD COLUMN, never in batch mode: on SQLite that would recreate
-the table. Only ``coach_events`` is recreated (to widen its kind check): nothing refers to it.
+the table, and dropping the old one deletes every row that refers to it (ON DELETE CASCADE).
 """
 
 from __future__ import annotations
@@ -18,20 +19,11 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0009"
-down_revision: str | None = "0006"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_OLD = "kind IN ('exercise_done', 'exercise_partly', 'exercise_skipped', 'crisis')"
-_NEW = ("kind IN ('exercise_done', 'exercise_partly', 'exercise_skipped', 'crisis', "
-        "'silent', 'skipped_twice', 'goal_done')")
 _ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-
-
-def _swap_kind_check(check: str) -> None:
-    with op.batch_alter_table("coach_events") as batch:
-        batch.drop_constraint(op.f("ck_coach_events_kind"), type_="check")
-        batch.create_check_constraint(op.f("ck_coach_events_kind"), check)
 
 
 def _people(table: str) -> list[Any]:
@@ -52,7 +44,6 @@ def upgrade() -> None:
                                            server_default="4"))
     op.add_column("assignments", sa.Column("paused", sa.Boolean(), nullable=False,
                                            server_default=sa.text("false")))
-    _swap_kind_check(_NEW)
     op.create_table(
         "coach_messages", *_people("coach_messages"),
         sa.Column("from_coach", sa.Boolean(), nullable=False),
@@ -75,9 +66,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("coach_notes")
     op.drop_table("coach_messages")
-    op.execute("DELETE FROM coach_events WHERE kind IN ('silent', 'skipped_twice', "
-               "'goal_done')")
-    _swap_kind_check(_OLD)
     if op.get_bind().dialect.name != "sqlite":  # see upgrade(): the columns stay there
         op.drop_column("assignments", "paused")
         op.drop_column("coach_links", "silent_days")
