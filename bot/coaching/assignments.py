@@ -11,14 +11,15 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.coach_errors import InvalidSchedule, UnknownExercise
+from bot.coaching.contracts import CUSTOM_EXERCISE, EXERCISE_STATUS
 from bot.coaching.links import linked_since
 from bot.dialogue.model import DialogueSet
 from bot.store import Assignment, Exercise
+from bot.store.kinds import ScheduleKind
 
-CUSTOM_EXERCISE = "custom_exercise"  # the dialogue that runs a coach's own exercise
 MAX_DAILY_DAYS = 90
 MAX_EVERY_DAYS = 30
-STATUS_VARIABLE = "exercise.status"
+STATUS_VARIABLE = EXERCISE_STATUS
 EXERCISE_STATUSES = ("done", "partly", "skipped")
 
 
@@ -39,32 +40,35 @@ def _whole(value: object, low: int, high: int, what: str) -> int:
 
 
 #: What each kind of schedule has besides kind, hour and an optional minute.
-SCHEDULE_KINDS = {"daily": "days", "weekdays": "weekdays", "every": "every"}
+SCHEDULE_KINDS = {ScheduleKind.DAILY: "days", ScheduleKind.WEEKDAYS: "weekdays",
+                  ScheduleKind.EVERY: "every"}
 
 
 def validate_schedule(schedule: Mapping[str, Any]) -> dict[str, Any]:
     """A clean copy of a valid schedule, or InvalidSchedule. Kinds: ``daily`` (for ``days``
     days), ``weekdays`` (a list, Monday = 0) and ``every`` (``every`` N days from the start);
     each at ``hour`` and an optional ``minute`` of the client's local time."""
-    kind = schedule.get("kind")
-    if kind not in SCHEDULE_KINDS:
+    raw = schedule.get("kind")
+    if not isinstance(raw, str) or raw not in SCHEDULE_KINDS:
         raise InvalidSchedule("kind must be 'daily', 'weekdays' or 'every'")
+    kind = ScheduleKind(raw)
     extra = SCHEDULE_KINDS[kind]
     if not {"kind", "hour", extra} <= set(schedule) <= {"kind", "hour", "minute", extra}:
         raise InvalidSchedule(f"a {kind} schedule has: kind, hour, {extra} and maybe minute")
-    clean: dict[str, Any] = {"kind": kind, "hour": _whole(schedule["hour"], 0, 23, "hour")}
+    clean: dict[str, Any] = {"kind": kind.value,
+                             "hour": _whole(schedule["hour"], 0, 23, "hour")}
     if "minute" in schedule:
         clean["minute"] = _whole(schedule["minute"], 0, 59, "minute")
     value = schedule[extra]
-    if kind == "weekdays":
+    if kind is ScheduleKind.WEEKDAYS:
         if not isinstance(value, list | tuple) or not value or not all(
             isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= 6 for d in value
         ):
             raise InvalidSchedule("weekdays must be a non-empty list of days 0 (Monday) to 6")
         clean[extra] = sorted(set(value))
     else:
-        clean[extra] = _whole(value, 1, MAX_DAILY_DAYS if kind == "daily" else MAX_EVERY_DAYS,
-                              extra)
+        most = MAX_DAILY_DAYS if kind is ScheduleKind.DAILY else MAX_EVERY_DAYS
+        clean[extra] = _whole(value, 1, most, extra)
     return clean
 
 

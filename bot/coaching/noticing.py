@@ -19,7 +19,7 @@ from bot.coaching.coach_errors import NotYourClient
 from bot.coaching.links import is_linked
 from bot.coaching.safety import paused_by_crisis
 from bot.store import Answer, Assignment, CoachEvent, CoachLink, CoachMessage, User
-from bot.store.models import CoachEventKind
+from bot.store.kinds import CoachEventKind
 
 __all__ = ["ClientOverview", "NotYourClient", "goal_completed", "notice_silence", "overview",
            "set_silent_days", "silent_days", "skipped_again"]

@@ -42,6 +42,8 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bot.store.kinds import ScheduleKind
+
 MINUTES_PER_DAY = 24 * 60
 GENTLE_AFTER = 3  # unanswered check-ins in a row before every other day
 WEEKLY_AFTER = 6  # ... before weekly
@@ -225,7 +227,7 @@ def exercise_days(schedule: Mapping[str, Any], starts_on: date, ends_on: date | 
     """Local days in ``[first, last]`` on which an assignment's schedule has an exercise."""
     kind = schedule.get("kind")
     end = last if ends_on is None else min(last, ends_on)
-    if kind == "daily":
+    if kind == ScheduleKind.DAILY:
         days = schedule.get("days")
         if isinstance(days, int):
             end = min(end, starts_on + timedelta(days=days - 1))
@@ -233,8 +235,9 @@ def exercise_days(schedule: Mapping[str, Any], starts_on: date, ends_on: date | 
     weekdays = set(schedule.get("weekdays") or ())
     every = schedule.get("every")
     while day <= end:
-        if kind == "daily" or (kind == "weekdays" and day.weekday() in weekdays) or (
-                kind == "every" and isinstance(every, int) and every > 0
+        if kind == ScheduleKind.DAILY or (kind == ScheduleKind.WEEKDAYS
+                                        and day.weekday() in weekdays) or (
+                kind == ScheduleKind.EVERY and isinstance(every, int) and every > 0
                 and (day - starts_on).days % every == 0):
             yield day
         day += timedelta(days=1)

@@ -882,8 +882,37 @@ class FakeBotApi:
         self.requests.append(record)
         try:
             record.params = await _read_params(request)
+        except ApiError as error:
+            record.status = error.status
+            return web.json_response(error.to_json(), status=error.status)
+        status, body = await self._answer(record, request.match_info["token"])
+        return web.json_response(body, status=status)
+
+    async def call(self, token: str, method: str, params: JSON) -> tuple[int, JSON]:
+        """A Bot API request without HTTP (`params` as a form would carry them, every value a
+        string): its status and JSON answer, recorded as a request over HTTP is. Used by the
+        in-process client (tests/inprocess.py)."""
+        record = RecordedRequest(method, {}, time.monotonic())
+        self.requests.append(record)
+        try:
+            record.params = {key: _normalize(key, value) if isinstance(value, str) else value
+                             for key, value in params.items()}
+        except ApiError as error:
+            record.status = error.status
+            return error.status, error.to_json()
+        return await self._answer(record, token)
+
+    def take_updates(self) -> list[JSON]:
+        """Every update waiting for the bot, taken off the queue (as a confirmed getUpdates
+        would): the in-process client hands them to the application itself."""
+        taken, self._queue = self._queue, []
+        return [entry.update for entry in taken]
+
+    async def _answer(self, record: RecordedRequest, token: str) -> tuple[int, JSON]:
+        method = record.method
+        try:
             self._notify()
-            if request.match_info["token"] != self.token:
+            if token != self.token:
                 raise ApiError(401, "Unauthorized")
             await self._apply_hang(method)
             self._apply_injected_failure(method)
@@ -896,9 +925,9 @@ class FakeBotApi:
                 raise _bad_request(str(exc)) from exc
         except ApiError as error:
             record.status = error.status
-            return web.json_response(error.to_json(), status=error.status)
+            return error.status, error.to_json()
         record.status = 200
-        return web.json_response({"ok": True, "result": result})
+        return 200, {"ok": True, "result": result}
 
     async def _apply_hang(self, method: str) -> None:
         hang = self._hangs.get(method.lower())
