@@ -12,7 +12,6 @@ from bot.store import Store
 from bot.store.kinds import (
     CheckinKind,
     CheckinStatus,
-    CoachEventKind,
     GoalStatus,
     OutboxKind,
     OutboxStatus,
@@ -26,8 +25,9 @@ COLUMNS: dict[tuple[str, str], type[StrEnum]] = {
     ("planned_checkins", "status"): CheckinStatus,
     ("outbox", "status"): OutboxStatus,
     ("outbox", "kind"): OutboxKind,
-    ("coach_events", "kind"): CoachEventKind,
 }
+# coach_events.kind (CoachEventKind) is encrypted at rest, so that a crisis event does not
+# show as one: the code that records it checks it, the database cannot.
 
 
 def test_every_status_and_kind_column_is_checked_against_its_enum() -> None:
