@@ -22,6 +22,7 @@ from .models import (
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
+    SendBudget,
     User,
     undelivered,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "PlannedCheckin",
     "ProcessedUpdate",
     "Retention",
+    "SendBudget",
     "Store",
     "Turn",
     "TurnUser",

@@ -308,6 +308,8 @@ class Outbox(Base):
         Index(None, "status", "next_attempt_at"),
         # The sender claims only the oldest undelivered row of each chat.
         Index(None, "chat_id", "status", "id"),
+        # ... and first of the chats with a reply waiting (few: an index-only lookup).
+        Index(None, "kind", "status", "chat_id"),
     )
 
 
@@ -318,7 +320,17 @@ def undelivered(status: ColumnElement[str] | QueryableAttribute[str]) -> ColumnE
     return or_(status == OutboxStatus.PENDING, status == OutboxStatus.SENDING)
 
 
-#: What a coach is told about (kept for bot/coaching/coach.py; the enum is the truth).
+class SendBudget(Base):
+    """The bot's send budget, shared by its replicas (``bot/telegram/pacing.py``): the first
+    release time no replica has leased yet. Nothing about a person."""
+
+    __tablename__ = "send_budget"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    next_slot: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+#: What a coach is told about (bot/coaching/events.py checks it: the column is encrypted).
 COACH_EVENT_KINDS = tuple(CoachEventKind)
 
 

@@ -243,7 +243,8 @@ def wire(settings: Settings, store: Store, dialogues: DialogueSet, *,
         .request(requests[0]).get_updates_request(requests[1])
         .build()
     )
-    sender = Sender(store, application.bot, rate=settings.send_rate, heartbeats=heartbeats,
+    sender = Sender(store, application.bot, rate=settings.send_rate, shared=True,
+                    paid_broadcast=settings.allow_paid_broadcast, heartbeats=heartbeats,
                     give_up_after=settings.send_give_up_after,
                     per_chat_interval=per_chat_interval)
     handlers = Handlers(store, dialogues, sender, admin_ids=settings.admin_ids,

@@ -28,6 +28,7 @@ from bot.store import (
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
+    SendBudget,
     Store,
     User,
 )
@@ -37,8 +38,8 @@ CLIENT, COACH, OTHER = 41, 42, 43
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 WORDS = "CLIENT-WORDS"  # in every value that is the client's, or about them
 COACH_WORDS = "COACH-WORDS"
-#: Tables that hold nothing about a person.
-NOT_PERSONAL: frozenset[str] = frozenset({"key_fingerprints"})
+#: Tables that hold nothing about a person: key fingerprints, the shared send budget.
+NOT_PERSONAL: frozenset[str] = frozenset({"key_fingerprints", "send_budget"})
 
 
 async def _populate(store: Store) -> None:
@@ -102,6 +103,7 @@ async def _populate(store: Store) -> None:
                            text=f"{WORDS} replied", created_at=NOW, delivered_at=NOW))
         s.add(CoachNote(coach_id=COACH, client_id=CLIENT, text=f"{WORDS} note",
                         created_at=NOW))
+        s.add(SendBudget(id=1, next_slot=NOW))
         s.add(KeyFingerprint(fingerprint="f" * 64, recorded_at=NOW))
 
 
