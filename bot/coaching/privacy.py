@@ -38,7 +38,11 @@ TABLE_LABELS: dict[str, str] = {
     "coaching_sessions": N_("The sessions agreed with your coach: when, how long, where or "
                             "how, and whether they took place."),
     "coach_events": N_("What your coach was told about, without any content: an exercise "
-                       "done, partly done or skipped, or that I saw signs of a crisis."),
+                       "done, partly done or skipped, a goal reached, some quiet days, or that "
+                       "I saw signs of a crisis."),
+    "coach_messages": N_("Messages between you and your coach through me, both ways."),
+    "coach_notes": N_("Notes your coach wrote about you for themselves. You see them here "
+                      "because they are about you."),
 }
 
 

@@ -23,6 +23,10 @@ BUILTIN_VARIABLES = frozenset({
     "commitment.last", "commitment.last_days_ago", "actions.open", "actions.overdue",
     "actions.list",
 })
+#: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
+#: lists them under `requires`, and no dialogue saves them.
+STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.client_name",
+                          "schedule.client_name"})
 
 
 @dataclass(frozen=True, order=True)

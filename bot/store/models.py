@@ -173,6 +173,8 @@ class CoachLink(Base):
     # Whether the coach gets the client's preparation an hour before a session (None: not
     # asked yet, which counts as no).
     brief_consent: Mapped[bool | None] = mapped_column(Boolean)
+    # The coach is alerted after this many days without an answer from the client.
+    silent_days: Mapped[int] = mapped_column(Integer, default=4, server_default="4")
 
     __table_args__ = (
         # At most one active link per (coach, client); unlinked history may repeat.
@@ -241,6 +243,8 @@ class Assignment(Base):
     starts_on: Mapped[date] = mapped_column(Date)
     ends_on: Mapped[date | None] = mapped_column(Date)
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    # Paused by the coach: nothing is planned until resumed (``active`` stays true).
+    paused: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (
@@ -449,6 +453,34 @@ class CoachingSession(Base):
         CheckConstraint("minutes BETWEEN 5 AND 600", name="minutes"),
         Index(None, "status", "starts_at"),
     )
+class CoachMessage(Base):
+    """A message between a coach and a client, either way: the coach's words to the client
+    (delivered outside the client's quiet hours and crisis pause) or the client's reply."""
+
+    __tablename__ = "coach_messages"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    from_coach: Mapped[bool] = mapped_column(Boolean)
+    text: Mapped[str] = mapped_column(EncryptedText)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # NULL: waiting for a moment the client may be written to.
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index(None, "delivered_at", "created_at"),)
+
+
+class CoachNote(Base):
+    """A coach's private note about a client: shown in the coach's report only."""
+
+    __tablename__ = "coach_notes"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    text: Mapped[str] = mapped_column(EncryptedText)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 #: Columns that address a user without a foreign key: a private chat's id is its user's id,
@@ -478,4 +510,8 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("actions", "user_id"),
     ("coaching_sessions", "coach_id"),
     ("coaching_sessions", "client_id"),
+    ("coach_messages", "coach_id"),
+    ("coach_messages", "client_id"),
+    ("coach_notes", "coach_id"),
+    ("coach_notes", "client_id"),
 )

@@ -21,6 +21,8 @@ from bot.store import (
     CoachEvent,
     CoachingSession,
     CoachLink,
+    CoachMessage,
+    CoachNote,
     CommitmentAction,
     Conversation,
     Exercise,
@@ -76,7 +78,7 @@ async def _populate(store: Store) -> None:
         assignment = Assignment(coach_id=COACH, client_id=CLIENT, exercise_slug="breathing",
                                 exercise_id=exercise.id, schedule={"kind": "daily"},
                                 starts_on=date(2026, 1, 5), ends_on=date(2026, 1, 9),
-                                active=True, created_at=NOW)
+                                active=True, paused=True, created_at=NOW)
         s.add(assignment)
         await s.flush()
         s.add(PlannedCheckin(user_id=CLIENT, kind="exercise", ref=str(assignment.id),
@@ -110,6 +112,12 @@ async def _populate(store: Store) -> None:
                               mode=SessionMode.IN_PERSON, place=f"{WORDS} home",
                               status=SessionStatus.SCHEDULED, sequence=1, created_at=NOW,
                               updated_at=NOW))
+        s.add(CoachMessage(coach_id=COACH, client_id=CLIENT, from_coach=True,
+                           text=f"to {WORDS}", created_at=NOW, delivered_at=NOW))
+        s.add(CoachMessage(coach_id=COACH, client_id=CLIENT, from_coach=False,
+                           text=f"{WORDS} replied", created_at=NOW, delivered_at=NOW))
+        s.add(CoachNote(coach_id=COACH, client_id=CLIENT, text=f"{WORDS} note",
+                        created_at=NOW))
         s.add(SendBudget(id=1, next_slot=NOW))
         s.add(KeyFingerprint(fingerprint="f" * 64, recorded_at=NOW))
 

@@ -4,7 +4,7 @@ coach's held-or-missed prompt); ``coach_links.brief_consent``: whether the coach
 client's preparation before a session.
 
 Revision ID: 0008
-Revises: 0010
+Revises: 0009
 Create Date: 2026-12-04
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0008"
-down_revision: str | None = "0010"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
