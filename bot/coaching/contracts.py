@@ -26,6 +26,9 @@ REMINDERS = "reminders"
 NEW_EXERCISE = "new_exercise"  # a coach writes an exercise of their own
 CUSTOM_EXERCISE = "custom_exercise"  # the dialogue that runs a coach's own exercise
 CARE_CHECKIN = "care_checkin"  # the dialogue of the day after a crisis
+SESSION_PREP = "session_prep"  # the day before a coaching session
+SESSION_RECAP = "session_recap"  # when a coaching session is over
+SESSION_PLACE = "session_place"  # the last step of a coach's /schedule
 
 CONSENT = "profile.consent"
 ADULT = "profile.adult"
@@ -54,10 +57,13 @@ CONTRACTS: tuple[Contract, ...] = (
         CHECKIN_HOUR: "time"}),
     Contract(GOAL_SETTING, "/goal starts it, and a new goal is made of its answers", {
         "goal.title": "text", "goal.why": "text", GOAL_BASELINE: "scale",
-        "goal.target": "scale", "goal.due": "date"}),
+        "goal.target": "scale", "goal.due": "date", "goal.first_step": "text",
+        "goal.first_step_date": "date"}),
     Contract(DAILY_CHECKIN, "/checkin and the daily check-ins start it",
-             {CHECKIN_MARKER: "scale"}),
-    Contract(WEEKLY_REVIEW, "the scheduler starts it every week", {REVIEW_CURRENT: "scale"}),
+             {CHECKIN_MARKER: "scale", "checkin.commitment": "text",
+              "commitment.status": "choice"}),
+    Contract(WEEKLY_REVIEW, "the scheduler starts it every week",
+             {REVIEW_CURRENT: "scale", "review.next_action": "text"}),
     Contract(GOAL_COMPLETION, "the scheduler starts it when a goal falls due",
              {"goal.completed": "yes_no"}),
     Contract(SET_TIMEZONE, "/timezone starts it", {TIME_ZONE: "timezone"}),
@@ -68,6 +74,12 @@ CONTRACTS: tuple[Contract, ...] = (
         "custom.title": "text", "custom.instructions": "text", "custom.save": "yes_no"}),
     Contract(CUSTOM_EXERCISE, "it runs every coach's own exercise", {EXERCISE_STATUS: "choice"}),
     Contract(CARE_CHECKIN, "the scheduler starts it the day after a crisis"),
+    Contract(SESSION_PREP, "the scheduler starts it the day before a session",
+             {"prep.since": "text", "prep.want": "text", "prep.scale": "scale"}),
+    Contract(SESSION_RECAP, "the scheduler starts it when a session is over, and an action "
+             "is made of its commitment", {"recap.commitment": "text", "recap.by": "date"}),
+    Contract(SESSION_PLACE, "a coach's /schedule ends in it, and the sessions are made when "
+             "it ends", {"session.place": "text"}),
 )
 
 

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching import managing, messages, notes, noticing
+from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, record_commitments
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.contracts import (
@@ -28,17 +29,21 @@ from bot.coaching.contracts import (
 from bot.coaching.events import event_for_status, notify_coaches
 from bot.coaching.markers import marker_of
 from bot.coaching.safety import pause_after_crisis, record_signal
+from bot.coaching.sessions import apply_new_sessions
 from bot.coaching.streaks import streak
 from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.expr import Value
 from bot.dialogue.model import DialogueSet
-from bot.engine import Context, ConversationState, Outcome, Turn, handle, resume, start
+from bot.engine import Context, ConversationState, Outcome, Reply, Turn, handle, resume, start
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
 from bot.i18n import normalize_locale, translator_for
 from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import CoachEventKind, GoalStatus
+
+#: Variables the platform computes from the record (a query each), by group.
+PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES)
 
 #: Dialogues whose answers are input for the platform (a message to the other person, a
 #: coach's note, a schedule), with the prefix of their variables: they are carried where they
@@ -64,16 +69,21 @@ Action = Turn | Start | Resume
 
 
 async def context_for(session: AsyncSession | None, user: UserView, now: datetime, *,
-                      min_age: int = DEFAULT_MIN_AGE) -> Context:
-    """What the engine knows of the user now; given a session, their streak too (a query)."""
+                      min_age: int = DEFAULT_MIN_AGE,
+                      groups: frozenset[frozenset[str]] = frozenset(PROVIDED_GROUPS)) -> Context:
+    """What the engine knows of the user now; given a session, what the record says too
+    (their streak, their commitments: the ``groups`` asked for, a query each)."""
     zone = user_zone(user)
     today = now.astimezone(zone).date()
+    translator = translator_for(user.locale)
     provided: dict[str, Value] = {"min_age": min_age}
-    if session is not None:
+    if session is not None and STREAK_VARIABLES in groups:
         current, best = streak(await checkin_days(session, user, zone), today)
         provided.update({"streak.days": current, "streak.best": best})
+    if session is not None and COMMITMENT_VARIABLES in groups:
+        provided.update(await commitment_variables(session, user.id, today, translator))
     return Context(
-        translator=translator_for(user.locale),
+        translator=translator,
         today=today,
         name=user.first_name or "",
         country=country_for_timezone(user.time_zone) or default_country_for_locale(user.locale),
@@ -81,12 +91,14 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
     )
 
 
-def reads_streak(dialogues: DialogueSet, state: ConversationState, action: Action) -> bool:
-    """Whether the dialogues this message may run read the streak."""
+def provided_read(dialogues: DialogueSet, state: ConversationState,
+                  action: Action) -> frozenset[frozenset[str]]:
+    """The groups of provided variables the dialogues this message may run read."""
     involved = {frame.dialogue for frame in state.stack}
     if isinstance(action, Start):
         involved.add(action.dialogue_id)
-    return not STREAK_VARIABLES.isdisjoint(dialogues.reads(involved))
+    reads = dialogues.reads(involved)
+    return frozenset(group for group in PROVIDED_GROUPS if not group.isdisjoint(reads))
 
 
 def declined_consent(outcome: Outcome) -> bool:
@@ -252,16 +264,17 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     if isinstance(action, Turn) and user.is_coach and state.stack \
             and state.stack[-1].dialogue in COACH_WRITING:
         action = replace(action, screened=False)
-    with_streak = reads_streak(dialogues, state, action)
-    ctx = await context_for(t.session if with_streak else None, user, now, min_age=min_age)
+    groups = provided_read(dialogues, state, action)
+    ctx = await context_for(t.session if groups else None, user, now, min_age=min_age,
+                            groups=groups)
     outcome = run_engine(dialogues, state, action, ctx)
     saved = {a.variable for a in outcome.saved}
     locale_before = user.locale
     apply_profile(user, dict(outcome.state.variables), saved, now)
     if user.locale != locale_before:
         # The engine is pure: the same message again, now answered in the chosen language.
-        ctx = await context_for(t.session if with_streak else None, user, now,
-                                min_age=min_age)
+        ctx = await context_for(t.session if groups else None, user, now,
+                                min_age=min_age, groups=groups)
         outcome = run_engine(dialogues, state, action, ctx)
     if user.consent_at is None and not user.is_coach:
         if outcome.crisis:  # no coach can be linked yet; the reply is the engine's
@@ -285,10 +298,13 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         await notify_coaches(t.session, user.id, CoachEventKind.CRISIS, now)
         await pause_after_crisis(t, now)
     await apply_goals(t, outcome, now)
+    if outcome.saved or outcome.finished:
+        await record_commitments(t.session, user.id, outcome, ctx.today, now)
     await apply_new_exercise(t, outcome)
     told = [*await messages.apply_messages(t, outcome, now),
             *await notes.apply_note(t, outcome, now),
-            *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues))]
+            *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues)),
+            *(Reply(text) for text in await apply_new_sessions(t, outcome, now))]
     outcome = forget_carried(replace(outcome, replies=(*outcome.replies, *told)))
     t.set_state(outcome.state.to_dict())
     return outcome

@@ -17,7 +17,16 @@ from sqlalchemy import ColumnElement, String, and_, cast, delete, exists, func, 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.coach_errors import InviteError, InviteProblem, NotACoach, NotYourClient
-from bot.store import Assignment, CoachEvent, CoachLink, Invite, PlannedCheckin, User
+from bot.store import (
+    Assignment,
+    CoachEvent,
+    CoachingSession,
+    CoachLink,
+    Invite,
+    PlannedCheckin,
+    SessionStatus,
+    User,
+)
 from bot.store.kinds import CheckinKind, CheckinStatus
 
 INVITE_TTL = timedelta(days=7)
@@ -211,6 +220,7 @@ async def unlink(
         coaches.append(link.coach_id)
     if coaches:
         await _stop_assignments(session, client_id, coaches)
+        await _cancel_sessions(session, client_id, coaches, now)
         await session.execute(
             delete(CoachEvent).where(
                 CoachEvent.client_id == client_id,
@@ -220,6 +230,27 @@ async def unlink(
         )
     await session.flush()
     return coaches
+
+
+async def _cancel_sessions(session: AsyncSession, client_id: int, coaches: list[int],
+                           now: datetime) -> None:
+    """Sessions still to come with these coaches end with the link, and so do their
+    reminders, preparation and recap."""
+    coming = and_(CoachingSession.client_id == client_id,
+                  CoachingSession.coach_id.in_(coaches),
+                  CoachingSession.status == SessionStatus.SCHEDULED,
+                  CoachingSession.starts_at > now)
+    ids = select(cast(CoachingSession.id, String)).where(coming)
+    await session.execute(
+        delete(PlannedCheckin)
+        .where(PlannedCheckin.kind.like("session_%"), PlannedCheckin.ref.in_(ids),
+               PlannedCheckin.status == "planned")
+        .execution_options(synchronize_session=False))
+    await session.execute(
+        update(CoachingSession).where(coming)
+        .values(status=SessionStatus.CANCELLED, sequence=CoachingSession.sequence + 1,
+                updated_at=now)
+        .execution_options(synchronize_session=False))
 
 
 async def _stop_assignments(session: AsyncSession, client_id: int, coaches: list[int]) -> None:

@@ -33,6 +33,10 @@ TABLE_LABELS: dict[str, str] = {
     "outbox": N_("Messages I sent you, and messages about you that I sent to your coach "
                  "(progress reports, charts and crisis notices, which never contain your "
                  "words)."),
+    "actions": N_("What you said you would do, in your words, by when, and whether you did "
+                  "it."),
+    "coaching_sessions": N_("The sessions agreed with your coach: when, how long, where or "
+                            "how, and whether they took place."),
     "coach_events": N_("What your coach was told about, without any content: an exercise "
                        "done, partly done or skipped, a goal reached, some quiet days, or that "
                        "I saw signs of a crisis."),

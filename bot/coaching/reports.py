@@ -11,6 +11,7 @@ from datetime import date, datetime
 from sqlalchemy import ColumnElement, and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching.actions import ActionsSummary, actions_summary, summary_lines
 from bot.coaching.assignments import EXERCISE_STATUSES, STATUS_VARIABLE
 from bot.coaching.chart import translated_labels, weekly_points, weekly_trend_png
 from bot.coaching.checkins import user_zone
@@ -18,6 +19,7 @@ from bot.coaching.coach_errors import NotYourClient
 from bot.coaching.contracts import CHECKIN_MARKER
 from bot.coaching.links import linked_since
 from bot.coaching.progress import current_streak
+from bot.coaching.sessions import Engagement, engagement, engagement_text
 from bot.i18n import Translator
 from bot.store import Answer, Assignment, Goal, User
 
@@ -70,6 +72,9 @@ class ClientProgress:
     streak_best: int
     exercises: ExerciseStats
     reflections: list[Reflection]
+    # What the client committed to since the link, and the sessions agreed with this coach.
+    actions: ActionsSummary | None = None
+    sessions: Engagement | None = None
 
 
 # -- progress -----------------------------------------------------------------------------
@@ -181,6 +186,8 @@ async def client_progress(
         streak_best=best,
         exercises=await _exercise_stats(session, coach_id, client_id, since, now),
         reflections=await _reflections(session, client_id, since, now, reflections),
+        actions=await actions_summary(session, client_id, since, today),
+        sessions=await engagement(session, coach_id, client_id),
     )
 
 
@@ -247,6 +254,10 @@ def progress_report(progress: ClientProgress, tr: Translator) -> str:
     lines += _streak_lines(progress, tr)
     lines += _exercise_lines(progress.exercises, tr)
     lines += _reflection_lines(progress.reflections, tr)
+    if progress.actions is not None:
+        lines += summary_lines(progress.actions, progress.today, tr)
+    if progress.sessions is not None and progress.sessions.agreed:
+        lines.append(engagement_text(progress.sessions, tr))
     return "\n".join(lines)
 
 

@@ -307,8 +307,8 @@ class _FileParser:
         if "say" in fields and "say_plural" in fields:
             self.error(fields["say_plural"][0], "use either 'say' or 'say_plural', not both")
         ask = self.ask(fields["ask"][1], reads) if "ask" in fields else Ask(type="none")
-        if "say" not in fields and "say_plural" not in fields:
-            self.error(key_node, f"step '{step_id}' needs 'say': what the bot writes")
+        if "say" not in fields and "say_plural" not in fields and "ask" in fields:
+            self.error(key_node, f"step '{step_id}' asks, so it needs 'say': the question")
         if "next" not in fields:
             self.error(key_node, f"step '{step_id}' has no 'next'; "
                        "write 'next: end' to finish the dialogue here")

@@ -18,7 +18,11 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
 END = "end"
 
 # Provided by the platform on every turn (not saved by dialogues), so any text may use them.
-BUILTIN_VARIABLES = frozenset({"name", "today", "streak.days", "streak.best", "min_age"})
+BUILTIN_VARIABLES = frozenset({
+    "name", "today", "streak.days", "streak.best", "min_age",
+    "commitment.last", "commitment.last_days_ago", "actions.open", "actions.overdue",
+    "actions.list",
+})
 #: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
 #: lists them under `requires`, and no dialogue saves them.
 STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.client_name",

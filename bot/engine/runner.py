@@ -137,6 +137,8 @@ class _Run:
     # -- moving through steps --------------------------------------------------------------
 
     def show(self, dialogue_id: str, step: Step) -> None:
+        if step.say is None and step.say_plural is None:
+            return  # a step that only chooses where to go
         self.say(self.step_text(step), self.buttons(dialogue_id, step))
 
     def enter(self, step_id: str) -> None:

@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from bot.coaching.contracts import CHECKIN_MARKER
 from bot.coaching.safety import CARE_KIND, paused_by_crisis
+from bot.coaching.sessions import replan_sessions
 from bot.schedule import planning
 from bot.schedule.planning import Profile
 from bot.store import (
@@ -353,9 +354,11 @@ async def replan(t: Turn, now: datetime, *, horizon: timedelta = DEFAULT_HORIZON
     await t.session.execute(
         delete(pc)
         .where(pc.user_id == t.user_id, pc.kind != CARE_KIND,  # care after a crisis stays
+               pc.kind.not_like("session_%"),  # replanned by their sessions, below
                or_(pc.status == CheckinStatus.PLANNED,
                    and_(pc.status == CheckinStatus.CANCELLED, pc.due_at > now)))
         .execution_options(synchronize_session=False))
+    await replan_sessions(t.session, t.user_id, now)
     if user_gone(t.user, now, CheckinKind.DAILY) or not await has_active_goal(t.session, t.user_id):
         return
     due = planning.next_daily_from(profile_of(t.user), now, None, horizon)

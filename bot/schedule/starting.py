@@ -25,6 +25,7 @@ from bot.coaching.conversation import (
     enqueue_replies,
 )
 from bot.coaching.safety import CARE_KIND
+from bot.coaching.sessions import PREP_DIALOGUE, SESSION_KINDS, session_work
 from bot.dialogue.model import DialogueSet
 from bot.observability import describe_failure
 from bot.schedule import claims, planning
@@ -176,12 +177,39 @@ async def _set_status(t: Turn, row: Claimed, status: Outcome, now: datetime) -> 
         .execution_options(synchronize_session=False))
 
 
+async def _session_work(t: Turn, row: Claimed, dialogues: DialogueSet,
+                        now: datetime) -> tuple[Outcome, Start | None]:
+    """(status, what to start) for a row of a coaching session; its messages (a reminder,
+    the coach's prompt) are queued here. A coach, set up by an administrator, is never
+    asked for consent; a client's pause and crisis pause hold theirs back."""
+    gone = not t.user.reachable if t.user.is_coach else user_gone(t.user, now, row.kind)
+    due = None if gone else await session_work(t, row.kind, row.ref, now)
+    if due is None:
+        return Outcome.CANCELLED, None
+    if due.dialogue is None:
+        for message in due.messages:
+            t.enqueue(t.user_id, message, subject=due.subject)
+        return Outcome.STARTED, None
+    profile = profile_of(t.user)
+    if not planning.same_local_day(row.due_at, now, profile.zone):
+        return Outcome.MISSED, None
+    if due.dialogue not in dialogues or (due.dialogue == PREP_DIALOGUE
+                                         and not await has_active_goal(t.session, t.user_id)):
+        return Outcome.CANCELLED, None  # the preparation looks at the client's goal
+    if await _busy(t, now):
+        return Outcome.POSTPONED, None
+    return Outcome.STARTED, Start(due.dialogue)
+
+
 async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime,
                     worker_id: str) -> Outcome:
     """Inside the user's turn: start the row's dialogue into the outbox, or settle it."""
     if not await _still_mine(t, row, worker_id):
         return Outcome.LOST
-    status, action = await _decide(t, row, dialogues, now)
+    if row.kind in SESSION_KINDS:
+        status, action = await _session_work(t, row, dialogues, now)
+    else:
+        status, action = await _decide(t, row, dialogues, now)
     if action is not None:
         outcome = await converse(t, dialogues, action, now)
         enqueue_replies(t, outcome)

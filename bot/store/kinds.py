@@ -24,6 +24,11 @@ class CheckinKind(StrEnum):
     WEEKLY = "weekly"  # the weekly review
     EXERCISE = "exercise"  # an exercise a coach assigned (ref: the assignment)
     CARE = "care"  # the caring check-in the day after a crisis
+    # Around a coaching session (ref: the session; the row's user is who hears of it).
+    SESSION_REMINDER = "session_reminder"  # to each of the two, before it
+    SESSION_PREP = "session_prep"  # the client's preparation, the day before
+    SESSION_RECAP = "session_recap"  # the client's recap, when it is over
+    SESSION_OUTCOME = "session_outcome"  # the coach's held-or-missed prompt, when it is over
 
 
 class CheckinStatus(StrEnum):

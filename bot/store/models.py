@@ -4,6 +4,7 @@ a drift test keeps the two in step."""
 from __future__ import annotations
 
 from datetime import date, datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
@@ -13,6 +14,7 @@ from sqlalchemy import (
     CheckConstraint,
     ColumnElement,
     Date,
+    DateTime,
     ForeignKey,
     Index,
     Integer,
@@ -168,6 +170,9 @@ class CoachLink(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     consent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     unlinked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Whether the coach gets the client's preparation an hour before a session (None: not
+    # asked yet, which counts as no).
+    brief_consent: Mapped[bool | None] = mapped_column(Boolean)
     # The coach is alerted after this many days without an answer from the client.
     silent_days: Mapped[int] = mapped_column(Integer, default=4, server_default="4")
 
@@ -362,6 +367,92 @@ class KeyFingerprint(Base):
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class ActionStatus(StrEnum):
+    OPEN = "open"
+    DONE = "done"
+    PARTLY = "partly"
+    DROPPED = "dropped"
+
+
+class ActionSource(StrEnum):
+    """Which dialogue collected the commitment."""
+
+    DAILY = "daily"  # the daily check-in's "one thing today"
+    WEEKLY = "weekly"  # the weekly review's action for the coming week
+    FIRST_STEP = "first_step"  # a new goal's first step
+    SESSION = "session"  # a session recap
+
+
+class CommitmentAction(Base):
+    """Something the client committed to do, in their own words, and what became of it."""
+
+    __tablename__ = "actions"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
+    words: Mapped[str] = mapped_column(EncryptedText)
+    source: Mapped[ActionSource] = mapped_column(String(16))
+    due_on: Mapped[date] = mapped_column(Date)
+    status: Mapped[ActionStatus] = mapped_column(String(16), default=ActionStatus.OPEN,
+                                                 server_default="open")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # When its status last changed away from open.
+    closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        CheckConstraint(one_of("status", ActionStatus), name="status"),
+        CheckConstraint(one_of("source", ActionSource), name="source"),
+        Index(None, "user_id", "status", "due_on"),
+    )
+
+
+class SessionMode(StrEnum):
+    IN_PERSON = "in_person"
+    PHONE = "phone"
+    VIDEO = "video"
+
+
+class SessionStatus(StrEnum):
+    SCHEDULED = "scheduled"
+    CANCELLED = "cancelled"
+    HELD = "held"
+    MISSED = "missed"
+
+
+class CoachingSession(Base):
+    """One agreed session between a coach and a client. Its time is kept as the wall clock
+    of whoever set it plus their IANA zone (a weekly 18:00 stays 18:00 across daylight
+    saving); ``starts_at`` is that instant in UTC, for planning and ordering."""
+
+    __tablename__ = "coaching_sessions"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    # The calendar UID: the same for every version of the session sent to the client.
+    uid: Mapped[str] = mapped_column(String(64), unique=True)
+    # Sessions of one weekly or fortnightly series share it.
+    series: Mapped[str | None] = mapped_column(String(32), index=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    local_start: Mapped[datetime] = mapped_column(DateTime(timezone=False))
+    zone: Mapped[str] = mapped_column(String(64))
+    starts_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    minutes: Mapped[int] = mapped_column(Integer, default=60, server_default="60")
+    mode: Mapped[SessionMode] = mapped_column(String(16))
+    # A place, a phone number or a video link: may identify the client, so encrypted.
+    place: Mapped[str | None] = mapped_column(EncryptedText)
+    status: Mapped[SessionStatus] = mapped_column(
+        String(16), default=SessionStatus.SCHEDULED, server_default="scheduled")
+    # The calendar SEQUENCE: raised by every change sent to the client.
+    sequence: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (
+        CheckConstraint(one_of("mode", SessionMode), name="mode"),
+        CheckConstraint(one_of("status", SessionStatus), name="status"),
+        CheckConstraint("minutes BETWEEN 5 AND 600", name="minutes"),
+        Index(None, "status", "starts_at"),
+    )
 class CoachMessage(Base):
     """A message between a coach and a client, either way: the coach's words to the client
     (delivered outside the client's quiet hours and crisis pause) or the client's reply."""
@@ -416,6 +507,9 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("outbox", "chat_id"),
     ("coach_events", "coach_id"),
     ("coach_events", "client_id"),
+    ("actions", "user_id"),
+    ("coaching_sessions", "coach_id"),
+    ("coaching_sessions", "client_id"),
     ("coach_messages", "coach_id"),
     ("coach_messages", "client_id"),
     ("coach_notes", "coach_id"),

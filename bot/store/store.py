@@ -36,6 +36,7 @@ from .models import (
     Assignment,
     Base,
     CoachEvent,
+    CoachingSession,
     CoachLink,
     Conversation,
     Exercise,
@@ -754,6 +755,11 @@ async def erase(session: AsyncSession, user_id: int) -> None:
         .values(status=CheckinStatus.CANCELLED)
         .execution_options(synchronize_session=False)
     )
+    # What their coaching sessions planned for the other person (a reminder, a prompt).
+    session_ids = select(sql_cast(CoachingSession.id, String)).where(or_(
+        CoachingSession.coach_id == user_id, CoachingSession.client_id == user_id))
+    await session.execute(delete(PlannedCheckin).where(
+        PlannedCheckin.kind.like("session_%"), PlannedCheckin.ref.in_(session_ids)))
     for model in (Answer, Conversation, PlannedCheckin):
         await session.execute(delete(model).where(model.user_id == user_id))
     # Messages to them, and messages to others about them (a coach's reports,

@@ -16,6 +16,7 @@ from telegram import Update
 from bot.coaching import assignments, coach_errors, links, managing, notes, reports
 from bot.coaching.contracts import NEW_EXERCISE, ONBOARDING
 from bot.coaching.conversation import Start, converse, enqueue_replies
+from bot.coaching.sessions import brief_question
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
@@ -319,13 +320,17 @@ class CoachHandlers:
             say(t, tr.gettext("Fine, nothing is shared."))
             return None
         try:
-            await links.accept_invite(t.session, code, t.user_id, t.now)
+            coach_id = await links.accept_invite(t.session, code, t.user_id, t.now)
         except coach_errors.InviteError:
             say(t, tr.gettext("This invitation link is not valid any more (it may have been "
                               "used or have expired). Please ask your coach for a new one."))
             return None
         say(t, tr.gettext("Done: your coach can now follow your progress. "
                           "To stop sharing, send /coach."))
+        if t.user.consent_at is not None:  # else the onboarding comes first; /brief later
+            coach = await t.session.get(User, coach_id)
+            t.enqueue(t.user_id, brief_question(
+                coach_id, coach.first_name or "" if coach is not None else "", tr))
         if t.user.consent_at is None:
             outcome = await converse(t, self.dialogues, Start(ONBOARDING), t.now)
             enqueue_replies(t, outcome)

@@ -16,6 +16,7 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
+from bot.coaching.actions import BUTTON as ACTION_BUTTON
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.chart import own_trend_png
 from bot.coaching.checkins import has_active_goal
@@ -33,6 +34,7 @@ from bot.coaching.managing import FromCoach, assigned_to
 from bot.coaching.privacy import EXPORT_EVERY, export_document
 from bot.coaching.progress import progress_text
 from bot.coaching.safety import end_pause_when_client_writes
+from bot.coaching.sessions import BUTTON as SESSION_BUTTON
 from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
@@ -48,6 +50,7 @@ from bot.store import Turn as StoreTurn
 from bot.store.types import utcnow
 from bot.telegram.coach import CoachHandlers, TurnFn
 from bot.telegram.commands import COMMANDS, CommandCall, help_text, set_coach_menu
+from bot.telegram.sessions import SessionFlows
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +73,11 @@ class Handlers:
     bot_username: Callable[[], str] = lambda: "coachbot"
     min_age: int = DEFAULT_MIN_AGE
     coach: CoachHandlers = field(init=False)
+    sessions: SessionFlows = field(init=False)
 
     def __post_init__(self) -> None:
         self.coach = CoachHandlers(self.dialogues, self._turn, self.admin_ids, self.bot_username)
+        self.sessions = SessionFlows(self.dialogues)
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -251,7 +256,8 @@ class Handlers:
 
     async def _on_non_text(self, update: Update) -> None:
         await self._converse(update, Resume(), note=N_(
-            "I can only read text messages for now. Could you write it in words?"))
+            "I can only read text messages for now. Could you write it in words? If you need "
+            "someone right now, /sos shows who you can talk to."))
 
     async def _on_command(self, update: Update, message: Message) -> None:
         assert message.text is not None
@@ -392,6 +398,10 @@ class Handlers:
             await self._on_delete(update, confirmed=value == "yes")
         elif kind == "exercise" and value in exercise_ids(self.dialogues):  # only as offered
             await self._converse(update, Start(value))
+        elif kind == SESSION_BUTTON:
+            await self._turn(update, lambda t: self.sessions.step(t, value))
+        elif kind == ACTION_BUTTON:
+            await self._turn(update, lambda t: self.sessions.action_button(t, value))
         elif await self.coach.on_button(update, data):
             return
         else:

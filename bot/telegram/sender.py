@@ -472,14 +472,20 @@ class Sender:
         priority = Priority.FIRST if retry or row.urgent else row.priority
         paid = self.paid_bucket is not None and row.priority is Priority.BULK
         bucket = self.paid_bucket if paid and self.paid_bucket is not None else self.bucket
-        if "photo" in payload:  # a chart: PNG bytes, hex-encoded to stay JSON
+        if "photo" in payload or "document" in payload:  # bytes, hex-encoded to stay JSON
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
             await bucket.acquire(priority)
             self.chats.sent(row.chat_id)  # as it leaves: Telegram counts its arrival
-            await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
-                                      caption=str(payload.get("caption") or "")[:1024],
-                                      allow_paid_broadcast=paid or None)
+            caption = str(payload.get("caption") or "")[:1024]
+            if "photo" in payload:  # a chart
+                await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
+                                          caption=caption, allow_paid_broadcast=paid or None)
+            else:  # a calendar file
+                await self.bot.send_document(
+                    row.chat_id, bytes.fromhex(str(payload["document"])),
+                    filename=str(payload.get("filename") or "file"), caption=caption,
+                    allow_paid_broadcast=paid or None)
             return
         parts = split_text(str(payload.get("text", "")))
         markup = keyboard(payload.get("buttons") or ())

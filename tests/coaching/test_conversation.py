@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event, select
 
-from bot.coaching.conversation import Resume, Start, context_for, converse, reads_streak
+from bot.coaching.actions import COMMITMENT_VARIABLES
+from bot.coaching.conversation import (
+    STREAK_VARIABLES,
+    Resume,
+    Start,
+    context_for,
+    converse,
+    provided_read,
+)
 from bot.coaching.progress import current_streak, progress_text
 from bot.coaching.streaks import streak
 from bot.dialogue import DialogueSet, load_dialogues
@@ -114,9 +122,16 @@ async def test_progress_shows_goals_and_streak(store: Store, dialogues: Dialogue
     ]
 
 
+def reads_streak(dialogues: DialogueSet, state: ConversationState,
+                 action: Turn | Start) -> bool:
+    return STREAK_VARIABLES in provided_read(dialogues, state, action)
+
+
 def test_the_streak_is_looked_up_only_for_dialogues_that_read_it(
         dialogues: DialogueSet, tmp_path: Path) -> None:
     idle = ConversationState()
+    assert provided_read(dialogues, idle, Start("goal_setting")) == frozenset()
+    assert COMMITMENT_VARIABLES in provided_read(dialogues, idle, Start("daily_checkin"))
     assert not reads_streak(dialogues, idle, Start("goal_setting"))
     assert reads_streak(dialogues, idle, Start("daily_checkin"))
     checking_in = ConversationState((Frame("daily_checkin", "mood", ""),))

@@ -47,6 +47,14 @@ PROVIDED: list[Mapping[str, Value]] = [
     {"streak.days": 1, "streak.best": 5},
     {"streak.days": 5, "streak.best": 5},
     {"streak.days": 5, "streak.best": 9},
+    # Yesterday's commitment and overdue actions; an older commitment and open actions.
+    {"streak.days": 2, "streak.best": 2, "commitment.last": "Call Ana",
+     "commitment.last_days_ago": 1, "actions.open": 2, "actions.overdue": 1,
+     "actions.list": "• Call Ana\n• Write"},
+    {"streak.days": 1, "streak.best": 3, "commitment.last": "Call Ana",
+     "commitment.last_days_ago": 3, "actions.open": 1, "actions.overdue": 0,
+     "actions.list": "• Write"},
+    {"commitment.last": "Call Ana", "commitment.last_days_ago": 1},
 ]
 
 # A safety net: far more states than the shipped dialogues need.

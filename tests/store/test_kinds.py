@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import CheckConstraint, insert
 from sqlalchemy.exc import IntegrityError
 
-from bot.store import Store
+from bot.store import ActionSource, ActionStatus, SessionMode, SessionStatus, Store
 from bot.store.kinds import (
     CheckinKind,
     CheckinStatus,
@@ -25,6 +25,10 @@ COLUMNS: dict[tuple[str, str], type[StrEnum]] = {
     ("planned_checkins", "status"): CheckinStatus,
     ("outbox", "status"): OutboxStatus,
     ("outbox", "kind"): OutboxKind,
+    ("actions", "status"): ActionStatus,
+    ("actions", "source"): ActionSource,
+    ("coaching_sessions", "mode"): SessionMode,
+    ("coaching_sessions", "status"): SessionStatus,
 }
 # coach_events.kind (CoachEventKind) is encrypted at rest, so that a crisis event does not
 # show as one: the code that records it checks it, the database cannot.

@@ -13,13 +13,17 @@ from sqlalchemy import text
 
 from bot.coaching.privacy import TABLE_LABELS
 from bot.store import (
+    ActionSource,
+    ActionStatus,
     Answer,
     Assignment,
     Base,
     CoachEvent,
+    CoachingSession,
     CoachLink,
     CoachMessage,
     CoachNote,
+    CommitmentAction,
     Conversation,
     Exercise,
     Goal,
@@ -29,6 +33,8 @@ from bot.store import (
     PlannedCheckin,
     ProcessedUpdate,
     SendBudget,
+    SessionMode,
+    SessionStatus,
     Store,
     User,
 )
@@ -61,7 +67,7 @@ async def _populate(store: Store) -> None:
                            version=3, updated_at=NOW))
         s.add(ProcessedUpdate(update_id=4101, user_id=CLIENT, processed_at=NOW))
         s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW,
-                        unlinked_at=NOW))
+                        unlinked_at=NOW, brief_consent=True))
         s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW))
         s.add(Invite(code_hash="code-used", coach_id=COACH, created_at=NOW,
                      expires_at=NOW + timedelta(days=7), used_by=CLIENT, used_at=NOW))
@@ -97,6 +103,15 @@ async def _populate(store: Store) -> None:
                      payload={"text": COACH_WORDS}, status="pending", **outbox))
         s.add(CoachEvent(coach_id=COACH, client_id=CLIENT, kind="crisis", created_at=NOW,
                          notified_at=NOW))
+        s.add(CommitmentAction(user_id=CLIENT, words=f"{WORDS} action",
+                               source=ActionSource.DAILY, due_on=date(2026, 1, 5),
+                               status=ActionStatus.DONE, created_at=NOW, closed_at=NOW))
+        s.add(CoachingSession(uid="uid-1@coachbot", series="s1", coach_id=COACH,
+                              client_id=CLIENT, local_start=datetime(2026, 1, 6, 18, 0),
+                              zone="Europe/Rome", starts_at=NOW, minutes=60,
+                              mode=SessionMode.IN_PERSON, place=f"{WORDS} home",
+                              status=SessionStatus.SCHEDULED, sequence=1, created_at=NOW,
+                              updated_at=NOW))
         s.add(CoachMessage(coach_id=COACH, client_id=CLIENT, from_coach=True,
                            text=f"to {WORDS}", created_at=NOW, delivered_at=NOW))
         s.add(CoachMessage(coach_id=COACH, client_id=CLIENT, from_coach=False,

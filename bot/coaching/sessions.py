@@ -1,0 +1,587 @@
+"""Agreed coaching sessions: a coach schedules one or a series with a linked client, moves or
+cancels one or the rest of a series; each change plans the reminders, the preparation and
+the recap again, and gives the client the session's calendar file again (same UID, higher
+SEQUENCE, a cancelled event when cancelled)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from sqlalchemy import and_, delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.coaching.actions import actions_summary, summary_lines
+from bot.coaching.calendar import CalendarSession, session_ics
+from bot.coaching.coach_errors import NotYourClient
+from bot.coaching.links import active_link, coaches_of, linked_since
+from bot.dialogue.expr import Value
+from bot.engine import Outcome
+from bot.i18n import N_, Translator, translator_for
+from bot.schedule.planning import Profile, zone_of
+from bot.schedule.sessions import (
+    MAX_SERIES,
+    REMINDER_BEFORE,
+    Repeat,
+    SessionWork,
+    series,
+    session_plan,
+    start_utc,
+)
+from bot.store import (
+    Answer,
+    CoachingSession,
+    CoachLink,
+    PlannedCheckin,
+    SessionMode,
+    SessionStatus,
+    User,
+)
+from bot.store import Turn as StoreTurn
+
+UID_DOMAIN = "coachbot"
+PREP_DIALOGUE = "session_prep"
+RECAP_DIALOGUE = "session_recap"
+#: Button data of the messages around a session: ``session:<what>:<session id>``.
+BUTTON = "session"
+#: The dialogue that asks a coach where a session happens; it ends by creating the sessions
+#: from the choices the buttons handed it (``SESSION_CHOICES``).
+PLACE_DIALOGUE = "session_place"
+SESSION_CHOICES = ("session.client", "session.start", "session.minutes", "session.mode",
+                   "session.repeat", "session.count")
+SESSION_KINDS = tuple(work.value for work in SessionWork)
+
+
+class SessionNotFound(LookupError):
+    """No such session of this coach (or it is over or cancelled)."""
+
+
+def profile_of(user: User) -> Profile:
+    return Profile(time_zone=user.time_zone, checkin_hour=user.checkin_hour,
+                   checkin_minute=user.checkin_minute, quiet_start=user.quiet_start,
+                   quiet_end=user.quiet_end)
+
+
+@dataclass(frozen=True)
+class NewSessions:
+    """What the coach chose: the first start on their wall clock, and the rest."""
+
+    client_id: int
+    first: datetime  # naive, in ``zone``
+    zone: str
+    minutes: int
+    mode: SessionMode
+    place: str | None
+    repeat: Repeat = Repeat.ONCE
+    count: int = 1
+
+
+async def _people(session: AsyncSession, cs: CoachingSession) -> tuple[User, User]:
+    coach = await session.get(User, cs.coach_id)
+    client = await session.get(User, cs.client_id)
+    if coach is None or client is None:
+        raise SessionNotFound("a person of this session is gone")
+    return coach, client
+
+
+async def plan_rows(session: AsyncSession, cs: CoachingSession, now: datetime, *,
+                    before: datetime | None = None) -> None:
+    """Drop what the session had planned and still to come, then plan it anew (nothing
+    for a session that is not scheduled)."""
+    await session.execute(
+        delete(PlannedCheckin)
+        .where(PlannedCheckin.kind.in_(SESSION_KINDS), PlannedCheckin.ref == str(cs.id),
+               PlannedCheckin.status == "planned")
+        .execution_options(synchronize_session=False))
+    if cs.status != SessionStatus.SCHEDULED:
+        return
+    coach, client = await _people(session, cs)
+    for row in session_plan(cs.starts_at, cs.minutes, coach_id=coach.id,
+                            coach=profile_of(coach), client_id=client.id,
+                            client=profile_of(client), now=now, before=REMINDER_BEFORE):
+        session.add(PlannedCheckin(user_id=row.user_id, kind=row.work.value, ref=str(cs.id),
+                                   due_at=row.due_at, status="planned"))
+    await session.flush()
+
+
+async def replan_sessions(session: AsyncSession, user_id: int, now: datetime) -> None:
+    """After someone's time zone, check-in time or quiet hours changed: their sessions to
+    come plan their rows again."""
+    for cs in await upcoming(session, user_id, now, limit=MAX_SERIES):
+        await plan_rows(session, cs, now)
+
+
+async def schedule_sessions(session: AsyncSession, coach_id: int, chosen: NewSessions,
+                            now: datetime) -> list[CoachingSession]:
+    """Create the session or the series with a linked client, and plan around each one."""
+    await linked_since(session, coach_id, chosen.client_id)
+    group = secrets.token_hex(8) if chosen.repeat is not Repeat.ONCE else None
+    created = []
+    for local in series(chosen.first, chosen.repeat, chosen.count):
+        starts_at = start_utc(local, chosen.zone)
+        if starts_at <= now:
+            continue
+        cs = CoachingSession(
+            uid=f"{secrets.token_hex(12)}@{UID_DOMAIN}", series=group, coach_id=coach_id,
+            client_id=chosen.client_id, local_start=local, zone=chosen.zone,
+            starts_at=starts_at, minutes=chosen.minutes, mode=chosen.mode,
+            place=chosen.place, created_at=now, updated_at=now)
+        session.add(cs)
+        created.append(cs)
+    await session.flush()
+    for cs in created:
+        await plan_rows(session, cs, now)
+    return created
+
+
+async def coach_session(session: AsyncSession, coach_id: int, session_id: int,
+                        now: datetime) -> CoachingSession:
+    """One of the coach's sessions still to come."""
+    cs = await session.get(CoachingSession, session_id)
+    if cs is None or cs.coach_id != coach_id or cs.status != SessionStatus.SCHEDULED \
+            or cs.starts_at <= now:
+        raise SessionNotFound("no such session to come")
+    return cs
+
+
+async def move_session(session: AsyncSession, coach_id: int, session_id: int,
+                       new_local: datetime, zone: str, now: datetime) -> CoachingSession:
+    """Move one session to another wall-clock time of ``zone`` (the mover's)."""
+    cs = await coach_session(session, coach_id, session_id, now)
+    starts_at = start_utc(new_local, zone)
+    if starts_at <= now:
+        raise ValueError("a session cannot move to the past")
+    cs.local_start, cs.zone, cs.starts_at = new_local, zone, starts_at
+    cs.sequence += 1
+    cs.updated_at = now
+    await session.flush()
+    await plan_rows(session, cs, now)
+    return cs
+
+
+async def cancel_sessions(session: AsyncSession, coach_id: int, session_id: int,
+                          now: datetime, *, rest_of_series: bool = False
+                          ) -> list[CoachingSession]:
+    """Cancel one session, or it and the rest of its series."""
+    cs = await coach_session(session, coach_id, session_id, now)
+    chosen = [cs]
+    if rest_of_series and cs.series is not None:
+        chosen = list((await session.execute(
+            select(CoachingSession)
+            .where(CoachingSession.series == cs.series,
+                   CoachingSession.status == SessionStatus.SCHEDULED,
+                   CoachingSession.starts_at >= cs.starts_at)
+            .order_by(CoachingSession.starts_at))).scalars())
+    for each in chosen:
+        each.status = SessionStatus.CANCELLED
+        each.sequence += 1
+        each.updated_at = now
+        await plan_rows(session, each, now)
+    await session.flush()
+    return chosen
+
+
+async def mark_outcome(session: AsyncSession, coach_id: int, session_id: int,
+                       held: bool, now: datetime) -> CoachingSession:
+    """The coach's one tap after a session: held or missed."""
+    cs = await session.get(CoachingSession, session_id)
+    if cs is None or cs.coach_id != coach_id or cs.status == SessionStatus.CANCELLED \
+            or cs.starts_at > now:
+        raise SessionNotFound("no such session that has started")
+    cs.status = SessionStatus.HELD if held else SessionStatus.MISSED
+    cs.updated_at = now
+    await session.flush()
+    return cs
+
+
+async def upcoming(session: AsyncSession, user_id: int, now: datetime,
+                   limit: int = 10) -> list[CoachingSession]:
+    """The next scheduled sessions of a client or a coach, soonest first."""
+    return list((await session.execute(
+        select(CoachingSession)
+        .where(CoachingSession.status == SessionStatus.SCHEDULED,
+               CoachingSession.starts_at > now,
+               (CoachingSession.client_id == user_id) | (CoachingSession.coach_id == user_id))
+        .order_by(CoachingSession.starts_at).limit(limit))).scalars())
+
+
+@dataclass(frozen=True)
+class Engagement:
+    """Sessions agreed with a coach (scheduled, held or missed), held and left."""
+
+    agreed: int
+    held: int
+    missed: int
+
+    @property
+    def left(self) -> int:
+        return self.agreed - self.held - self.missed
+
+
+async def engagement(session: AsyncSession, coach_id: int, client_id: int) -> Engagement:
+    rows = list((await session.execute(
+        select(CoachingSession.status)
+        .where(and_(CoachingSession.coach_id == coach_id,
+                    CoachingSession.client_id == client_id,
+                    CoachingSession.status != SessionStatus.CANCELLED)))).scalars())
+    return Engagement(agreed=len(rows), held=rows.count(SessionStatus.HELD),
+                      missed=rows.count(SessionStatus.MISSED))
+
+
+# -- how a session reads -----------------------------------------------------------------
+
+
+MODE_LABELS = {
+    SessionMode.IN_PERSON: N_("In person"),
+    SessionMode.PHONE: N_("By phone"),
+    SessionMode.VIDEO: N_("By video"),
+}
+
+
+def when_text(cs: CoachingSession, zone: str, tr: Translator) -> str:
+    """The session's start in the reader's zone and language, with its length."""
+    local = cs.starts_at.astimezone(zone_of(zone))
+    return tr.gettext("{date}, {time} ({minutes} min)").format(
+        date=tr.isolate(tr.date(local.date(), "full")), time=tr.isolate(tr.time(local)),
+        minutes=tr.isolate(tr.number(cs.minutes)))
+
+
+def calendar_file(sessions: Sequence[CoachingSession], tr: Translator, now: datetime) -> bytes:
+    """The sessions' .ics in the client's language."""
+    return session_ics(*(CalendarSession(
+        uid=cs.uid, sequence=cs.sequence, local_start=cs.local_start, zone=cs.zone,
+        minutes=cs.minutes, summary=tr.gettext("Coaching session"), location=cs.place,
+        cancelled=cs.status == SessionStatus.CANCELLED, stamp=now) for cs in sessions))
+
+
+def calendar_payload(sessions: Sequence[CoachingSession], tr: Translator,
+                     now: datetime) -> dict[str, str]:
+    """An outbox message carrying the calendar file (hex-encoded to stay JSON)."""
+    return {"document": calendar_file(sessions, tr, now).hex(), "filename": "session.ics",
+            "caption": tr.gettext("Add it to your calendar: open the file.")}
+
+
+def chosen_sessions(variables: Mapping[str, Value], zone: str) -> NewSessions | None:
+    """The coach's choices handed to the place dialogue, or None when any is missing."""
+    client, first = variables.get("session.client"), variables.get("session.start")
+    minutes, count = variables.get("session.minutes"), variables.get("session.count")
+    mode, repeat = variables.get("session.mode"), variables.get("session.repeat")
+    place = variables.get("session.place")
+    try:
+        return NewSessions(
+            client_id=int(str(client)), first=datetime.fromisoformat(str(first)), zone=zone,
+            minutes=int(str(minutes)), mode=SessionMode(str(mode)), repeat=Repeat(str(repeat)),
+            count=int(str(count)), place=place.strip() or None if isinstance(place, str) else None)
+    except ValueError:
+        return None
+
+
+async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> list[str]:
+    """A coach who finished choosing gets the sessions; the client hears of them with the
+    calendar file. Returns what to tell the coach, after the dialogue's own last words."""
+    if PLACE_DIALOGUE not in outcome.finished or not t.user.is_coach:
+        return []
+    tr = translator_for(t.user.locale)
+    chosen = chosen_sessions(outcome.state.variables, t.user.time_zone)
+    if chosen is None:
+        return []
+    try:
+        created = await schedule_sessions(t.session, t.user_id, chosen, now)
+    except NotYourClient:
+        return [tr.gettext("I can't find that client among yours. Send /clients to see them.")]
+    if not created:
+        return [tr.gettext("That time has already passed. Send /schedule to choose another "
+                           "one.")]
+    return [await announce(t, created, SessionChange.NEW, now, tell_coach=False)]
+
+
+class SessionChange(StrEnum):
+    NEW = "new"
+    MOVED = "moved"
+    CANCELLED = "cancelled"
+
+
+def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
+             to_client: bool) -> str:
+    if to_client:
+        texts = {
+            SessionChange.NEW: tr.ngettext(
+                "{person} scheduled a coaching session with you:",
+                "{person} scheduled {count} coaching sessions with you:", count),
+            SessionChange.MOVED: tr.gettext("{person} moved your coaching session:"),
+            SessionChange.CANCELLED: tr.ngettext(
+                "{person} cancelled this coaching session:",
+                "{person} cancelled these {count} coaching sessions:", count),
+        }
+    else:
+        texts = {
+            SessionChange.NEW: tr.ngettext("Session scheduled with {person}:",
+                                           "{count} sessions scheduled with {person}:", count),
+            SessionChange.MOVED: tr.gettext("Session with {person} moved:"),
+            SessionChange.CANCELLED: tr.ngettext(
+                "Session with {person} cancelled:", "{count} sessions with {person} cancelled:",
+                count),
+        }
+    return texts[change].format(person=tr.words(other), count=tr.isolate(tr.number(count)))
+
+
+async def announce(t: StoreTurn, sessions: Sequence[CoachingSession], change: SessionChange,
+                   now: datetime, *, tell_coach: bool = True) -> str:
+    """Tell the coach (the turn's user; or return it, ``tell_coach=False``) and the client,
+    each in their zone and language; the client also gets the calendar file again (same
+    UIDs, higher SEQUENCE). Returns the coach's text."""
+    coach, client = await _people(t.session, sessions[0])
+    told = ""
+    for reader, other, to_client in ((coach, client, False), (client, coach, True)):
+        tr = translator_for(reader.locale)
+        name = other.first_name or (tr.gettext("Your coach") if to_client
+                                    else tr.gettext("your client"))
+        text = (_heading(change, len(sessions), name, tr, to_client=to_client) + "\n"
+                + session_lines(sessions, reader.time_zone, tr))
+        if to_client:
+            t.enqueue(reader.id, {"text": text})
+            t.enqueue(reader.id, calendar_payload(sessions, tr, now))
+        else:
+            told = text
+            if tell_coach:
+                t.enqueue(reader.id, {"text": text}, subject=client.id)
+    return told
+
+
+@dataclass(frozen=True)
+class Due:
+    """What a planned row of a session does for its user: start a dialogue, or send them
+    messages (a reminder, the held-or-missed prompt)."""
+
+    dialogue: str | None = None
+    messages: tuple[dict[str, object], ...] = ()
+    subject: int | None = None  # the client, in a message to the coach
+
+
+def _buttons(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"label": label, "data": data} for label, data in pairs]
+
+
+async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due | None:
+    """What a due row of a session does now, or None when it has nothing left to do (the
+    session was cancelled or moved, or its time has passed)."""
+    cs = await t.session.get(CoachingSession, int(ref)) if ref.isdigit() else None
+    if cs is None or t.user_id not in (cs.coach_id, cs.client_id):
+        return None
+    _, client = await _people(t.session, cs)
+    to_client = t.user_id == client.id
+    tr = translator_for(t.user.locale)
+    if kind == SessionWork.RECAP:
+        held_or_not_yet = cs.status in (SessionStatus.SCHEDULED, SessionStatus.HELD)
+        return Due(dialogue=RECAP_DIALOGUE) if to_client and held_or_not_yet else None
+    if cs.status != SessionStatus.SCHEDULED:
+        return None
+    if kind == SessionWork.PREP:
+        return Due(dialogue=PREP_DIALOGUE) if to_client and now < cs.starts_at else None
+    when = session_lines([cs], t.user.time_zone, tr)
+    if kind == SessionWork.REMINDER and now < cs.starts_at and not to_client:
+        text = tr.gettext("A reminder: your session with {person} is coming up.").format(
+            person=tr.words(client.first_name or str(client.id))) + "\n" + when
+        brief = await brief_text(t.session, cs, tr, now)
+        return Due(messages=({"text": text if brief is None else f"{text}\n\n{brief}"},),
+                   subject=client.id)
+    if kind == SessionWork.REMINDER and now < cs.starts_at:
+        text = tr.gettext("A reminder: your coaching session is coming up.") + "\n" + when
+        return Due(messages=({"text": text, "buttons": _buttons(
+            (tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))},))
+    if kind == SessionWork.OUTCOME and not to_client and now >= cs.starts_at:
+        text = tr.gettext("Did your session with {person} take place?").format(
+            person=tr.words(client.first_name or str(client.id))) + "\n" + when
+        return Due(messages=({"text": text, "buttons": _buttons(
+            (tr.gettext("Held"), f"{BUTTON}:held:{cs.id}"),
+            (tr.gettext("Missed"), f"{BUTTON}:missed:{cs.id}"))},), subject=client.id)
+    return None
+
+
+#: The preparation answers a brief shows, in order, with their labels.
+BRIEF_ANSWERS = (
+    ("prep.since", N_("Since the last session:")),
+    ("prep.want", N_("What they want from this session:")),
+    ("prep.scale", N_("Where they stand on their goal (1 to 10):")),
+)
+#: How long before a session its preparation counts for the brief.
+PREP_COUNTS_FOR = timedelta(days=3)
+
+
+async def brief_text(session: AsyncSession, cs: CoachingSession, tr: Translator,
+                     now: datetime) -> str | None:
+    """The brief for the coach before a session, only if the client agreed to it: their
+    preparation answers and their actions since the link. None without consent."""
+    link = (await session.execute(
+        select(CoachLink).where(active_link(cs.coach_id, cs.client_id)))).scalar_one_or_none()
+    if link is None or link.brief_consent is not True or link.consent_at is None:
+        return None
+    since = max(link.consent_at, cs.starts_at - PREP_COUNTS_FOR)
+    # Which dialogue an answer belongs to is encrypted: the few days' answers are read and
+    # the preparation's picked out.
+    answers = {a.variable: a.value for a in (await session.execute(
+        select(Answer).where(Answer.user_id == cs.client_id,
+                             Answer.answered_at >= since, Answer.answered_at <= now)
+        .order_by(Answer.answered_at))).scalars() if a.dialogue_id == PREP_DIALOGUE}
+    lines = [tr.gettext("Their preparation, shared with their agreement:")]
+    shown = [(label, answers[name]) for name, label in BRIEF_ANSWERS
+             if answers.get(name) is not None]
+    if not shown:
+        lines.append(tr.gettext("They have not prepared this time."))
+    for label, value in shown:
+        text = tr.isolate(tr.number(value)) if isinstance(value, int | float) \
+            else tr.words(str(value))
+        lines.append(f"{tr.gettext(label)} {text}")
+    today = now.astimezone(zone_of(cs.zone)).date()
+    lines += summary_lines(await actions_summary(session, cs.client_id, link.consent_at, today),
+                           today, tr)
+    return "\n".join(lines)
+
+
+async def set_brief_consent(session: AsyncSession, client_id: int, coach_id: int,
+                            agreed: bool) -> bool:
+    """The client's yes or no to briefs for this coach; False without an active link."""
+    link = (await session.execute(
+        select(CoachLink).where(active_link(coach_id, client_id)))).scalar_one_or_none()
+    if link is None:
+        return False
+    link.brief_consent = agreed
+    await session.flush()
+    return True
+
+
+def brief_question(coach_id: int, coach_name: str, tr: Translator) -> dict[str, object]:
+    """Asked when a client links with a coach, and by /brief."""
+    return {"text": tr.gettext(
+        "Would you like {coach} to get your answers to the preparation an hour before each "
+        "session? Only what you answer there, and your actions. You can change this at any "
+        "time with /brief.").format(coach=tr.words(coach_name)),
+        "buttons": _buttons((tr.gettext("Yes, share them"), f"{BUTTON}:brief:yes:{coach_id}"),
+                            (tr.gettext("No, keep them to me"),
+                             f"{BUTTON}:brief:no:{coach_id}"))}
+
+
+async def brief_answer(t: StoreTurn, rest: str) -> None:
+    """A press on the brief question (``yes:<coach>`` or ``no:<coach>``)."""
+    tr = translator_for(t.user.locale)
+    answer, _, coach = rest.partition(":")
+    agreed = answer == "yes"
+    done = answer in ("yes", "no") and coach.isascii() and coach.isdigit() \
+        and await set_brief_consent(t.session, t.user_id, int(coach), agreed)
+    if not done:
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "You are not sharing your progress with any coach.")})
+    elif agreed:
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "Done: your coach will get your preparation before each session. Send /brief "
+            "to change it.")})
+    else:
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "Done: your preparation stays with you. Send /brief to change it.")})
+
+
+async def brief_questions(t: StoreTurn) -> None:
+    """/brief: the question again for each coach the client shares with."""
+    tr = translator_for(t.user.locale)
+    coaches = await coaches_of(t.session, t.user_id)
+    if not coaches:
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "You are not sharing your progress with any coach.")})
+    for coach in coaches:
+        t.enqueue(t.user_id, brief_question(coach.user_id, coach.first_name or "?", tr))
+
+
+async def cant_make_it(t: StoreTurn, session_id: int, now: datetime) -> None:
+    """The client answered a reminder with "I can't make it": their coach hears of it and is
+    offered to move the session; the client is told so."""
+    tr = translator_for(t.user.locale)
+    cs = await t.session.get(CoachingSession, session_id)
+    if cs is None or cs.client_id != t.user_id or cs.status != SessionStatus.SCHEDULED \
+            or cs.starts_at <= now - timedelta(minutes=cs.minutes):
+        t.enqueue(t.user_id, {"text": tr.gettext("This session is not planned any more.")})
+        return
+    coach, client = await _people(t.session, cs)
+    ctr = translator_for(coach.locale)
+    text = ctr.gettext("{person} can't make it to this session:").format(
+        person=ctr.words(client.first_name or str(client.id))) + "\n" + session_lines(
+            [cs], coach.time_zone, ctr)
+    t.enqueue(coach.id, {"text": text, "buttons": _buttons(
+        (ctr.gettext("Find another time"), f"{BUTTON}:move:{cs.id}"),
+        (ctr.gettext("Cancel the session"), f"{BUTTON}:cancel:{cs.id}"))}, subject=client.id)
+    t.enqueue(t.user_id, {"text": tr.gettext(
+        "Thank you for letting me know. I told your coach, who will suggest another time.")})
+
+
+async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetime) -> None:
+    """The coach's one tap after a session; they see the engagement's counts."""
+    tr = translator_for(t.user.locale)
+    try:
+        cs = await mark_outcome(t.session, t.user_id, session_id, held, now)
+    except SessionNotFound:
+        t.enqueue(t.user_id, {"text": tr.gettext("This session is not planned any more.")})
+        return
+    counts = await engagement(t.session, cs.coach_id, cs.client_id)
+    t.enqueue(t.user_id, {"text": (tr.gettext("Noted: held.") if held
+                                   else tr.gettext("Noted: missed.")) + "\n"
+                          + engagement_text(counts, tr)}, subject=cs.client_id)
+
+
+async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
+    """/sessions: the next sessions in the reader's zone and language, with the engagement's
+    counts; a coach also gets buttons to move or cancel each (or the rest of a series)."""
+    tr = translator_for(t.user.locale)
+    coming = await upcoming(t.session, t.user_id, now)
+    pairs = {(cs.coach_id, cs.client_id) for cs in coming}
+    if not coming:
+        return {"text": tr.gettext("No sessions are planned. Coaches schedule them with "
+                                   "/schedule.")}
+    lines = [tr.gettext("Your next sessions:")]
+    buttons: list[dict[str, str]] = []
+    for number, cs in enumerate(coming, start=1):
+        coaching = cs.coach_id == t.user_id
+        other = await t.session.get(User, cs.client_id if coaching else cs.coach_id)
+        name = other.first_name if other is not None and other.first_name else "?"
+        label = tr.number(number)
+        lines.append(f"{label}. {tr.words(name)}: "
+                     + session_lines([cs], t.user.time_zone, tr).removeprefix("• "))
+        if coaching:
+            buttons += _buttons(
+                (tr.gettext("{number}: move").format(number=label), f"{BUTTON}:move:{cs.id}"),
+                (tr.gettext("{number}: cancel").format(number=label),
+                 f"{BUTTON}:cancel:{cs.id}"))
+            if cs.series is not None:
+                buttons += _buttons((tr.gettext("{number}: cancel this and the rest").format(
+                    number=label), f"{BUTTON}:rest:{cs.id}"))
+    for coach_id, client_id in sorted(pairs):
+        counts = await engagement(t.session, coach_id, client_id)
+        other = await t.session.get(User, client_id if coach_id == t.user_id else coach_id)
+        name = other.first_name if other is not None and other.first_name else "?"
+        lines.append(f"{tr.words(name)}: {engagement_text(counts, tr)}")
+    return {"text": "\n".join(lines), **({"buttons": buttons} if buttons else {})}
+
+
+def session_lines(sessions: Sequence[CoachingSession], zone: str, tr: Translator) -> str:
+    """One line a session: when (in the reader's zone and language), how, and where."""
+    lines = []
+    for cs in sessions:
+        line = f"• {when_text(cs, zone, tr)} · {tr.gettext(MODE_LABELS[cs.mode])}"
+        if cs.place:
+            line += f" · {tr.words(cs.place)}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def engagement_text(counts: Engagement, tr: Translator) -> str:
+    return tr.gettext("Sessions agreed: {agreed} · held: {held} · left: {left}").format(
+        agreed=tr.isolate(tr.number(counts.agreed)), held=tr.isolate(tr.number(counts.held)),
+        left=tr.isolate(tr.number(counts.left)))
+
+
+__all__: Sequence[str] = (
+    "Engagement", "NewSessions", "NotYourClient", "SessionNotFound", "calendar_payload",
+    "cancel_sessions", "engagement", "mark_outcome", "move_session", "plan_rows",
+    "schedule_sessions", "upcoming",
+)

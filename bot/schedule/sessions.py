@@ -1,0 +1,123 @@
+"""When the work around a coaching session is due: pure functions over plain values.
+
+Rules
+-----
+* **The session's time** is the wall clock of whoever set it in their IANA zone; a series
+  repeats that wall clock (a weekly 18:00 stays 18:00 across daylight saving in that zone,
+  and moves for someone in a zone that changes on another date). A wall time in a
+  spring-forward gap moves to the first minute after it (see ``planning``).
+* **Reminder** to each of the two ``before`` the start (one hour by default). One that falls
+  in the person's quiet hours comes earlier, when the quiet window begins.
+* **Preparation** for the client the day before the session (their local day) at their
+  check-in time, quiet hours respected; none if that is not before the session.
+* **Recap** for the client and the held-or-missed **prompt** for the coach when the session
+  is over; inside quiet hours they wait for the end of the window.
+* Nothing is planned in the past; the crisis pause is checked when a row is started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from enum import StrEnum
+
+from bot.schedule.planning import (
+    Profile,
+    in_quiet,
+    local_date,
+    occurrence,
+    out_of_quiet,
+    wall_to_utc,
+    zone_of,
+)
+
+REMINDER_BEFORE = timedelta(hours=1)
+MAX_SERIES = 52  # sessions planned at once for a series
+
+
+class Repeat(StrEnum):
+    ONCE = "once"
+    WEEKLY = "weekly"
+    FORTNIGHTLY = "fortnightly"
+
+
+REPEAT_EVERY = {Repeat.ONCE: timedelta(0), Repeat.WEEKLY: timedelta(days=7),
+                Repeat.FORTNIGHTLY: timedelta(days=14)}
+
+
+class SessionWork(StrEnum):
+    """The planned rows of a session (``planned_checkins.kind``)."""
+
+    REMINDER = "session_reminder"
+    PREP = "session_prep"
+    RECAP = "session_recap"
+    OUTCOME = "session_outcome"
+
+
+def start_utc(local_start: datetime, zone: str) -> datetime:
+    """The instant of a wall-clock start (naive) in ``zone``."""
+    return wall_to_utc(local_start.date(), local_start.hour * 60 + local_start.minute,
+                       zone_of(zone))
+
+
+def series(first: datetime, repeat: Repeat, count: int) -> list[datetime]:
+    """The wall-clock starts of a series: ``count`` of them (1 for a single session)."""
+    if repeat is Repeat.ONCE:
+        return [first]
+    count = max(1, min(count, MAX_SERIES))
+    return [first + REPEAT_EVERY[repeat] * n for n in range(count)]
+
+
+def _minute(instant: datetime, profile: Profile) -> tuple[date, int]:
+    local = instant.astimezone(profile.zone)
+    return local.date(), local.hour * 60 + local.minute
+
+
+def reminder_due(starts_at: datetime, profile: Profile,
+                 before: timedelta = REMINDER_BEFORE) -> datetime:
+    """When the reminder reaches someone with ``profile`` (see the rules)."""
+    due = starts_at - before
+    day, minute = _minute(due, profile)
+    start, end = profile.quiet_start, profile.quiet_end
+    if start is None or end is None or not in_quiet(minute, start, end):
+        return due
+    if start > end and minute < end:  # the morning part of a window that wraps midnight
+        day -= timedelta(days=1)
+    return wall_to_utc(day, start, profile.zone)
+
+
+def prep_due(starts_at: datetime, client: Profile) -> datetime | None:
+    """The preparation the day before, at the client's check-in time."""
+    day_before = local_date(starts_at, client.zone) - timedelta(days=1)
+    due = occurrence(day_before, client.checkin_at, client)
+    return due if due < starts_at else None
+
+
+def after_due(starts_at: datetime, minutes: int, profile: Profile) -> datetime:
+    """When the session is over, for someone with ``profile`` (quiet hours respected)."""
+    day, minute = _minute(starts_at + timedelta(minutes=minutes), profile)
+    shifted_day, shifted_minute = out_of_quiet(day, minute, profile)
+    if (shifted_day, shifted_minute) == (day, minute):
+        return starts_at + timedelta(minutes=minutes)
+    return wall_to_utc(shifted_day, shifted_minute, profile.zone)
+
+
+@dataclass(frozen=True)
+class Planned:
+    user_id: int
+    work: SessionWork
+    due_at: datetime
+
+
+def session_plan(starts_at: datetime, minutes: int, *, coach_id: int, coach: Profile,
+                 client_id: int, client: Profile, now: datetime,
+                 before: timedelta = REMINDER_BEFORE) -> list[Planned]:
+    """Every row a scheduled session plans that is still to come, earliest first."""
+    rows = [Planned(client_id, SessionWork.REMINDER, reminder_due(starts_at, client, before)),
+            Planned(coach_id, SessionWork.REMINDER, reminder_due(starts_at, coach, before)),
+            Planned(client_id, SessionWork.RECAP, after_due(starts_at, minutes, client)),
+            Planned(coach_id, SessionWork.OUTCOME, after_due(starts_at, minutes, coach))]
+    prep = prep_due(starts_at, client)
+    if prep is not None:
+        rows.append(Planned(client_id, SessionWork.PREP, prep))
+    return sorted((r for r in rows if r.due_at > now), key=lambda r: r.due_at)

@@ -1,0 +1,162 @@
+"""Commitments as rows: collected from the dialogues, asked about the next day in the
+client's words, listed for the weekly review and the coach, marked by the client."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from bot.coaching.actions import actions_summary, open_actions, set_status, summary_lines
+from bot.coaching.conversation import Start, converse
+from bot.dialogue import DialogueSet, load_dialogues
+from bot.engine import Outcome, Turn
+from bot.i18n import translator_for
+from bot.store import ActionSource, ActionStatus, CommitmentAction, Goal, Store
+
+REPO = Path(__file__).parents[2]
+MONDAY = datetime(2026, 12, 7, 8, 0, tzinfo=UTC)  # 09:00 in Rome
+USER = 42
+SKIP = Turn(command="skip")
+
+
+@pytest.fixture(scope="module")
+def dialogues() -> DialogueSet:
+    return load_dialogues(REPO / "dialogues")
+
+
+async def say(store: Store, dialogues: DialogueSet, *actions: Turn | Start,
+              now: datetime = MONDAY) -> Outcome:
+    outcome = None
+    for action in actions:
+        async def run(t, action=action):  # type: ignore[no-untyped-def]
+            t.user.consent_at = t.user.consent_at or now
+            t.user.time_zone = "Europe/Rome"
+            return await converse(t, dialogues, action, now)
+
+        outcome = await store.run_turn(USER, run)
+    assert outcome is not None
+    return outcome
+
+
+async def _with_goal(store: Store) -> None:
+    await store.run_turn(USER, lambda t: _noop(t))
+    async with store.sessionmaker() as s, s.begin():
+        s.add(Goal(user_id=USER, title="Run 5 km", baseline=3, current=3, target=8,
+                   created_at=MONDAY - timedelta(days=7)))
+
+
+async def _noop(t: object) -> None:
+    return None
+
+
+async def _actions(store: Store) -> list[CommitmentAction]:
+    async with store.sessionmaker() as s:
+        return list((await s.execute(select(CommitmentAction).order_by(CommitmentAction.id)))
+                    .scalars())
+
+
+async def test_the_next_check_in_asks_about_yesterdays_commitment_in_the_clients_words(
+        store: Store, dialogues: DialogueSet) -> None:
+    await _with_goal(store)
+    first = await say(store, dialogues, Start("daily_checkin"))
+    assert first.replies[0].text.startswith("Hello")
+    assert "How are you feeling today" in first.replies[0].text  # nothing to ask about yet
+    await say(store, dialogues, Turn(text="7"), Turn(text="Partly"), Turn(text="some of it"),
+              Turn(text="Call Ana about the plan"))
+    [action] = await _actions(store)
+    assert (action.words, action.source, action.due_on, action.status) == (
+        "Call Ana about the plan", ActionSource.DAILY, date(2026, 12, 7), ActionStatus.OPEN)
+
+    tuesday = MONDAY + timedelta(days=1)
+    asked = await say(store, dialogues, Start("daily_checkin"), now=tuesday)
+    [question] = asked.replies
+    assert "Yesterday you said you would do this:" in question.text
+    assert "\u2068Call Ana about the plan\u2069" in question.text
+    assert [b.label for b in question.buttons] == ["I did it", "Partly", "Not yet"]
+    then = await say(store, dialogues, Turn(button=question.buttons[0].data), now=tuesday)
+    assert "how are you feeling today" in then.replies[0].text
+    [action] = await _actions(store)
+    assert action.status == ActionStatus.DONE and action.closed_at == tuesday
+
+
+async def test_a_commitment_from_days_ago_not_done_stays_open(
+        store: Store, dialogues: DialogueSet) -> None:
+    await _with_goal(store)
+    await say(store, dialogues, Start("daily_checkin"), Turn(text="7"), Turn(text="Partly"),
+              Turn(text="some"), Turn(text="Write the draft"))
+    thursday = MONDAY + timedelta(days=3)
+    asked = await say(store, dialogues, Start("daily_checkin"), now=thursday)
+    assert "3 days ago you said you would do this:" in asked.replies[0].text
+    await say(store, dialogues, Turn(text="Not yet"), now=thursday)
+    [action] = await _actions(store)
+    assert action.status == ActionStatus.OPEN
+    async with store.sessionmaker() as s:
+        summary = await actions_summary(s, USER, MONDAY - timedelta(days=1),
+                                        thursday.date())
+    assert [a.words for a in summary.overdue] == ["Write the draft"] and not summary.open
+    lines = summary_lines(summary, thursday.date(), translator_for("en"))
+    assert lines[0] == "Overdue actions:" and "overdue" in lines[1]
+
+
+async def test_a_week_later_the_commitment_is_no_longer_asked_about(
+        store: Store, dialogues: DialogueSet) -> None:
+    await _with_goal(store)
+    await say(store, dialogues, Start("daily_checkin"), Turn(text="7"), Turn(text="Partly"),
+              Turn(text="some"), Turn(text="Write the draft"))
+    later = MONDAY + timedelta(days=8)
+    asked = await say(store, dialogues, Start("daily_checkin"), now=later)
+    assert "How are you feeling today" in asked.replies[0].text
+
+
+async def test_the_weekly_action_and_the_first_step_are_kept_with_their_dates(
+        store: Store, dialogues: DialogueSet) -> None:
+    await _with_goal(store)
+    await say(store, dialogues, Start("weekly_review"), Turn(text="5"), Turn(text="Friends"),
+              SKIP, Turn(text="Small steps work"), Turn(text="No"),
+              Turn(text="Run twice this week"))
+    await say(store, dialogues, Start("goal_setting"), Turn(text="Speak Italian"),
+              Turn(text="family"), Turn(text="chatting"), Turn(text="2"),
+              Turn(text="a few words"), SKIP, Turn(text="7"),
+              SKIP, SKIP, SKIP,
+              Turn(text="lessons"), SKIP, Turn(text="Book a lesson"),
+              Turn(text="2026-12-10"), Turn(text="9"))
+    actions = await _actions(store)
+    assert [(a.words, a.source, a.due_on) for a in actions] == [
+        ("Run twice this week", ActionSource.WEEKLY, date(2026, 12, 14)),
+        ("Book a lesson", ActionSource.FIRST_STEP, date(2026, 12, 10)),
+    ]
+
+
+async def test_the_weekly_review_goes_through_open_and_overdue_actions(
+        store: Store, dialogues: DialogueSet) -> None:
+    await _with_goal(store)
+    async with store.sessionmaker() as s, s.begin():
+        s.add(CommitmentAction(user_id=USER, words="Old one", source=ActionSource.DAILY,
+                               due_on=date(2026, 12, 1), created_at=MONDAY))
+        s.add(CommitmentAction(user_id=USER, words="New one", source=ActionSource.WEEKLY,
+                               due_on=date(2026, 12, 9), created_at=MONDAY))
+    out = await say(store, dialogues, Start("weekly_review"), Turn(text="5"),
+                    Turn(text="Friends"), SKIP, Turn(text="Small steps"))
+    text = out.replies[-1].text
+    assert text.startswith("You have 2 open actions, and some are past their date:")
+    assert "Old one" in text and "overdue" in text and "New one" in text
+    assert "/actions" in text
+
+
+async def test_only_the_clients_own_open_actions_can_be_marked(store: Store) -> None:
+    await store.run_turn(USER, _noop)
+    await store.run_turn(USER + 1, _noop)
+    async with store.sessionmaker() as s, s.begin():
+        mine = CommitmentAction(user_id=USER, words="Mine", source=ActionSource.DAILY,
+                                due_on=date(2026, 12, 7), created_at=MONDAY)
+        theirs = CommitmentAction(user_id=USER + 1, words="Theirs", source=ActionSource.DAILY,
+                                  due_on=date(2026, 12, 7), created_at=MONDAY)
+        s.add_all([mine, theirs])
+    async with store.sessionmaker() as s, s.begin():
+        assert not await set_status(s, USER, theirs.id, ActionStatus.DONE, MONDAY)
+        assert await set_status(s, USER, mine.id, ActionStatus.DROPPED, MONDAY)
+        assert not await set_status(s, USER, mine.id, ActionStatus.DONE, MONDAY)  # not open
+        assert await open_actions(s, USER) == []

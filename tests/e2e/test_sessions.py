@@ -1,0 +1,127 @@
+"""A coach schedules a session by buttons over the fake Bot API; the client gets the calendar
+file and, when the scheduler's rows come due, the reminder, the preparation and the recap, in
+their language (Hebrew, and Catalan); the recap's commitment becomes an action."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from babel.dates import format_skeleton
+from icalendar import Calendar
+from sqlalchemy import select, update
+
+from bot.coaching.links import make_coach
+from bot.schedule.planning import zone_of
+from bot.store import (
+    CoachingSession,
+    CommitmentAction,
+    Goal,
+    PlannedCheckin,
+    User,
+)
+from tests.e2e.conftest import RunningBot
+
+COACH, CLIENT = 501, 502
+#: (client's language, zone, the words they would type, a date they would type)
+CLIENTS = {
+    "he": ("Asia/Jerusalem", ["היה שבוע עמוס", "להתכונן לשיחה עם המנהלת", "שאני יכולה לבקש",
+                              "לכתוב את המייל למנהלת"], "מחר"),
+    "ca": ("Europe/Madrid", ["Una setmana intensa", "Preparar la conversa amb la cap",
+                             "Que puc demanar", "Escriure el correu a la cap"], "demà"),
+}
+
+
+async def _due_now(bot: RunningBot, kind: str) -> None:
+    """The scheduler's row for this comes due now (the running bot's tick starts it)."""
+    async with bot.store.sessionmaker() as session, session.begin():
+        await session.execute(update(PlannedCheckin).where(PlannedCheckin.kind == kind)
+                              .values(due_at=datetime.now(UTC) - timedelta(seconds=5)))
+
+
+@pytest.mark.parametrize("language", ["he", "ca"])
+async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
+        running_bot: RunningBot, language: str) -> None:
+    zone, words, tomorrow_word = CLIENTS[language]
+    async with running_bot.store.sessionmaker() as session, session.begin():
+        await make_coach(session, COACH)
+    coach = running_bot.user(COACH, first_name="Marta", language_code="it")
+    client = running_bot.user(CLIENT, first_name="Noa", language_code=language)
+    invite = (await coach.send("/invite"))[0].text or ""
+    code = re.search(r"start=(invite_[A-Za-z0-9_-]+)", invite)
+    assert code is not None
+    await running_bot.agree(CLIENT)
+    await client.send(f"/start {code.group(1)}")
+    await client.press(client.button_labels()[0])  # yes, share
+    async with running_bot.store.sessionmaker() as session, session.begin():
+        for user_id, where in ((COACH, "Europe/Rome"), (CLIENT, zone)):
+            person = await session.get(User, user_id)
+            assert person is not None
+            person.time_zone = where
+        session.add(Goal(user_id=CLIENT, title="Parlare con la mia responsabile",
+                         baseline=3, current=3, target=8))
+
+    # The coach, in Italian: client, the day after tomorrow (Rome), 18:00, an hour, video.
+    await coach.send("/schedule")
+    await coach.press("\u2068Noa\u2069")
+    day = datetime.now(UTC).astimezone(zone_of("Europe/Rome")).date() + timedelta(days=2)
+    await coach.press(format_skeleton("MMMEd", day, locale="it"))
+    await coach.press("18:00")
+    await coach.press("60 min")
+    await coach.press("In videochiamata")
+    place = await coach.press("Solo questa volta")
+    assert "link della videochiamata" in (place[-1].text or "")
+    done = await coach.send("https://meet.example/noa")
+    assert (done[-1].text or "").startswith("Sessione fissata con \u2068Noa\u2069:")
+    assert "18:00" in (done[-1].text or "")
+
+    told = await client.replies()
+    assert told[-1].kind == "document"
+    calendar = Calendar.from_ical(running_bot.fake.documents[-1].content)
+    [event] = calendar.walk("VEVENT")
+    async with running_bot.store.sessionmaker() as session:
+        session_row = (await session.execute(select(CoachingSession))).scalar_one()
+    assert event.decoded("dtstart").astimezone(UTC) == session_row.starts_at
+    local = session_row.starts_at.astimezone(zone_of(zone))
+    assert f"{local:%H:%M}" in (told[0].text or "")  # the client's own clock
+
+    # The reminder, with "I can't make it"; the coach hears of it.
+    await _due_now(running_bot, "session_reminder")
+    reminder = await client.replies(timeout=30)
+    assert reminder[0].reply_markup is not None
+    await coach.replies(timeout=30)  # the coach's own reminder
+    await client.press(client.button_labels()[-1])
+    heard = await coach.replies()
+    assert "\u2068Noa\u2069 non riesce a esserci" in (heard[0].text or "")
+
+    # The preparation the day before, in the client's language.
+    await _due_now(running_bot, "session_prep")
+    prep = await client.replies(timeout=30)
+    assert "/cancel" in (prep[0].text or "")
+    await client.send(words[0])
+    await client.send(words[1])
+    closing = await client.press("6")
+    assert closing[-1].text
+
+    # The recap when it is over: what they commit to becomes an action with its date.
+    await _due_now(running_bot, "session_recap")
+    recap = await client.replies(timeout=30)
+    assert recap
+    await client.send(words[2])
+    await client.send(words[3])
+    noted = await client.send(tomorrow_word)
+    assert f"\u2068{words[3]}\u2069" in (noted[-1].text or "")
+    async with running_bot.store.sessionmaker() as session:
+        action = (await session.execute(select(CommitmentAction))).scalar_one()
+    assert action.words == words[3] and action.source == "session"
+    assert action.due_on == datetime.now(UTC).astimezone(zone_of(zone)).date() + timedelta(1)
+
+    # The held-or-missed prompt for the coach once it is over, then the counts.
+    async with running_bot.store.sessionmaker() as session, session.begin():
+        await session.execute(update(CoachingSession).values(
+            starts_at=datetime.now(UTC) - timedelta(hours=2)))
+    await _due_now(running_bot, "session_outcome")
+    await coach.replies(timeout=30)
+    counted = await coach.press("Svolta")
+    assert "Sessioni concordate: 1 · svolte: 1 · rimaste: 0" in (counted[0].text or "")

@@ -1,0 +1,117 @@
+"""Session planning rules across time zones and daylight saving, and the calendar file read
+back by the icalendar library at the right instant."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from icalendar import Calendar
+
+from bot.coaching.calendar import CalendarSession, session_ics
+from bot.schedule.planning import Profile
+from bot.schedule.sessions import (
+    Planned,
+    Repeat,
+    SessionWork,
+    after_due,
+    prep_due,
+    reminder_due,
+    series,
+    session_plan,
+    start_utc,
+)
+
+ROME = Profile(time_zone="Europe/Rome", checkin_hour=8)
+NEW_YORK = Profile(time_zone="America/New_York", checkin_hour=9)
+COACH, CLIENT = 1, 2
+
+
+def utc(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)
+
+
+def test_a_weekly_series_keeps_its_wall_clock_across_the_setters_dst_change() -> None:
+    # A coach in Rome sets Mondays 18:00 from 23 March 2026; Europe moves to summer time on
+    # the 29th, New York already did on the 8th.
+    starts = [start_utc(s, "Europe/Rome")
+              for s in series(datetime(2026, 3, 23, 18, 0), Repeat.WEEKLY, 3)]
+    assert starts == [utc(2026, 3, 23, 17), utc(2026, 3, 30, 16), utc(2026, 4, 6, 16)]
+    # The client in New York sees 13:00 and then 12:00: the session moved for them only.
+    assert [s.astimezone(NEW_YORK.zone).hour for s in starts] == [13, 12, 12]
+    fortnightly = series(datetime(2026, 3, 23, 18, 0), Repeat.FORTNIGHTLY, 2)
+    assert fortnightly[1] == datetime(2026, 4, 6, 18, 0)
+    assert series(datetime(2026, 3, 23, 18, 0), Repeat.ONCE, 6) == [datetime(2026, 3, 23, 18)]
+
+
+def test_a_series_set_in_new_york_crosses_the_autumn_change_there() -> None:
+    starts = [start_utc(s, "America/New_York")
+              for s in series(datetime(2026, 10, 26, 8, 30), Repeat.WEEKLY, 2)]
+    # 08:30 EDT (UTC-4), then 08:30 EST (UTC-5) after 1 November.
+    assert starts == [utc(2026, 10, 26, 12, 30), utc(2026, 11, 2, 13, 30)]
+    # For the client in Rome (summer time ended 25 October) that is 13:30, then 14:30.
+    assert [s.astimezone(ROME.zone).strftime("%H:%M") for s in starts] == ["13:30", "14:30"]
+
+
+def test_a_start_in_the_spring_forward_gap_moves_to_the_end_of_the_gap() -> None:
+    assert start_utc(datetime(2026, 3, 29, 2, 30), "Europe/Rome") == utc(2026, 3, 29, 1)
+
+
+def test_the_plan_of_a_session_for_a_coach_and_a_client_in_different_zones() -> None:
+    starts = utc(2026, 3, 30, 16)  # 18:00 in Rome, 12:00 in New York
+    now = utc(2026, 3, 20)
+    plan = session_plan(starts, 60, coach_id=COACH, coach=ROME, client_id=CLIENT,
+                        client=NEW_YORK, now=now)
+    assert plan == [
+        # The day before at the client's 09:00 check-in time (EDT).
+        Planned(CLIENT, SessionWork.PREP, utc(2026, 3, 29, 13)),
+        Planned(CLIENT, SessionWork.REMINDER, utc(2026, 3, 30, 15)),
+        Planned(COACH, SessionWork.REMINDER, utc(2026, 3, 30, 15)),
+        Planned(CLIENT, SessionWork.RECAP, utc(2026, 3, 30, 17)),
+        Planned(COACH, SessionWork.OUTCOME, utc(2026, 3, 30, 17)),
+    ]
+    # Nothing in the past: once the session started, only what follows it.
+    later = session_plan(starts, 60, coach_id=COACH, coach=ROME, client_id=CLIENT,
+                         client=NEW_YORK, now=starts)
+    assert [p.work for p in later] == [SessionWork.RECAP, SessionWork.OUTCOME]
+
+
+def test_quiet_hours_bring_a_reminder_forward_and_hold_a_recap_back() -> None:
+    tokyo = Profile(time_zone="Asia/Tokyo", checkin_hour=7, quiet_start=22 * 60,
+                    quiet_end=7 * 60)
+    starts = datetime(2026, 5, 12, 7, 30, tzinfo=tokyo.zone)  # 06:30 would be quiet
+    assert reminder_due(starts, tokyo).astimezone(tokyo.zone) == datetime(
+        2026, 5, 11, 22, 0, tzinfo=tokyo.zone)
+    late = datetime(2026, 5, 12, 21, 30, tzinfo=tokyo.zone)  # over at 22:30: quiet
+    assert after_due(late, 60, tokyo).astimezone(tokyo.zone) == datetime(
+        2026, 5, 13, 7, 0, tzinfo=tokyo.zone)
+    assert after_due(starts, 60, tokyo) == starts + timedelta(hours=1)
+    # The day before at 07:00 is before the session; a check-in time after an early
+    # session's start the day before still counts, one on the same day would not.
+    assert prep_due(starts, tokyo) == datetime(2026, 5, 11, 7, 0, tzinfo=tokyo.zone)
+
+
+def test_the_calendar_file_reads_back_at_the_right_instant_and_updates_the_same_event() -> None:
+    made = utc(2026, 3, 1)
+    base = CalendarSession(uid="s-1@coachbot", sequence=0,
+                           local_start=datetime(2026, 3, 30, 18, 0), zone="Europe/Rome",
+                           minutes=45, summary="Coaching session", location="Via Roma 1",
+                           cancelled=False, stamp=made)
+    [event] = Calendar.from_ical(session_ics(base)).walk("VEVENT")
+    assert event.decoded("dtstart").astimezone(UTC) == utc(2026, 3, 30, 16)
+    assert event.decoded("dtend").astimezone(UTC) == utc(2026, 3, 30, 16, 45)
+    assert str(event["uid"]) == "s-1@coachbot" and int(event["sequence"]) == 0
+    assert str(event["status"]) == "CONFIRMED" and str(event["location"]) == "Via Roma 1"
+    calendar = Calendar.from_ical(session_ics(base))
+    assert [str(tz["tzid"]) for tz in calendar.walk("VTIMEZONE")] == ["Europe/Rome"]
+
+    moved = CalendarSession(**{**base.__dict__, "sequence": 1,
+                               "local_start": datetime(2026, 3, 31, 9, 0)})
+    [event] = Calendar.from_ical(session_ics(moved)).walk("VEVENT")
+    assert (str(event["uid"]), int(event["sequence"])) == ("s-1@coachbot", 1)
+    assert event.decoded("dtstart").astimezone(UTC) == utc(2026, 3, 31, 7)
+
+    cancelled = CalendarSession(**{**base.__dict__, "sequence": 2, "cancelled": True})
+    calendar = Calendar.from_ical(session_ics(cancelled))
+    [event] = calendar.walk("VEVENT")
+    assert str(calendar["method"]) == "CANCEL" and str(event["status"]) == "CANCELLED"
+    assert int(event["sequence"]) == 2

@@ -1,0 +1,171 @@
+"""The button flows behind /schedule, /sessions and /actions, played in process: a coach in
+Rome schedules a fortnightly series with a client in Tel Aviv, moves one, cancels the rest;
+forged button data gets nowhere; the client marks an action done."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from icalendar import Calendar
+from sqlalchemy import select
+
+from bot.dialogue import DialogueSet, load_dialogues
+from bot.engine import Turn
+from bot.store import (
+    ActionSource,
+    CoachingSession,
+    CoachLink,
+    CommitmentAction,
+    Outbox,
+    Store,
+    User,
+)
+from bot.telegram.sessions import SessionFlows
+
+REPO = Path(__file__).parents[2]
+NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)  # a Friday
+COACH, CLIENT, OTHER = 10, 20, 30
+
+
+@pytest.fixture(scope="module")
+def dialogues() -> DialogueSet:
+    return load_dialogues(REPO / "dialogues")
+
+
+@pytest.fixture(autouse=True)
+def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every turn happens at NOW."""
+    monkeypatch.setattr("bot.store.store.utcnow", lambda: NOW)
+
+
+@pytest.fixture
+async def db(store: Store) -> Store:
+    async with store.sessionmaker() as s, s.begin():
+        s.add(User(id=COACH, is_coach=True, time_zone="Europe/Rome", locale="it",
+                   first_name="Marta", consent_at=NOW))
+        s.add(User(id=CLIENT, time_zone="Asia/Jerusalem", locale="he", first_name="נועה",
+                   consent_at=NOW))
+        s.add(User(id=OTHER, is_coach=True, consent_at=NOW))
+        await s.flush()
+        s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW))
+    return store
+
+
+async def press(store: Store, flows: SessionFlows, user: int, data: str) -> list[dict[str, Any]]:
+    """Press a button as ``user``; what the turn queued for them."""
+    kind, _, rest = data.partition(":")
+    method = flows.step if kind == "session" else flows.action_button
+    await store.run_turn(user, lambda t: method(t, rest))
+    return await queued(store, user)
+
+
+async def queued(store: Store, user: int) -> list[dict[str, Any]]:
+    async with store.sessionmaker() as s, s.begin():
+        rows = list((await s.execute(select(Outbox).where(
+            Outbox.chat_id == user, Outbox.status == "pending").order_by(Outbox.id))).scalars())
+        for row in rows:
+            row.status = "sent"
+        return [row.payload for row in rows]
+
+
+def data_of(payload: dict[str, Any], index: int = 0) -> str:
+    return str(payload["buttons"][index]["data"])
+
+
+async def test_a_coach_schedules_a_series_moves_one_and_cancels_the_rest(
+        db: Store, dialogues: DialogueSet) -> None:
+    flows = SessionFlows(dialogues)
+    [who] = await press(db, flows, COACH, "session:new")
+    assert [b["label"] for b in who["buttons"]] == ["\u2068\u05e0\u05d5\u05e2\u05d4\u2069"]
+    [days] = await press(db, flows, COACH, data_of(who))
+    assert days["buttons"][3]["data"] == f"session:new:{CLIENT}:260323"  # Monday
+    [times] = await press(db, flows, COACH, data_of(days, 3))
+    eighteen = next(b["data"] for b in times["buttons"] if b["label"] == "18:00")
+    [lengths] = await press(db, flows, COACH, eighteen)
+    [modes] = await press(db, flows, COACH, data_of(lengths, 2))  # 60 min
+    assert [b["label"] for b in modes["buttons"]] == ["Di persona", "Al telefono",
+                                                      "In videochiamata"]
+    [repeat] = await press(db, flows, COACH, data_of(modes, 2))  # video
+    [count] = await press(db, flows, COACH, data_of(repeat, 2))  # every two weeks
+    [place] = await press(db, flows, COACH, data_of(count, 0))  # 4 sessions
+    assert "videochiamata" in place["text"]
+    await db.run_turn(COACH, lambda t: _converse(t, dialogues, "https://meet.example/x"))
+    told = await queued(db, COACH)
+    assert [m["text"].split("\n")[0] for m in told] == [
+        "Grazie.", "4 sessioni fissate con \u2068נועה\u2069:"]
+    async with db.sessionmaker() as s:
+        sessions = list((await s.execute(select(CoachingSession).order_by(
+            CoachingSession.starts_at))).scalars())
+    assert [c.local_start for c in sessions] == [
+        datetime(2026, 3, 23, 18), datetime(2026, 4, 6, 18), datetime(2026, 4, 20, 18),
+        datetime(2026, 5, 4, 18)]
+    client_got = await queued(db, CLIENT)
+    assert "19:00" in client_got[0]["text"]  # 18:00 in Rome is 19:00 in Jerusalem
+    calendar = Calendar.from_ical(bytes.fromhex(client_got[1]["document"]))
+    assert len(calendar.walk("VEVENT")) == 4
+
+    # Move the second to Wednesday 1 April at 09:30 (Rome).
+    [day] = await press(db, flows, COACH, f"session:move:{sessions[1].id}")
+    tuesday = next(b["data"] for b in day["buttons"] if b["data"].endswith(":260401"))
+    [at] = await press(db, flows, COACH, tuesday)
+    half_past_nine = next(b["data"] for b in at["buttons"] if b["label"] == "09:30")
+    await press(db, flows, COACH, half_past_nine)
+    moved = await queued(db, CLIENT)
+    [event] = Calendar.from_ical(bytes.fromhex(moved[1]["document"])).walk("VEVENT")
+    assert (str(event["uid"]), int(event["sequence"])) == (sessions[1].uid, 1)
+    assert event.decoded("dtstart").astimezone(UTC) == datetime(2026, 4, 1, 7, 30, tzinfo=UTC)
+
+    # Cancel the third and the rest; another coach can't touch them, forged data neither.
+    assert "non è più" in (await press(db, flows, COACH, "session:rest:999"))[0]["text"]
+    await press(db, flows, OTHER, f"session:rest:{sessions[2].id}")
+    await press(db, flows, COACH, f"session:rest:{sessions[2].id}")
+    cancelled = await queued(db, CLIENT)
+    calendar = Calendar.from_ical(bytes.fromhex(cancelled[1]["document"]))
+    assert str(calendar["method"]) == "CANCEL"
+    assert [str(e["status"]) for e in calendar.walk("VEVENT")] == ["CANCELLED"] * 2
+    [listing] = await press(db, flows, CLIENT, "session:new")  # not a coach
+    assert "/schedule" in listing["text"]
+    await db.run_turn(CLIENT, lambda t: flows.sessions(t))
+    [mine] = await queued(db, CLIENT)
+    assert mine["text"].count("\n") == 3 and "buttons" not in mine  # two sessions + counts
+    assert "\u20682\u2069" in mine["text"].splitlines()[-1]
+
+
+@pytest.mark.parametrize("forged", [
+    "session:new:999", f"session:new:{CLIENT}:261399", f"session:new:{CLIENT}:260323:0315",
+    f"session:new:{CLIENT}:260323:1800:61", f"session:new:{CLIENT}:260323:1800:60:x",
+    "session:move:abc", "session:held:1",
+])
+async def test_forged_session_buttons_get_nowhere(db: Store, dialogues: DialogueSet,
+                                                  forged: str) -> None:
+    flows = SessionFlows(dialogues)
+    answer = await press(db, flows, COACH, forged)
+    assert len(answer) == 1 and "buttons" not in answer[0]
+    async with db.sessionmaker() as s:
+        assert (await s.execute(select(CoachingSession))).first() is None
+
+
+async def test_the_client_marks_an_action_done_from_actions(db: Store,
+                                                           dialogues: DialogueSet) -> None:
+    flows = SessionFlows(dialogues)
+    async with db.sessionmaker() as s, s.begin():
+        s.add(CommitmentAction(user_id=CLIENT, words="לקרוא פרק", source=ActionSource.DAILY,
+                               due_on=date(2026, 3, 19), created_at=NOW))
+    await db.run_turn(CLIENT, lambda t: flows.actions(t))
+    [listing] = await queued(db, CLIENT)
+    assert "\u2068לקרוא פרק\u2069" in listing["text"]
+    done = await press(db, flows, CLIENT, data_of(listing, 0))
+    assert "buttons" not in done[1]  # nothing open any more
+    again = await press(db, flows, CLIENT, data_of(listing, 1))  # drop after done: refused
+    assert len(again) == 2
+
+
+async def _converse(t, dialogues, text):  # type: ignore[no-untyped-def]
+    from bot.coaching.conversation import converse, enqueue_replies
+
+    outcome = await converse(t, dialogues, Turn(text=text), t.now)
+    enqueue_replies(t, outcome)
+    return outcome
