@@ -34,6 +34,9 @@ TABLE_LABELS: dict[str, str] = {
                  "words)."),
     "coach_events": N_("What your coach was told about, without any content: an exercise "
                        "done, partly done or skipped, or that I saw signs of a crisis."),
+    "groups": N_("The groups you coach, if you are a coach: their names and links."),
+    "group_members": N_("The groups you joined or left, when, and what you let the coach "
+                        "see."),
 }
 
 

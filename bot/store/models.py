@@ -4,6 +4,7 @@ a drift test keeps the two in step."""
 from __future__ import annotations
 
 from datetime import date, datetime
+from enum import Enum
 from typing import Any
 
 from sqlalchemy import (
@@ -217,6 +218,8 @@ class Assignment(Base):
     ends_on: Mapped[date | None] = mapped_column(Date)
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # A member's copy of a group assignment (group_assignments.id); NULL: one to one.
+    group_assignment_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
 
     __table_args__ = (
         CheckConstraint(
@@ -224,6 +227,84 @@ class Assignment(Base):
         ),
         Index(None, "client_id", "active"),
     )
+
+
+class GroupKind(Enum):
+    TEAM = "team"  # a team coached towards a shared result
+    COHORT = "cohort"  # people with similar goals going through a programme together
+
+
+class Visibility(Enum):
+    """What a member lets the group's coach see of their own progress."""
+
+    FIGURES = "figures"  # only counted in the group's figures (at least three people)
+    PROGRESS = "progress"  # also their own progress, as a one-to-one client's
+
+
+def _check_in(column: str, enum: type[Enum]) -> str:
+    return f"{column} IN ({', '.join(repr(e.value) for e in enum)})"
+
+
+class Group(Base):
+    """A coach's team or cohort. Its figures for windows that start before
+    ``withheld_before`` are not shown (a member's data was erased since: see
+    bot/coaching/group_figures.py)."""
+
+    __tablename__ = "groups"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    name: Mapped[str] = mapped_column(EncryptedText)
+    kind: Mapped[str] = mapped_column(String(16))
+    invite_code: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The group's own Telegram chat, linked by its coach; its language.
+    chat_id: Mapped[int | None] = mapped_column(BigInteger, unique=True)
+    chat_locale: Mapped[str] = mapped_column(String(35), default="en", server_default="en")
+    withheld_before: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (CheckConstraint(_check_in("kind", GroupKind), name="kind"),)
+
+
+class GroupMember(Base):
+    """A person's membership of a group, joined by their own consent in private."""
+
+    __tablename__ = "group_members"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    group_id: Mapped[int] = mapped_column(BigId, ForeignKey("groups.id", ondelete="CASCADE"),
+                                          index=True)
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    visibility: Mapped[str] = mapped_column(String(16))
+    joined_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    left_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The coach link this membership made (Visibility.PROGRESS), ended when they leave.
+    link_id: Mapped[int | None] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        CheckConstraint(_check_in("visibility", Visibility), name="visibility"),
+        Index("uq_group_members_active", "group_id", "user_id", unique=True,
+              sqlite_where=text("left_at IS NULL"), postgresql_where=text("left_at IS NULL")),
+    )
+
+
+class GroupAssignment(Base):
+    """An exercise assigned to a whole group: each member gets their own copy (an
+    ``Assignment``), planned in their own zone; a member who joins later gets one too."""
+
+    __tablename__ = "group_assignments"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    group_id: Mapped[int] = mapped_column(BigId, ForeignKey("groups.id", ondelete="CASCADE"),
+                                          index=True)
+    exercise_slug: Mapped[str] = mapped_column(String(64))
+    exercise_id: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("exercises.id", ondelete="CASCADE"))
+    schedule: Mapped[dict[str, Any]] = mapped_column(JSON)
+    starts_on: Mapped[date] = mapped_column(Date)
+    ends_on: Mapped[date | None] = mapped_column(Date)
+    active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class PlannedCheckin(Base):
@@ -346,4 +427,6 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("outbox", "chat_id"),
     ("coach_events", "coach_id"),
     ("coach_events", "client_id"),
+    ("groups", "coach_id"),
+    ("group_members", "user_id"),
 )

@@ -38,6 +38,8 @@ from .models import (
     Conversation,
     Exercise,
     Goal,
+    Group,
+    GroupMember,
     Invite,
     Outbox,
     PlannedCheckin,
@@ -717,6 +719,14 @@ async def erase(session: AsyncSession, user_id: int) -> None:
     )
     await session.execute(
         delete(Invite).where(or_(Invite.coach_id == user_id, Invite.used_by == user_id))
+    )
+    # Their data leaves their groups' figures; the weeks that counted them are withheld
+    # from now on, so figures before and after cannot be compared (group_figures.py).
+    await session.execute(
+        update(Group)
+        .where(Group.id.in_(select(GroupMember.group_id).where(GroupMember.user_id == user_id)))
+        .values(withheld_before=utcnow())
+        .execution_options(synchronize_session=False)
     )
     await session.execute(
         update(ProcessedUpdate)

@@ -21,6 +21,9 @@ from bot.store import (
     Conversation,
     Exercise,
     Goal,
+    Group,
+    GroupAssignment,
+    GroupMember,
     Invite,
     Outbox,
     PlannedCheckin,
@@ -34,8 +37,9 @@ CLIENT, COACH, OTHER = 41, 42, 43
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 WORDS = "CLIENT-WORDS"  # in every value that is the client's, or about them
 COACH_WORDS = "COACH-WORDS"
-#: Tables that hold nothing about a person (none yet).
-NOT_PERSONAL: frozenset[str] = frozenset()
+#: Tables that hold nothing about a person: which exercise a group does (it goes with its
+#: group, which goes with its coach).
+NOT_PERSONAL: frozenset[str] = frozenset({"group_assignments"})
 
 
 async def _populate(store: Store) -> None:
@@ -64,10 +68,25 @@ async def _populate(store: Store) -> None:
                             instructions=f"{COACH_WORDS} how", questions=["q"])
         s.add(exercise)
         await s.flush()
+        group = Group(coach_id=COACH, name=f"{COACH_WORDS} team", kind="team",
+                      invite_code="g-code", created_at=NOW, chat_id=-100, chat_locale="it",
+                      withheld_before=NOW)
+        s.add(group)
+        await s.flush()
+        s.add(GroupMember(group_id=group.id, user_id=CLIENT, visibility="progress",
+                          joined_at=NOW, left_at=NOW, link_id=1))
+        s.add(GroupMember(group_id=group.id, user_id=OTHER, visibility="figures",
+                          joined_at=NOW))
+        for_group = GroupAssignment(group_id=group.id, exercise_slug="breathing",
+                                    exercise_id=exercise.id, schedule={"kind": "daily"},
+                                    starts_on=date(2026, 1, 5), ends_on=date(2026, 1, 9),
+                                    active=True, created_at=NOW)
+        s.add(for_group)
+        await s.flush()
         assignment = Assignment(coach_id=COACH, client_id=CLIENT, exercise_slug="breathing",
                                 exercise_id=exercise.id, schedule={"kind": "daily"},
                                 starts_on=date(2026, 1, 5), ends_on=date(2026, 1, 9),
-                                active=True, created_at=NOW)
+                                active=True, created_at=NOW, group_assignment_id=for_group.id)
         s.add(assignment)
         await s.flush()
         s.add(PlannedCheckin(user_id=CLIENT, kind="exercise", ref=str(assignment.id),
