@@ -568,6 +568,39 @@ class FakeBotApi:
         }
         return self._enqueue({"callback_query": query})
 
+    def bot_membership(self, chat_id: int, by_user: int, status: str, *,
+                       chat_type: str = "group") -> int:
+        """`by_user` adds the bot to a group chat (``status`` "member" or "administrator")
+        or removes it ("left", "kicked"): a ``my_chat_member`` update, as Telegram sends."""
+        user = self._known_user(by_user)
+        chat = self._chats.setdefault(chat_id, {"id": chat_id, "type": chat_type,
+                                                "title": "Test group"})
+        before = "left" if status in ("member", "administrator") else "member"
+
+        def member(state: str) -> JSON:
+            extra: JSON = {"until_date": 0} if state == "kicked" else {}
+            if state == "administrator":
+                extra = {"can_be_edited": False, "is_anonymous": False,
+                         "can_manage_chat": True, "can_delete_messages": True,
+                         "can_manage_video_chats": True, "can_restrict_members": True,
+                         "can_promote_members": False, "can_change_info": True,
+                         "can_invite_users": True, "can_post_stories": False,
+                         "can_edit_stories": False, "can_delete_stories": False}
+            return {"status": state, "user": self._bot_user(), **extra}
+
+        return self._enqueue({"my_chat_member": {
+            "chat": chat, "from": user, "date": int(time.time()),
+            "old_chat_member": member(before), "new_chat_member": member(status)}})
+
+    def migrate_group(self, chat_id: int, new_chat_id: int, by_user: int) -> int:
+        """A group becomes a supergroup: the service message in the old chat that carries
+        ``migrate_to_chat_id``."""
+        message = self._user_message(self._known_user(by_user), "group", chat_id,
+                                     {"migrate_to_chat_id": new_chat_id})
+        self._chats[new_chat_id] = {"id": new_chat_id, "type": "supergroup",
+                                    "title": "Test group"}
+        return self._enqueue({"message": message})
+
     def send_raw(self, update: JSON) -> int:
         """Enqueue any update dict (unknown types, fuzzing); update_id is added if missing."""
         update = copy.deepcopy(update)

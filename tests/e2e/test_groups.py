@@ -1,0 +1,105 @@
+"""Groups on Telegram through the fake Bot API: a coach makes a group, people join in
+private, the coach links the group's own chat (``my_chat_member`` when the bot is added
+and removed, ``migrate_to_chat_id``), commands there get a pointer to the private chat, and
+a crisis seen there is answered in private only."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from bot.coaching.links import make_coach
+from tests.e2e.conftest import RunningBot
+
+COACH, ANA, BO, CI, STRANGER = 501, 502, 503, 504, 505
+CHAT, SUPERGROUP, UNLINKED = -700, -100700, -800
+
+
+async def quiet(bot: RunningBot, chat_id: int, count: int) -> None:
+    """The chat still has exactly ``count`` messages a moment later."""
+    await asyncio.sleep(0.8)
+    assert len(bot.fake.messages_to(chat_id)) == count, [
+        m.text for m in bot.fake.messages_to(chat_id)]
+
+
+async def test_a_group_from_the_link_to_its_own_chat(running_bot: RunningBot) -> None:
+    fake = running_bot.fake
+    async with running_bot.store.sessionmaker() as session, session.begin():
+        await make_coach(session, COACH)
+    coach = running_bot.user(COACH, first_name="Marta")
+    made = await coach.send("/newgroup Sales team")
+    found = re.search(r"start=(group_[A-Za-z0-9_-]+)", made[0].text or "")
+    assert found is not None and "Sales team" in (made[0].text or "")
+    await coach.press("Team")
+
+    members = [running_bot.user(uid, first_name=name) for uid, name in
+               ((ANA, "Ana"), (BO, "Bo"), (CI, "Ci"))]
+    await running_bot.agree(ANA, BO, CI, STRANGER)
+    for member, choice in zip(members, ("Join: group figures only",
+                                        "Join and share my progress",
+                                        "Join: group figures only"), strict=True):
+        offer = await member.send(f"/start {found.group(1)}")
+        assert "\u2068Marta\u2069 invites you to join the group" in (offer[0].text or "")
+        welcome = await member.press(choice)
+        assert "Welcome to" in (welcome[0].text or "")
+    again = await members[0].send(f"/start {found.group(1)}")
+    assert again[0].text == "You are already in this group."
+
+    await coach.send("/groups")
+    shown = await coach.press("\u2068Sales team\u2069 (3)")
+    view = shown[0].text or ""
+    assert "Members: 3" in view and "\u2068Bo\u2069 (also shares their own progress)" in view
+    linking = await coach.press("Link the group's Telegram chat")
+    chat_link = re.search(r"startgroup=(gchat_[A-Za-z0-9_-]+)", linking[0].text or "")
+    assert chat_link is not None
+
+    # Someone else adds the bot to a group and tries the coach's link: refused.
+    fake.bot_membership(UNLINKED, STRANGER, "member")
+    fake.send_text(STRANGER, f"/start {chat_link.group(1)}", chat_type="group",
+                   chat_id=UNLINKED)
+    refused = await fake.wait_for_messages(UNLINKED, 1)
+    assert "Only the group's coach can link" in (refused[0].text or "")
+    fake.send_text(ANA, "/checkin", chat_type="group", chat_id=UNLINKED, first_name="Ana")
+    unlinked = await fake.wait_for_messages(UNLINKED, 2)
+    assert "only talk in private chats" in (unlinked[1].text or "")
+
+    # The coach adds the bot (Telegram's startgroup link sends /start with the payload).
+    fake.bot_membership(CHAT, COACH, "administrator")
+    fake.send_text(COACH, f"/start@{fake.bot_username} {chat_link.group(1)}",
+                   chat_type="group", chat_id=CHAT, first_name="Marta")
+    hello = await fake.wait_for_messages(CHAT, 1)
+    assert (hello[0].text or "").startswith("Hello, “\u2068Sales team\u2069”!")
+
+    # A command there: a pointer to the private chat, nothing else.
+    fake.send_text(BO, "/progress", chat_type="group", chat_id=CHAT, first_name="Bo")
+    pointer = await fake.wait_for_messages(CHAT, 2)
+    assert f"https://t.me/{fake.bot_username}" in (pointer[1].text or "")
+    # A crisis seen there is answered in private, and not a word in the group.
+    private_before = len(fake.messages_to(CI))
+    fake.send_text(CI, f"@{fake.bot_username} i want to kill myself tonight, i have the "
+                   "pills ready", chat_type="group", chat_id=CHAT, first_name="Ci")
+    helped = await fake.wait_for_messages(CI, private_before + 1)
+    assert any("pausing our coaching" in (m.text or "") for m in helped[private_before:])
+    await quiet(running_bot, CHAT, 2)
+
+    # The group becomes a supergroup: the link follows it.
+    fake.migrate_group(CHAT, SUPERGROUP, COACH)
+    await asyncio.sleep(0.5)
+    fake.send_text(ANA, "/help", chat_type="supergroup", chat_id=SUPERGROUP, first_name="Ana")
+    moved = await fake.wait_for_messages(SUPERGROUP, 1)
+    assert "Let's talk in private" in (moved[0].text or "")
+    # Removed from the group: the link ends, and the bot refuses the chat again.
+    fake.bot_membership(SUPERGROUP, COACH, "kicked", chat_type="supergroup")
+    await asyncio.sleep(0.5)
+    fake.send_text(ANA, "/help", chat_type="supergroup", chat_id=SUPERGROUP, first_name="Ana")
+    gone = await fake.wait_for_messages(SUPERGROUP, 2)
+    assert "only talk in private chats" in (gone[1].text or "")
+
+    # A member leaves with /leave; a forged leave of a group they are not in gets nothing.
+    await members[0].send("/leave")
+    left = await members[0].press("\u2068Sales team\u2069")
+    assert left[0].text == ("Done: you have left “\u2068Sales team\u2069”. Its exercises stop "
+                            "for you.")
+    stranger = running_bot.user(STRANGER)
+    await stranger.send("/leave")
+    assert stranger.messages[-1].text == "You are not in any group."
