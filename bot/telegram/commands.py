@@ -146,12 +146,12 @@ COMMANDS = CommandRegistry(
                    N_("Assign an exercise to a client")),
     BotCommandSpec("newexercise", CO, lambda h, c: h.in_turn(c, h.coach.new_exercise),
                    N_("Write an exercise of your own")),
+    BotCommandSpec("progress", CO, _progress, N_("A client's progress: /progress name"),
+                   in_menu=False),  # the client's /progress is in the menu already
     BotCommandSpec("newgroup", CO, lambda h, c: h.in_turn(c, h.groups.new_group),
                    N_("Make a group (a team or a cohort): /newgroup name")),
     BotCommandSpec("groups", CO, lambda h, c: h.in_turn(c, h.groups.list_groups),
                    N_("Your groups: members, figures, assigning to everyone")),
-    BotCommandSpec("progress", CO, _progress, N_("A client's progress: /progress name"),
-                   in_menu=False),  # the client's /progress is in the menu already
     BotCommandSpec("makecoach", AD, lambda h, c: h.coach.make_coach(c)),
 )
 

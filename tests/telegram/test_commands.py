@@ -22,8 +22,8 @@ from bot.telegram.commands import (
 
 EN = translator_for("en")
 CLIENT_COMMANDS = ["sos", "checkin", "goal", "progress", "exercises", "reminders", "timezone",
-                   "language", "cancel", "coach", "export", "delete", "help"]
-COACH_COMMANDS = ["invite", "clients", "assign", "newexercise"]
+                   "language", "cancel", "coach", "export", "delete", "leave", "help"]
+COACH_COMMANDS = ["invite", "clients", "assign", "newexercise", "newgroup", "groups"]
 
 
 async def nothing(h: Any, c: Any) -> None:
