@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.coaching.assignments import CUSTOM_EXERCISE
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.events import event_for_status, notify_coaches
+from bot.coaching.groups import apply_group_dialogues
 from bot.coaching.safety import pause_after_crisis, record_signal
 from bot.coaching.streaks import streak
 from bot.config import DEFAULT_MIN_AGE
@@ -243,5 +244,6 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         await pause_after_crisis(t, now)
     await apply_goals(t, outcome, now)
     await apply_new_exercise(t, outcome)
+    await apply_group_dialogues(t, outcome)
     t.set_state(outcome.state.to_dict())
     return outcome

@@ -29,18 +29,23 @@ from bot.coaching.coach_errors import (
     UnknownExercise,
 )
 from bot.coaching.links import active_link, is_coach, stop_assignments
+from bot.engine import Outcome, Reply
+from bot.engine.state import Button
+from bot.i18n import translator_for
 from bot.store import (
     Assignment,
     CoachLink,
     Exercise,
     Group,
     GroupAssignment,
+    GroupContribution,
     GroupKind,
     GroupMember,
     PlannedCheckin,
     User,
     Visibility,
 )
+from bot.store import Turn as StoreTurn
 
 MAX_NAME = 64
 CODE_BYTES = 24  # as a one-to-one invite: 192 bits
@@ -331,3 +336,111 @@ async def is_member(session: AsyncSession, user_id: int, group_id: int) -> bool:
     return bool(await session.scalar(select(exists().where(and_(
         GroupMember.group_id == group_id, GroupMember.user_id == user_id, current())))))
 
+
+
+# -- a team's shared goal -----------------------------------------------------------------
+
+GROUP_GOAL = "group_goal"  # the coach writes the team's goal
+GROUP_CONTRIBUTION = "group_contribution"  # a member's own part in it, in private
+
+
+async def set_shared_goal(session: AsyncSession, coach_id: int, group_id: int, goal: str,
+                          ) -> tuple[Group, list[tuple[int, str]]]:
+    """The coach's team gets its shared goal; returns it with the (id, locale) of its
+    members, who are then asked in private for their own contribution."""
+    group = await coach_group(session, coach_id, group_id)
+    group.shared_goal, group.goal_reached_at = goal, None
+    rows = await session.execute(
+        select(User.id, User.locale).join(GroupMember, GroupMember.user_id == User.id)
+        .where(GroupMember.group_id == group.id, current()).order_by(User.id))
+    await session.flush()
+    return group, [(uid, locale) for uid, locale in rows]
+
+
+async def member_goal(session: AsyncSession, user_id: int, group_id: int) -> str | None:
+    """The shared goal of a group ``user_id`` is in, or None (no goal, or not a member)."""
+    if not await is_member(session, user_id, group_id):
+        return None
+    goal: str | None = await session.scalar(select(Group.shared_goal)
+                                            .where(Group.id == group_id))
+    return goal
+
+
+async def record_contribution(session: AsyncSession, user_id: int, group_id: int,
+                              contribution: str, commitment: str, shared: bool,
+                              now: datetime) -> bool:
+    """A member's contribution and commitment (the latest one counts); False when they
+    are no member any more."""
+    if not await is_member(session, user_id, group_id):
+        return False
+    session.add(GroupContribution(group_id=group_id, user_id=user_id,
+                                  contribution=contribution, commitment=commitment,
+                                  shared=shared, created_at=now))
+    await session.flush()
+    return True
+
+
+@dataclass(frozen=True)
+class SharedContribution:
+    first_name: str | None
+    contribution: str
+    commitment: str
+
+
+async def shared_contributions(session: AsyncSession, coach_id: int,
+                               group_id: int) -> list[SharedContribution]:
+    """Each current member's latest contribution, only where they chose to share it."""
+    await coach_group(session, coach_id, group_id)
+    rows = await session.execute(
+        select(GroupContribution, User.first_name)
+        .join(User, User.id == GroupContribution.user_id)
+        .join(GroupMember, and_(GroupMember.user_id == GroupContribution.user_id,
+                                GroupMember.group_id == group_id, current()))
+        .where(GroupContribution.group_id == group_id)
+        .order_by(GroupContribution.user_id, GroupContribution.id))
+    latest: dict[int, SharedContribution | None] = {}
+    for contribution, name in rows:
+        latest[contribution.user_id] = SharedContribution(
+            name, contribution.contribution, contribution.commitment) \
+            if contribution.shared else None
+    return [c for c in latest.values() if c is not None]
+
+
+async def reach_goal(session: AsyncSession, coach_id: int, group_id: int,
+                     now: datetime) -> Group:
+    group = await coach_group(session, coach_id, group_id)
+    group.goal_reached_at = now
+    await session.flush()
+    return group
+
+
+def contribution_offer(group_id: int, group_name: str, locale: str) -> Reply:
+    """The invitation to say, in private, what one's own part in the team's goal is."""
+    tr = translator_for(locale)
+    return Reply(tr.gettext("The team “{group}” has a shared goal now. What will your own part "
+                            "in it be? Only you decide whether your coach sees your answer.")
+                 .format(group=tr.words(group_name)),
+                 (Button(tr.gettext("Say what my part is"), f"gcontrib:{group_id}"),))
+
+
+async def apply_group_dialogues(t: StoreTurn, outcome: Outcome) -> None:
+    """A coach who saved their team's goal: it is stored and each member is asked, in
+    their own language; a member who finished their contribution: it is stored."""
+    variables = outcome.state.variables
+    group_id = variables.get("group.id")
+    if not isinstance(group_id, int) or isinstance(group_id, bool):
+        return
+    if GROUP_GOAL in outcome.finished and variables.get("group.goal_save") is True \
+            and isinstance(variables.get("group.goal"), str):
+        try:
+            group, members = await set_shared_goal(t.session, t.user_id, group_id,
+                                                   str(variables["group.goal"]))
+        except NotYourGroup:
+            return
+        for member, locale in members:
+            t.enqueue(member, contribution_offer(group.id, group.name, locale).to_payload())
+    elif GROUP_CONTRIBUTION in outcome.finished:
+        await record_contribution(
+            t.session, t.user_id, group_id, str(variables.get("contribution.what") or ""),
+            str(variables.get("contribution.commitment") or ""),
+            variables.get("contribution.share") is True, t.now)

@@ -35,6 +35,8 @@ TABLE_LABELS: dict[str, str] = {
     "coach_events": N_("What your coach was told about, without any content: an exercise "
                        "done, partly done or skipped, or that I saw signs of a crisis."),
     "groups": N_("The groups you coach, if you are a coach: their names and links."),
+    "group_contributions": N_("What you said you would contribute and commit to for your "
+                              "team's shared goal, and whether your coach may see it."),
     "group_members": N_("The groups you joined or left, when, and what you let the coach "
                         "see."),
 }

@@ -262,6 +262,9 @@ class Group(Base):
     chat_id: Mapped[int | None] = mapped_column(BigInteger, unique=True)
     chat_locale: Mapped[str] = mapped_column(String(35), default="en", server_default="en")
     withheld_before: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A team's goal, set by the coach with the team (group_goal dialogue); when reached.
+    shared_goal: Mapped[str | None] = mapped_column(EncryptedText)
+    goal_reached_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (CheckConstraint(_check_in("kind", GroupKind), name="kind"),)
 
@@ -286,6 +289,22 @@ class GroupMember(Base):
         Index("uq_group_members_active", "group_id", "user_id", unique=True,
               sqlite_where=text("left_at IS NULL"), postgresql_where=text("left_at IS NULL")),
     )
+
+
+class GroupContribution(Base):
+    """A member's own contribution and commitment to their team's shared goal, said in
+    private; the coach sees it only when ``shared``."""
+
+    __tablename__ = "group_contributions"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    group_id: Mapped[int] = mapped_column(BigId, ForeignKey("groups.id", ondelete="CASCADE"),
+                                          index=True)
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    contribution: Mapped[str] = mapped_column(EncryptedText)
+    commitment: Mapped[str] = mapped_column(EncryptedText)
+    shared: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class GroupAssignment(Base):
@@ -429,4 +448,5 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("coach_events", "client_id"),
     ("groups", "coach_id"),
     ("group_members", "user_id"),
+    ("group_contributions", "user_id"),
 )

@@ -15,11 +15,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from babel.numbers import format_percent
+from sqlalchemy import select
 from telegram import ChatMemberUpdated, Update
 from telegram.constants import ChatMemberStatus
 from telegram.error import TelegramError
 
 from bot.coaching import coach_errors, group_figures, groups
+from bot.coaching.conversation import Start, converse, enqueue_replies
+from bot.dialogue.model import DialogueSet
+from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import N_, Translator, normalize_locale, translator_for
 from bot.store import Group, GroupKind, Store, User, Visibility
@@ -55,6 +59,7 @@ class GroupHandlers:
     bot_username: Callable[[], str]
     known_exercises: Callable[[], frozenset[str]]
     exercise_choices: Callable[[StoreTurn, Translator], Awaitable[dict[str, str]]]
+    dialogues: DialogueSet
 
     def _link(self, payload: str, *, group_chat: bool = False) -> str:
         return f"https://t.me/{self.bot_username()}?{'startgroup' if group_chat else 'start'}" \
@@ -62,9 +67,10 @@ class GroupHandlers:
 
     async def on_button(self, update: Update, data: str) -> bool:
         kind, _, rest = data.partition(":")
-        steps: dict[str, Callable[[StoreTurn, str], Awaitable[None]]] = {
+        steps: dict[str, Callable[[StoreTurn, str], Awaitable[Outcome | None]]] = {
             "gjoin": self._answer_join, "gleave": self._leave, "grp": self._show,
             "gkind": self._set_kind, "gas": self._assign_step, "gchat": self._chat_link,
+            "ggoal": self._set_goal, "gcontrib": self._contribute, "gdone": self._celebrate,
         }
         step = steps.get(kind)
         if step is None:
@@ -162,9 +168,73 @@ class GroupHandlers:
             tr.gettext("By week (a figure shows only when at least 3 members contributed; "
                        "— means withheld):")]
         lines += [_week_line(w, tr) for w in weeks]
-        say(t, "\n".join(lines), (
-            Button(tr.gettext("Assign an exercise to the group"), f"gas:{group.id}"),
-            Button(tr.gettext("Link the group's Telegram chat"), f"gchat:{group.id}")))
+        buttons = [Button(tr.gettext("Assign an exercise to the group"), f"gas:{group.id}"),
+                   Button(tr.gettext("Link the group's Telegram chat"), f"gchat:{group.id}")]
+        if GroupKind(group.kind) is GroupKind.TEAM:
+            lines += ["", *await self._goal_lines(t, group, tr)]
+            buttons.append(Button(tr.gettext("Set the team's shared goal"), f"ggoal:{group.id}"))
+            if group.shared_goal and group.goal_reached_at is None:
+                buttons.append(Button(tr.gettext("The team reached its goal"),
+                                      f"gdone:{group.id}"))
+        say(t, "\n".join(lines), tuple(buttons))
+
+    @staticmethod
+    async def _goal_lines(t: StoreTurn, group: Group, tr: Translator) -> list[str]:
+        """The team's goal, and the contributions members chose to share (their words)."""
+        if not group.shared_goal:
+            return [tr.gettext("No shared goal yet.")]
+        lines = [tr.gettext("Shared goal: {goal}").format(goal=tr.words(group.shared_goal))]
+        for c in await groups.shared_contributions(t.session, t.user_id, group.id):
+            lines.append("• " + tr.gettext("{name} will contribute: {contribution}; commits "
+                                           "to: {commitment}").format(
+                name=tr.words(c.first_name or ""), contribution=tr.words(c.contribution),
+                commitment=tr.words(c.commitment)))
+        return lines
+
+    async def _set_goal(self, t: StoreTurn, rest: str) -> Outcome | None:
+        group = await self._own_group(t, rest)
+        if group is None:
+            return None
+        outcome = await converse(t, self.dialogues, Start(groups.GROUP_GOAL,
+                                                          {"group.id": group.id}), t.now)
+        enqueue_replies(t, outcome)
+        return outcome
+
+    async def _contribute(self, t: StoreTurn, rest: str) -> Outcome | None:
+        group_id = parse_id(rest)
+        goal = None if group_id is None else await groups.member_goal(t.session, t.user_id,
+                                                                       group_id)
+        if goal is None:
+            say(t, translator_for(t.user.locale).gettext("You are not in that group."))
+            return None
+        outcome = await converse(t, self.dialogues, Start(groups.GROUP_CONTRIBUTION, {
+            "group.id": group_id, "group.goal": goal}), t.now)
+        enqueue_replies(t, outcome)
+        return outcome
+
+    async def _celebrate(self, t: StoreTurn, rest: str) -> None:
+        """The team reached its goal: a celebration in the group's own chat (its language),
+        or, without one, to each member in private (theirs)."""
+        group = await self._own_group(t, rest)
+        if group is None or not group.shared_goal:
+            return
+        group = await groups.reach_goal(t.session, t.user_id, group.id, t.now)
+        goal = group.shared_goal or ""
+
+        def celebration(locale: str) -> dict[str, object]:
+            tr = translator_for(locale)
+            return Reply(tr.gettext("Congratulations, {group}! You reached your shared goal: "
+                                    "{goal}").format(group=tr.words(group.name),
+                                                     goal=tr.words(goal))).to_payload()
+
+        if group.chat_id is not None:
+            t.enqueue(group.chat_id, celebration(group.chat_locale))
+        else:
+            for member in await groups.members_of(t.session, t.user_id, group.id):
+                locale = await t.session.scalar(select(User.locale)
+                                                .where(User.id == member.user_id))
+                t.enqueue(member.user_id, celebration(locale or "en"))
+        say(t, translator_for(t.user.locale).gettext("Done: the team hears it from me."))
 
     async def _chat_link(self, t: StoreTurn, rest: str) -> None:
         group = await self._own_group(t, rest)

@@ -77,7 +77,7 @@ class Handlers:
         self.coach = CoachHandlers(self.dialogues, self._turn, self.admin_ids, self.bot_username)
         self.groups = GroupHandlers(self.store, self._turn, self.bot_username,
                                     lambda: exercise_ids(self.dialogues),
-                                    self.coach.exercise_choices)
+                                    self.coach.exercise_choices, self.dialogues)
 
     # -- plumbing ----------------------------------------------------------------------------
 

@@ -714,15 +714,18 @@ class Sender:
         await self._update(row.id, status="failed", last_error=error)
 
     async def _unreachable(self, row: Claimed, error: str) -> None:
-        """Blocked: the user is unreachable, their check-ins and queued messages stop."""
+        """Blocked: the user is unreachable, their check-ins and queued messages stop. A
+        group chat that removed the bot (a post queued by its coach) stops only its own
+        messages: the coach who queued them is not the one who blocked."""
         async with self.store.sessionmaker() as session, session.begin():
-            await session.execute(update(User).where(User.id == row.user_id)
-                                  .values(reachable=False))
-            await session.execute(
-                update(PlannedCheckin)
-                .where(PlannedCheckin.user_id == row.user_id,
-                       PlannedCheckin.status.in_(("planned", "claimed")))
-                .values(status="cancelled").execution_options(synchronize_session=False))
+            if row.chat_id == row.user_id:
+                await session.execute(update(User).where(User.id == row.user_id)
+                                      .values(reachable=False))
+                await session.execute(
+                    update(PlannedCheckin)
+                    .where(PlannedCheckin.user_id == row.user_id,
+                           PlannedCheckin.status.in_(("planned", "claimed")))
+                    .values(status="cancelled").execution_options(synchronize_session=False))
             await session.execute(
                 update(Outbox)
                 .where(Outbox.chat_id == row.chat_id,

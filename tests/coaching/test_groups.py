@@ -15,8 +15,10 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching import assignments, coach_errors, group_figures, groups, links
+from bot.coaching.conversation import Start, converse
 from bot.coaching.group_figures import Span, Window, closed_weeks, cohort, may_show
 from bot.dialogue import load_dialogues
+from bot.engine import Turn
 from bot.i18n import translator_for
 from bot.schedule.planner import plan
 from bot.schedule.starting import claim_and_start
@@ -25,6 +27,7 @@ from bot.store import (
     Assignment,
     CoachLink,
     Group,
+    GroupContribution,
     GroupKind,
     Outbox,
     PlannedCheckin,
@@ -362,3 +365,56 @@ async def test_completion_counts_the_groups_exercises_done(db: Store) -> None:
     week = await week_figures(db, team, datetime(2026, 3, 10, tzinfo=UTC))
     assert week.completion == pytest.approx(5 / 6)
     assert week.participation == 3
+
+
+# -- a team's shared goal, owned by each ----------------------------------------------------
+
+
+async def talk(store: Store, user: int, *actions: Any) -> None:
+    for action in actions:
+        async with store.turn(user) as t:
+            await converse(t, DIALOGUES, action, t.now)
+
+
+async def test_a_shared_goal_and_each_members_own_part_shared_only_on_their_yes(
+        db: Store) -> None:
+    team = await new_group(db)
+    for member in (ANA, BO, CI):
+        await join(db, team, member)
+    await talk(db, COACH, Start(groups.GROUP_GOAL, {"group.id": team.id}),
+               Turn(text="Ship the new onboarding by June"), Turn(text="yes"))
+    assert await scalar(db, select(Group.shared_goal).where(Group.id == team.id)) == \
+        "Ship the new onboarding by June"
+    offers = (await tx(db, lambda s: s.execute(select(Outbox.chat_id, Outbox.payload).where(
+        Outbox.user_id == COACH, Outbox.chat_id != COACH).order_by(Outbox.chat_id)))).all()
+    assert [(chat, p["buttons"][0]["data"]) for chat, p in offers] == [
+        (m, f"gcontrib:{team.id}") for m in (ANA, BO, CI)]
+    italian = translator_for("it").gettext(
+        "The team “{group}” has a shared goal now. What will your own part in it be? Only "
+        "you decide whether your coach sees your answer.").split("{group}")[0]
+    assert offers[0].payload["text"].startswith(italian) and italian != "The team “"
+    goal = "Ship the new onboarding by June"
+    for member, share in ((ANA, "yes"), (BO, "no")):
+        await talk(db, member, Start(groups.GROUP_CONTRIBUTION, {"group.id": team.id,
+                                                                 "group.goal": goal}),
+                   Turn(text=f"P{member} writes the guide"), Turn(text="draft on Friday"),
+                   Turn(text=share))
+    shared = await tx(db, lambda s: groups.shared_contributions(s, COACH, team.id))
+    assert [(c.first_name, c.contribution) for c in shared] == [
+        (f"P{ANA}", f"P{ANA} writes the guide")]
+    with pytest.raises(coach_errors.NotYourGroup):
+        await tx(db, lambda s: groups.shared_contributions(s, OTHER_COACH, team.id))
+
+
+async def test_a_forged_group_in_the_goal_dialogues_changes_nothing(db: Store) -> None:
+    team = await new_group(db)
+    await join(db, team, ANA)
+    # Another coach finishing the goal dialogue for this group; a non-member a contribution.
+    await talk(db, OTHER_COACH, Start(groups.GROUP_GOAL, {"group.id": team.id}),
+               Turn(text="Hijacked"), Turn(text="yes"))
+    await talk(db, DAN, Start(groups.GROUP_CONTRIBUTION, {"group.id": team.id,
+                                                          "group.goal": "x"}),
+               Turn(text="mine"), Turn(text="now"), Turn(text="yes"))
+    assert await scalar(db, select(Group.shared_goal).where(Group.id == team.id)) is None
+    assert await tx(db, lambda s: groups.member_goal(s, DAN, team.id)) is None
+    assert await scalar(db, select(func.count()).select_from(GroupContribution)) == 0

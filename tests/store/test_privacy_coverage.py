@@ -23,6 +23,7 @@ from bot.store import (
     Goal,
     Group,
     GroupAssignment,
+    GroupContribution,
     GroupMember,
     Invite,
     Outbox,
@@ -70,13 +71,16 @@ async def _populate(store: Store) -> None:
         await s.flush()
         group = Group(coach_id=COACH, name=f"{COACH_WORDS} team", kind="team",
                       invite_code="g-code", created_at=NOW, chat_id=-100, chat_locale="it",
-                      withheld_before=NOW)
+                      withheld_before=NOW, shared_goal=f"{COACH_WORDS} goal",
+                      goal_reached_at=NOW)
         s.add(group)
         await s.flush()
         s.add(GroupMember(group_id=group.id, user_id=CLIENT, visibility="progress",
                           joined_at=NOW, left_at=NOW, link_id=1))
         s.add(GroupMember(group_id=group.id, user_id=OTHER, visibility="figures",
                           joined_at=NOW))
+        s.add(GroupContribution(group_id=group.id, user_id=CLIENT, contribution=f"{WORDS} part",
+                                commitment=f"{WORDS} by Friday", shared=True, created_at=NOW))
         for_group = GroupAssignment(group_id=group.id, exercise_slug="breathing",
                                     exercise_id=exercise.id, schedule={"kind": "daily"},
                                     starts_on=date(2026, 1, 5), ends_on=date(2026, 1, 9),

@@ -6,6 +6,7 @@ Create Date: 2026-12-04
 
 ``groups`` (a coach's team or cohort, its invite code and optionally its linked Telegram
 chat), ``group_members`` (each joined by their own consent, with what the coach may see),
+``group_contributions`` (a member's part in a team's shared goal, said in private),
 ``group_assignments`` (an exercise for the whole group) and ``assignments.group_assignment_id``
 (a member's own copy of one).
 """
@@ -41,6 +42,8 @@ def upgrade() -> None:
         sa.Column("chat_id", sa.BigInteger(), nullable=True),
         sa.Column("chat_locale", sa.String(length=35), server_default="en", nullable=False),
         _when("withheld_before", nullable=True),
+        sa.Column("shared_goal", sa.Text(), nullable=True),
+        _when("goal_reached_at", nullable=True),
         sa.CheckConstraint("kind IN ('team', 'cohort')", name=op.f("ck_groups_kind")),
         sa.ForeignKeyConstraint(["coach_id"], ["users.id"], name=op.f("fk_groups_coach_id_users"),
                                 ondelete="CASCADE"),
@@ -73,6 +76,27 @@ def upgrade() -> None:
                     unique=True, sqlite_where=sa.text("left_at IS NULL"),
                     postgresql_where=sa.text("left_at IS NULL"))
     op.create_table(
+        "group_contributions",
+        sa.Column("id", _ID, nullable=False),
+        sa.Column("group_id", _ID, nullable=False),
+        sa.Column("user_id", sa.BigInteger(), nullable=False),
+        sa.Column("contribution", sa.Text(), nullable=False),
+        sa.Column("commitment", sa.Text(), nullable=False),
+        sa.Column("shared", sa.Boolean(), server_default=sa.text("false"), nullable=False),
+        _when("created_at"),
+        sa.ForeignKeyConstraint(["group_id"], ["groups.id"],
+                                name=op.f("fk_group_contributions_group_id_groups"),
+                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["user_id"], ["users.id"],
+                                name=op.f("fk_group_contributions_user_id_users"),
+                                ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_group_contributions")),
+    )
+    op.create_index(op.f("ix_group_contributions_group_id"), "group_contributions",
+                    ["group_id"])
+    op.create_index(op.f("ix_group_contributions_user_id"), "group_contributions",
+                    ["user_id"])
+    op.create_table(
         "group_assignments",
         sa.Column("id", _ID, nullable=False),
         sa.Column("group_id", _ID, nullable=False),
@@ -104,5 +128,6 @@ def downgrade() -> None:
     if op.get_bind().dialect.name != "sqlite":  # the column stays there: see upgrade()
         op.drop_column("assignments", "group_assignment_id")
     op.drop_table("group_assignments")
+    op.drop_table("group_contributions")
     op.drop_table("group_members")
     op.drop_table("groups")
