@@ -82,6 +82,29 @@ async def test_a_group_from_the_link_to_its_own_chat(running_bot: RunningBot) ->
     assert any("pausing our coaching" in (m.text or "") for m in helped[private_before:])
     await quiet(running_bot, CHAT, 2)
 
+    # The team's shared goal, each member's part in private, a celebration in the chat.
+    await coach.send("/groups")
+    await coach.press("\u2068Sales team\u2069 (3)")
+    await coach.press("Set the team's shared goal")
+    await coach.send("Ship the new onboarding by June")
+    saved = await coach.press("Yes")
+    assert saved[-1].text == "Saved. Each member now gets the question in private."
+    bo = members[1]
+    offer = await bo.replies()
+    assert "has a shared goal now" in (offer[-1].text or "")
+    await bo.press("Say what my part is")
+    await bo.send("I write the guide")
+    await bo.send("A first draft by Friday")
+    await bo.press("Yes")
+    await coach.send("/groups")
+    view = (await coach.press("\u2068Sales team\u2069 (3)"))[0].text or ""
+    assert "\u2068Bo\u2069 will contribute: \u2068I write the guide\u2069" in view
+    assert "Ana" not in view.split("Shared goal")[1]  # Ana said nothing: nothing shown
+    await coach.press("The team reached its goal")
+    party = await fake.wait_for_messages(CHAT, 3)
+    assert (party[2].text or "").startswith("Congratulations, \u2068Sales team\u2069!")
+    assert "I write the guide" not in " ".join(m.text or "" for m in party)
+
     # The group becomes a supergroup: the link follows it.
     fake.migrate_group(CHAT, SUPERGROUP, COACH)
     await asyncio.sleep(0.5)
