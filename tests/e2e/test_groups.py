@@ -7,12 +7,26 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
 
 from bot.coaching.links import make_coach
-from tests.e2e.conftest import RunningBot
+from tests.e2e.conftest import RunningBot, bot_running, settings_for
+from tests.fakes.bot_api import FakeBotApi
 
 COACH, ANA, BO, CI, STRANGER = 501, 502, 503, 504, 505
 CHAT, SUPERGROUP, UNLINKED = -700, -100700, -800
+
+
+@pytest.fixture
+async def group_bot(fake_bot_api: FakeBotApi, tmp_path: Path,
+                    db_url: str) -> AsyncIterator[RunningBot]:
+    """The bot on SQLite and on PostgreSQL."""
+    settings = settings_for(fake_bot_api, tmp_path, database_url=db_url, allow_plaintext=True)
+    async with bot_running(fake_bot_api, settings) as bot:
+        yield bot
 
 
 async def quiet(bot: RunningBot, chat_id: int, count: int) -> None:
@@ -22,7 +36,8 @@ async def quiet(bot: RunningBot, chat_id: int, count: int) -> None:
         m.text for m in bot.fake.messages_to(chat_id)]
 
 
-async def test_a_group_from_the_link_to_its_own_chat(running_bot: RunningBot) -> None:
+async def test_a_group_from_the_link_to_its_own_chat(group_bot: RunningBot) -> None:
+    running_bot = group_bot
     fake = running_bot.fake
     async with running_bot.store.sessionmaker() as session, session.begin():
         await make_coach(session, COACH)
