@@ -252,7 +252,10 @@ class GroupHandlers:
         tr = translator_for(t.user.locale)
         parts = rest.split(":")
         invalid = tr.gettext("That button is no longer valid. Send /groups to start again.")
-        group = await self._own_group(t, parts[0]) if len(parts) <= 4 else None
+        if len(parts) > 4:
+            say(t, invalid)
+            return
+        group = await self._own_group(t, parts[0])
         if group is None:
             return
         choices = await self.exercise_choices(t, tr)

@@ -141,3 +141,62 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: RunningBot) -> N
     stranger = running_bot.user(STRANGER)
     await stranger.send("/leave")
     assert stranger.messages[-1].text == "You are not in any group."
+
+
+async def forge(bot: RunningBot, user_id: int, data: str) -> str:
+    """``user_id`` sends a callback query with ``data`` on a message the bot sent them, as
+    a modified client can; returns the bot's answer."""
+    fake = bot.fake
+    last = fake.messages_to(user_id)[-1]
+    fake.send_raw({"callback_query": {
+        "id": f"forged-{user_id}-{data}", "from": {"id": user_id, "is_bot": False,
+                                                 "first_name": "X", "language_code": "en"},
+        "message": fake._messages[(user_id, last.message_id)],
+        "chat_instance": "1", "data": data}})
+    answer = await fake.wait_for_messages(user_id, len(fake.messages_to(user_id)) + 1)
+    return answer[-1].text or ""
+
+
+async def test_forged_buttons_of_another_group_get_nowhere(group_bot: RunningBot) -> None:
+    bot = group_bot
+    async with bot.store.sessionmaker() as session, session.begin():
+        await make_coach(session, COACH)
+        await make_coach(session, STRANGER)
+    coach, other = bot.user(COACH, first_name="Marta"), bot.user(STRANGER, first_name="Oz")
+    made = await coach.send("/newgroup Sales team")
+    code = re.search(r"start=(group_[A-Za-z0-9_-]+)", made[0].text or "")
+    theirs = await other.send("/newgroup Other team")
+    other_code = re.search(r"start=(group_[A-Za-z0-9_-]+)", theirs[0].text or "")
+    assert code is not None and other_code is not None
+    team_id = int((made[0].reply_markup or {})["inline_keyboard"][0][0]["callback_data"]
+                  .split(":")[1])
+    await bot.agree(ANA, BO)
+    ana, bo = bot.user(ANA, first_name="Ana"), bot.user(BO, first_name="Bo")
+    await ana.send(f"/start {code.group(1)}")
+    await ana.press("Join: group figures only")
+    await bo.send(f"/start {other_code.group(1)}")
+    await bo.press("Join: group figures only")
+    await coach.send("/groups")
+    await coach.press("\u2068Sales team\u2069 (1)")
+    await coach.press("Set the team's shared goal")
+    await coach.send("Ship it")
+    await coach.press("Yes")
+    await ana.replies()
+
+    not_yours = "I can't find that group among yours. Send /groups to see them."
+    # Another coach: the group's view, assigning to it, its goal, its chat link, its kind.
+    for data in (f"grp:{team_id}", f"gas:{team_id}:action_sprint:d7:8", f"ggoal:{team_id}",
+                 f"gchat:{team_id}", f"gkind:{team_id}:cohort", f"gdone:{team_id}",
+                 "grp:-1", "grp:99999999999999999999"):
+        assert await forge(bot, STRANGER, data) == not_yours, data
+    assert await forge(bot, STRANGER, "gas:1:2:3:4:5") == (
+        "That button is no longer valid. Send /groups to start again.")
+    # A member of another group: its goal dialogue, leaving it.
+    assert await forge(bot, BO, f"gcontrib:{team_id}") == "You are not in that group."
+    assert await forge(bot, BO, f"gleave:{team_id}") == "You are not in that group."
+    # A removed member.
+    await ana.send("/leave")
+    await ana.press("\u2068Sales team\u2069")
+    assert await forge(bot, ANA, f"gcontrib:{team_id}") == "You are not in that group."
+    # A member is no coach of their group.
+    assert await forge(bot, BO, f"grp:{team_id}") == not_yours
