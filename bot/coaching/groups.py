@@ -31,7 +31,7 @@ from bot.coaching.coach_errors import (
 from bot.coaching.links import active_link, is_coach, stop_assignments
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
-from bot.i18n import translator_for
+from bot.i18n import N_, translator_for
 from bot.store import (
     Assignment,
     CoachLink,
@@ -342,6 +342,20 @@ async def is_member(session: AsyncSession, user_id: int, group_id: int) -> bool:
 
 GROUP_GOAL = "group_goal"  # the coach writes the team's goal
 GROUP_CONTRIBUTION = "group_contribution"  # a member's own part in it, in private
+GROUP_ANSWER = "group_answer"  # a member's answer to the week's question, in private
+
+#: The questions a group's chat gets, one a week in turn (by ISO week number).
+GROUP_QUESTIONS = (
+    N_("What did you learn from each other this week?"),
+    N_("What is one thing the group did well this week?"),
+    N_("What would make next week easier for the group?"),
+    N_("What are you proud of this week, as a group?"),
+)
+
+
+def week_question(now: datetime) -> int:
+    """The index of this week's question in ``GROUP_QUESTIONS``."""
+    return now.isocalendar().week % len(GROUP_QUESTIONS)
 
 
 async def set_shared_goal(session: AsyncSession, coach_id: int, group_id: int, goal: str,
@@ -439,8 +453,22 @@ async def apply_group_dialogues(t: StoreTurn, outcome: Outcome) -> None:
             return
         for member, locale in members:
             t.enqueue(member, contribution_offer(group.id, group.name, locale).to_payload())
+    elif GROUP_ANSWER in outcome.finished and variables.get("group.answer_share") is True \
+            and isinstance(variables.get("group.answer"), str):
+        await _post_answer(t, group_id, str(variables["group.answer"]))
     elif GROUP_CONTRIBUTION in outcome.finished:
         await record_contribution(
             t.session, t.user_id, group_id, str(variables.get("contribution.what") or ""),
             str(variables.get("contribution.commitment") or ""),
             variables.get("contribution.share") is True, t.now)
+
+
+async def _post_answer(t: StoreTurn, group_id: int, answer: str) -> None:
+    """A member's answer to the week's question, on their yes, in their group's chat."""
+    group = await t.session.get(Group, group_id)
+    if group is None or group.chat_id is None or not await is_member(t.session, t.user_id,
+                                                                     group_id):
+        return
+    tr = translator_for(group.chat_locale)
+    t.enqueue(group.chat_id, Reply(tr.gettext("{name} answers: {answer}").format(
+        name=tr.words(t.user.first_name or ""), answer=tr.words(answer))).to_payload())

@@ -71,6 +71,7 @@ class GroupHandlers:
             "gjoin": self._answer_join, "gleave": self._leave, "grp": self._show,
             "gkind": self._set_kind, "gas": self._assign_step, "gchat": self._chat_link,
             "ggoal": self._set_goal, "gcontrib": self._contribute, "gdone": self._celebrate,
+            "gq": self._post_question,
         }
         step = steps.get(kind)
         if step is None:
@@ -170,6 +171,9 @@ class GroupHandlers:
         lines += [_week_line(w, tr) for w in weeks]
         buttons = [Button(tr.gettext("Assign an exercise to the group"), f"gas:{group.id}"),
                    Button(tr.gettext("Link the group's Telegram chat"), f"gchat:{group.id}")]
+        if group.chat_id is not None:
+            buttons.append(Button(tr.gettext("Post this week's question in the group's chat"),
+                                  f"gq:{group.id}"))
         if GroupKind(group.kind) is GroupKind.TEAM:
             lines += ["", *await self._goal_lines(t, group, tr)]
             buttons.append(Button(tr.gettext("Set the team's shared goal"), f"ggoal:{group.id}"))
@@ -209,6 +213,47 @@ class GroupHandlers:
             return None
         outcome = await converse(t, self.dialogues, Start(groups.GROUP_CONTRIBUTION, {
             "group.id": group_id, "group.goal": goal}), t.now)
+        enqueue_replies(t, outcome)
+        return outcome
+
+    async def _post_question(self, t: StoreTurn, rest: str) -> None:
+        """This week's question in the group's linked chat, in its language; members answer
+        in private (the button opens it there) and share only on their yes."""
+        group = await self._own_group(t, rest)
+        if group is None:
+            return
+        tr, own = translator_for(group.chat_locale), translator_for(t.user.locale)
+        if group.chat_id is None:
+            say(t, own.gettext("Link the group's Telegram chat first."))
+            return
+        index = groups.week_question(t.now)
+        t.enqueue(group.chat_id, Reply(
+            tr.gettext("This week's question: {question}\nAnswer me in private; I share your "
+                       "answer here only if you say so.").format(
+                question=tr.gettext(groups.GROUP_QUESTIONS[index])),
+            (Button(tr.gettext("Answer in private"), f"gqa:{group.id}:{index}"),)).to_payload())
+        say(t, own.gettext("Done: the question is in the group's chat."))
+
+    async def on_group_button(self, update: Update, data: str) -> bool:
+        """A button pressed in a group chat: the week's question, answered in private."""
+        kind, _, rest = data.partition(":")
+        raw_group, _, raw_index = rest.partition(":")
+        group_id, index = parse_id(raw_group), parse_id(raw_index)
+        if kind != "gqa" or group_id is None or index is None \
+                or not 0 <= index < len(groups.GROUP_QUESTIONS):
+            return False
+        await self.respond(update, lambda t: self._answer_question(t, group_id, index))
+        return True
+
+    async def _answer_question(self, t: StoreTurn, group_id: int, index: int) -> Outcome | None:
+        tr = translator_for(t.user.locale)
+        if not await groups.is_member(t.session, t.user_id, group_id):
+            say(t, tr.gettext("You are not in that group."))
+            return None
+        say(t, tr.gettext("This week's question for your group: {question}").format(
+            question=tr.gettext(groups.GROUP_QUESTIONS[index])))
+        outcome = await converse(t, self.dialogues, Start(groups.GROUP_ANSWER,
+                                                          {"group.id": group_id}), t.now)
         enqueue_replies(t, outcome)
         return outcome
 
@@ -367,6 +412,14 @@ class GroupHandlers:
             return True
         if update.my_chat_member is not None:
             await self._membership_changed(update.my_chat_member)
+            return True
+        query = update.callback_query
+        if query is not None:
+            try:
+                await query.answer()
+            except TelegramError as exc:
+                log.info("callback query not answered: %s", type(exc).__name__)
+            await self.on_group_button(update, query.data or "")
             return True
         message = update.message
         if message is not None and message.migrate_to_chat_id is not None:

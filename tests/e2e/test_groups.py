@@ -120,6 +120,27 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: RunningBot) -> N
     assert (party[2].text or "").startswith("Congratulations, \u2068Sales team\u2069!")
     assert "I write the guide" not in " ".join(m.text or "" for m in party)
 
+    # This week's question in the chat; answered in private, shared there on a yes only.
+    await coach.send("/groups")
+    await coach.press("\u2068Sales team\u2069 (3)")
+    await coach.press("Post this week's question in the group's chat")
+    question = (await fake.wait_for_messages(CHAT, 4))[3]
+    assert (question.text or "").startswith("This week's question: ")
+    data = (question.reply_markup or {})["inline_keyboard"][0][0]["callback_data"]
+    for member, words, share in ((members[0], "We listen better", "Yes"),
+                                 (members[2], "My private doubt", "No")):
+        fake.press_button(member.user_id, question.message_id, data, chat_id=CHAT)
+        asked = await member.replies()
+        assert asked[-1].text == "Take a moment. What is your answer?"
+        await member.send(words)
+        await member.press(share)
+    posted = await fake.wait_for_messages(CHAT, 5)
+    assert posted[4].text == "\u2068Ana\u2069 answers: \u2068We listen better\u2069"
+    await quiet(running_bot, CHAT, 5)  # the answer without a yes stays private
+    fake.press_button(STRANGER, question.message_id, data, chat_id=CHAT)
+    stranger_said = await running_bot.user(STRANGER).replies()
+    assert stranger_said[-1].text == "You are not in that group."
+
     # The group becomes a supergroup: the link follows it.
     fake.migrate_group(CHAT, SUPERGROUP, COACH)
     await asyncio.sleep(0.5)

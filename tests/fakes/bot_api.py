@@ -546,11 +546,14 @@ class FakeBotApi:
         message = self._user_message(self._known_user(user_id), "private", None, content)
         return self._enqueue({"message": message})
 
-    def press_button(self, user_id: int, message_id: int, data: str) -> int:
-        """The user presses the inline button with callback `data` on a message the bot sent."""
-        message = self._messages.get((user_id, message_id))
+    def press_button(self, user_id: int, message_id: int, data: str, *,
+                     chat_id: int | None = None) -> int:
+        """The user presses the inline button with callback `data` on a message the bot sent
+        (to their private chat, or to the group chat ``chat_id``)."""
+        chat = user_id if chat_id is None else chat_id
+        message = self._messages.get((chat, message_id))
         if message is None or not message["from"]["is_bot"]:
-            raise AssertionError(f"the bot sent no message {message_id} to chat {user_id}")
+            raise AssertionError(f"the bot sent no message {message_id} to chat {chat}")
         if data not in _callback_datas(message):
             raise AssertionError(
                 f"message {message_id} has no button with callback_data {data!r}; "
