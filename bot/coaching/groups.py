@@ -332,6 +332,15 @@ async def move_chat(session: AsyncSession, old_chat_id: int, new_chat_id: int) -
     return bool(getattr(done, "rowcount", 0))
 
 
+async def session_attendees(session: AsyncSession, coach_id: int, group_id: int) -> list[int]:
+    """Who a group session is for: the current members of the coach's own group. The seam
+    for group sessions (issue 25's sessions, not merged here yet): a session for the group
+    is then planned for each of them, at their own local time, as a one-to-one one is."""
+    await coach_group(session, coach_id, group_id)
+    return list((await session.scalars(select(GroupMember.user_id).where(
+        GroupMember.group_id == group_id, current()).order_by(GroupMember.user_id))).all())
+
+
 async def is_member(session: AsyncSession, user_id: int, group_id: int) -> bool:
     return bool(await session.scalar(select(exists().where(and_(
         GroupMember.group_id == group_id, GroupMember.user_id == user_id, current())))))

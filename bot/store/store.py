@@ -180,6 +180,8 @@ class Retention:
     invites: timedelta = timedelta(days=7)
     #: Links to a coach that ended.
     ended_links: timedelta = timedelta(days=30)
+    #: Memberships of a group that ended; the group's figures look 4 weeks back.
+    left_groups: timedelta = timedelta(days=60)
 
 
 @dataclass(frozen=True)
@@ -583,6 +585,8 @@ class Store:
                     Invite.expires_at < now - retention.invites))),
                 ("ended_links", delete(CoachLink).where(
                     CoachLink.unlinked_at < now - retention.ended_links)),
+                ("left_groups", delete(GroupMember).where(
+                    GroupMember.left_at < now - retention.left_groups)),
             ):
                 result = await session.execute(
                     statement.execution_options(synchronize_session=False))

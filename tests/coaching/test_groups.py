@@ -418,3 +418,14 @@ async def test_a_forged_group_in_the_goal_dialogues_changes_nothing(db: Store) -
     assert await scalar(db, select(Group.shared_goal).where(Group.id == team.id)) is None
     assert await tx(db, lambda s: groups.member_goal(s, DAN, team.id)) is None
     assert await scalar(db, select(func.count()).select_from(GroupContribution)) == 0
+
+
+async def test_a_group_sessions_attendees_are_its_current_members_for_its_coach_only(
+        db: Store) -> None:
+    team = await new_group(db)
+    for member in (ANA, BO):
+        await join(db, team, member)
+    await tx(db, lambda s: groups.leave(s, BO, team.id, NOW))
+    assert await tx(db, lambda s: groups.session_attendees(s, COACH, team.id)) == [ANA]
+    with pytest.raises(coach_errors.NotYourGroup):
+        await tx(db, lambda s: groups.session_attendees(s, OTHER_COACH, team.id))

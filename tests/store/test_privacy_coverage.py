@@ -186,7 +186,7 @@ async def test_rows_past_their_lifetime_go_and_a_clients_history_stays(store: St
     later = NOW + timedelta(days=1, minutes=1)
     counts = await store.prune(later, Retention())
     assert counts == {"sent_messages": 3, "coach_events": 0, "finished_checkins": 0,
-                      "invites": 0, "ended_links": 0}
+                      "invites": 0, "ended_links": 0, "left_groups": 0}
     rows = await _all_rows(store)
     assert [r["status"] for r in rows["outbox"]] == ["pending", "pending"]  # not yet sent
     much_later = NOW + timedelta(days=61)
@@ -196,7 +196,7 @@ async def test_rows_past_their_lifetime_go_and_a_clients_history_stays(store: St
                              status="planned"))
     counts = await store.prune(much_later, Retention())
     assert counts == {"sent_messages": 0, "coach_events": 1, "finished_checkins": 1,
-                      "invites": 1, "ended_links": 1}
+                      "invites": 1, "ended_links": 1, "left_groups": 1}
     rows = await _all_rows(store)
     # The client's own history and what is still to come stay.
     for table in ("users", "goals", "answers", "conversations", "assignments"):
