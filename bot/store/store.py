@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from datetime import date, datetime, time, timedelta
 from typing import Any, TypeAlias, TypeVar, cast
 
-from sqlalchemy import String, Table, bindparam, delete, insert, or_, select, update
+from sqlalchemy import String, Table, bindparam, delete, insert, or_, select, union, update
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, make_url
@@ -702,8 +702,11 @@ async def erase(session: AsyncSession, user_id: int) -> None:
     await session.execute(delete(Outbox).where(or_(
         Outbox.user_id == user_id, Outbox.chat_id == user_id,
         Outbox.subject_user_id == user_id)))
-    counterparts = select(CoachLink.client_id).where(CoachLink.coach_id == user_id) \
-        .union(select(CoachLink.coach_id).where(CoachLink.client_id == user_id))
+    counterparts = union(
+        select(CoachLink.client_id).where(CoachLink.coach_id == user_id),
+        select(CoachLink.coach_id).where(CoachLink.client_id == user_id),
+        select(Group.coach_id).join(GroupMember, GroupMember.group_id == Group.id)
+        .where(GroupMember.user_id == user_id))  # and their groups' member lists
     await session.execute(delete(Outbox).where(
         Outbox.user_id.in_(counterparts), Outbox.status.in_(("sent", "failed"))))
     await session.execute(delete(Goal).where(Goal.user_id == user_id))
