@@ -15,7 +15,7 @@ from bot.config import ConfigError, Settings, load_settings
 from bot.dialogue import check_dialogues
 from bot.dialogue.model import DialogueSet
 from bot.i18n import SUPPORTED_LOCALES
-from bot.store import Store
+from bot.store import KeyMismatchError, Store
 
 DEFAULT_CHAT_DIALOGUE = "onboarding"
 
@@ -27,6 +27,17 @@ def _settings() -> Settings:
         for problem in exc.problems:
             print(f"coachbot: {problem}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+async def _started(settings: Settings) -> Store:
+    """The store, started; a key list that cannot read the database stops the command."""
+    store = Store(settings.database_url, encryption_key=settings.encryption_key)
+    try:
+        await store.start()
+    except KeyMismatchError as exc:
+        print(f"coachbot: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+    return store
 
 
 def _load(path: Path) -> DialogueSet:
@@ -86,8 +97,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return 2
 
     async def talk() -> bool:
-        store = Store(settings.database_url, encryption_key=settings.encryption_key)
-        await store.start()
+        store = await _started(settings)
         try:
             return await chat(store, dialogues, dialogue_id=args.dialogue,
                               default_dialogue=default, locale=args.lang,
@@ -137,8 +147,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     settings = _settings()
 
     async def export() -> dict[str, Any]:
-        store = Store(settings.database_url, encryption_key=settings.encryption_key)
-        await store.start()
+        store = await _started(settings)
         try:
             return await store.export_user(args.user_id)
         finally:
@@ -160,8 +169,7 @@ def cmd_add_coach(args: argparse.Namespace) -> int:
     settings = _settings()
 
     async def add() -> None:
-        store = Store(settings.database_url, encryption_key=settings.encryption_key)
-        await store.start()
+        store = await _started(settings)
         try:
             async with store.sessionmaker() as session, session.begin():
                 await make_coach(session, args.user_id)
@@ -180,8 +188,7 @@ def cmd_erase(args: argparse.Namespace) -> int:
     settings = _settings()
 
     async def erase() -> None:
-        store = Store(settings.database_url, encryption_key=settings.encryption_key)
-        await store.start()
+        store = await _started(settings)
         try:
             await store.erase_user(args.user_id)
         finally:
@@ -189,6 +196,42 @@ def cmd_erase(args: argparse.Namespace) -> int:
 
     asyncio.run(erase())
     print(f"user {args.user_id}: every row erased")
+    return 0
+
+
+def cmd_reencrypt(args: argparse.Namespace) -> int:
+    from bot.store.keys import short
+    from bot.store.reencrypt import ColumnResult, reencrypt
+    from bot.store.types import fingerprint, split_keys
+
+    settings = _settings()
+    if not settings.encryption_key:
+        print("coachbot: COACHBOT_ENCRYPTION_KEY is not set: there is no key to encrypt "
+              "under", file=sys.stderr)
+        return 2
+    key: str = settings.encryption_key
+
+    def report(done: ColumnResult) -> None:
+        print(f"{done.table}.{done.column}: {done.rewritten} rewritten, {done.current} "
+              f"already under the first key"
+              + (f", {done.unreadable} under none of the keys" if done.unreadable else ""))
+
+    async def run() -> list[ColumnResult]:
+        store = await _started(settings)
+        try:
+            return await reencrypt(store.engine, key, batch=args.batch, report=report)
+        finally:
+            await store.close()
+
+    results = asyncio.run(run())
+    first = short([fingerprint(split_keys(key)[0])])
+    unreadable = sum(r.unreadable for r in results)
+    if unreadable:
+        print(f"coachbot: {unreadable} value(s) are encrypted under none of the keys; they "
+              "were left as they are, and no key may be dropped yet", file=sys.stderr)
+        return 1
+    print(f"every encrypted value is under the first key (fingerprint {first}); the other "
+          "keys can now be dropped from COACHBOT_ENCRYPTION_KEY on every replica")
     return 0
 
 
@@ -232,7 +275,23 @@ def build_parser() -> argparse.ArgumentParser:
     erase.add_argument("user_id", type=int)
     erase.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
     erase.set_defaults(func=cmd_erase)
+    reencrypt = tasks.add_parser("reencrypt", help="rewrite every encrypted value under the "
+                                 "first key of COACHBOT_ENCRYPTION_KEY (after a rotation); "
+                                 "safe to interrupt and run again")
+    reencrypt.add_argument("--batch", type=_positive, default=500,
+                           help="rows per transaction (default 500)")
+    reencrypt.set_defaults(func=cmd_reencrypt)
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

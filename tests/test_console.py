@@ -90,3 +90,35 @@ def test_export_and_erase_from_the_command_line(tmp_path: Path) -> None:
     assert admin("erase", "0", "--yes").returncode == 0
     after = json.loads(admin("export", "0").stdout)
     assert after["users"] == [] and after["answers"] == []
+
+
+def test_key_rotation_from_the_command_line(tmp_path: Path) -> None:
+    """A new key first, `admin reencrypt`, then the old key dropped; a key list sharing no
+    key with the database is refused with a clear message."""
+    from cryptography.fernet import Fernet
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    base = {**os.environ, "COACHBOT_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/chat.db",
+            "COACHBOT_DIALOGUES": str(REPO / "dialogues")}
+
+    def admin(key: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+        env = dict(base)
+        env.pop("COACHBOT_ENCRYPTION_KEY", None)
+        if key is not None:
+            env["COACHBOT_ENCRYPTION_KEY"] = key
+        return subprocess.run([sys.executable, "-m", "bot.cli", "admin", *args],
+                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+
+    subprocess.run([sys.executable, "-m", "bot.cli", "chat", "--dialogue", "goal_setting"],
+                   input="Run a 10k race\n", capture_output=True, text=True, cwd=tmp_path,
+                   env={**base, "COACHBOT_ENCRYPTION_KEY": old}, timeout=60, check=True)
+    assert admin(None, "reencrypt").returncode == 2
+    done = admin(f"{new},{old}", "reencrypt", "--batch", "2")
+    assert done.returncode == 0, done.stderr
+    assert "answers.value: 1 rewritten" in done.stdout
+    assert "can now be dropped" in done.stdout
+    exported = json.loads(admin(new, "export", "0").stdout)
+    assert [a["value"] for a in exported["answers"]] == ["Run a 10k race"]
+    refused = admin(old, "export", "0")
+    assert refused.returncode == 1
+    assert "shares no key" in refused.stderr and old not in refused.stderr

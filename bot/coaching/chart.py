@@ -18,13 +18,14 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.checkins import CHECKIN_MARKER, user_zone
+from bot.coaching.markers import GOAL_BASELINE, REVIEW_CURRENT
 from bot.i18n import N_
 from bot.store import Answer, User
 
 WEEKS = 12
 WIDTH_PX, HEIGHT_PX, DPI = 800, 400, 100
 #: Answers that give the goal's current place on its 1-10 scale.
-GOAL_VALUE_VARIABLES = ("goal.baseline", "review.current")
+GOAL_VALUE_VARIABLES = (GOAL_BASELINE, REVIEW_CURRENT)
 
 Points = list[tuple[date, float]]
 
@@ -77,9 +78,9 @@ async def weekly_points(
     if since is not None:
         start = max(start, since)
     rows = await session.execute(
-        select(Answer.variable, Answer.value, Answer.answered_at).where(
+        select(Answer.marker, Answer.value, Answer.answered_at).where(
             Answer.user_id == client_id,
-            Answer.variable.in_((CHECKIN_MARKER, *GOAL_VALUE_VARIABLES)),
+            Answer.marker.in_((CHECKIN_MARKER, *GOAL_VALUE_VARIABLES)),
             Answer.answered_at >= start,
             Answer.answered_at <= now,
         )

@@ -8,10 +8,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching.markers import CHECKIN_MOOD
 from bot.store import Answer, Goal, UserView
 
 CHECKIN_DIALOGUE = "daily_checkin"
-CHECKIN_MARKER = "checkin.mood"  # answered once per check-in, so it marks the day
+CHECKIN_MARKER = CHECKIN_MOOD  # answered once per check-in, so it marks the day
 STREAK_LOOKBACK = 400
 
 
@@ -32,8 +33,7 @@ def user_zone(user: UserView) -> ZoneInfo:
 async def checkin_days(session: AsyncSession, user: UserView, zone: ZoneInfo) -> list[date]:
     rows = await session.execute(
         select(Answer.answered_at)
-        .where(Answer.user_id == user.id, Answer.dialogue_id == CHECKIN_DIALOGUE,
-               Answer.variable == CHECKIN_MARKER)
+        .where(Answer.user_id == user.id, Answer.marker == CHECKIN_MARKER)
         .order_by(Answer.answered_at.desc())
         .limit(STREAK_LOOKBACK)
     )

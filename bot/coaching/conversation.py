@@ -18,6 +18,7 @@ from bot.coaching.assignments import CUSTOM_EXERCISE
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.events import event_for_status, notify_coaches
 from bot.coaching.groups import apply_group_dialogues
+from bot.coaching.markers import marker_of
 from bot.coaching.safety import pause_after_crisis, record_signal
 from bot.coaching.streaks import streak
 from bot.config import DEFAULT_MIN_AGE
@@ -234,7 +235,8 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         t.set_state(outcome.state.to_dict())
         return outcome
     for answer in outcome.saved:
-        t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value)
+        t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value,
+                        marker=marker_of(answer.variable))
         event = event_for_status(answer.value) if answer.variable == EXERCISE_STATUS else None
         if event is not None:
             await notify_coaches(t.session, user.id, event, now)

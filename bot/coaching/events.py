@@ -67,19 +67,22 @@ async def notify_coaches(session: AsyncSession, client_id: int, kind: str, now: 
 
 
 async def _last_regular_digest(session: AsyncSession, coach_id: int) -> datetime | None:
+    # Every event still there once notified is a regular one (crisis events go when told).
     return await session.scalar(
-        select(func.max(CoachEvent.notified_at)).where(
-            CoachEvent.coach_id == coach_id, CoachEvent.kind != CRISIS
-        )
+        select(func.max(CoachEvent.notified_at)).where(CoachEvent.coach_id == coach_id)
     )
 
 
 async def _claim(
     session: AsyncSession, coach_id: int, crisis: bool, now: datetime
 ) -> list[tuple[int, str]]:
-    """Mark the coach's pending events of active links as notified; (client, kind) of each.
-    Of two concurrent ticks only one gets each event. Events of ended links are dropped."""
-    kind = CoachEvent.kind == CRISIS if crisis else CoachEvent.kind != CRISIS
+    """Claim the coach's pending events of active links, crisis ones or the others;
+    (client, kind) of each. Of two concurrent ticks only one gets each event. Events of ended
+    links are dropped.
+
+    The kind is encrypted (a row must not say that a client had a crisis), so the pending
+    events are told apart here; a regular event is marked notified, a crisis event deleted:
+    the notice to the coach is what remains of it, and only for a day (retention)."""
     await session.execute(
         delete(CoachEvent).where(
             CoachEvent.coach_id == coach_id,
@@ -87,16 +90,19 @@ async def _claim(
             ~exists().where(active_link(CoachEvent.coach_id, CoachEvent.client_id)),
         )
     )
-    rows = await session.execute(
-        update(CoachEvent)
-        .where(
-            CoachEvent.coach_id == coach_id,
-            CoachEvent.notified_at.is_(None),
-            kind,
-            exists().where(active_link(CoachEvent.coach_id, CoachEvent.client_id)),
+    pending = await session.execute(
+        select(CoachEvent.id, CoachEvent.kind).where(
+            CoachEvent.coach_id == coach_id, CoachEvent.notified_at.is_(None)
         )
-        .values(notified_at=now)
-        .returning(CoachEvent.client_id, CoachEvent.kind)
+    )
+    ids = [event_id for event_id, kind in pending if (kind == CRISIS) == crisis]
+    if not ids:
+        return []
+    unclaimed = (CoachEvent.id.in_(ids), CoachEvent.notified_at.is_(None))
+    claim = delete(CoachEvent).where(*unclaimed) if crisis else \
+        update(CoachEvent).where(*unclaimed).values(notified_at=now)
+    rows = await session.execute(
+        claim.returning(CoachEvent.client_id, CoachEvent.kind)
         .execution_options(synchronize_session=False)
     )
     return [(client, k) for client, k in rows]

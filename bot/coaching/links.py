@@ -7,6 +7,7 @@ not unlinked), checked by every query (``active_link``, ``linked_since``).
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -95,6 +96,11 @@ async def linked_since(session: AsyncSession, coach_id: int, client_id: int) -> 
 # -- invites ------------------------------------------------------------------------------
 
 
+def invite_hash(code: str) -> str:
+    """What is stored of an invite code: its SHA-256 (a random 192-bit code needs no key)."""
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+
+
 async def create_invite(
     session: AsyncSession, coach_id: int, now: datetime, ttl: timedelta = INVITE_TTL
 ) -> str:
@@ -102,7 +108,8 @@ async def create_invite(
     if not await is_coach(session, coach_id):
         raise NotACoach("only coaches can invite clients")
     code = secrets.token_urlsafe(INVITE_BYTES)
-    session.add(Invite(code=code, coach_id=coach_id, created_at=now, expires_at=now + ttl))
+    session.add(Invite(code_hash=invite_hash(code), coach_id=coach_id, created_at=now,
+                       expires_at=now + ttl))
     await session.flush()
     return code
 
@@ -115,7 +122,7 @@ async def invite_status(
         await session.execute(
             select(Invite, User.first_name)
             .join(User, User.id == Invite.coach_id)
-            .where(Invite.code == code, User.is_coach.is_(True))
+            .where(Invite.code_hash == invite_hash(code), User.is_coach.is_(True))
         )
     ).first()
     if row is None:
@@ -153,7 +160,7 @@ async def accept_invite(session: AsyncSession, code: str, client_id: int, now: d
     claimed = await session.execute(
         update(Invite)
         .where(
-            Invite.code == code,
+            Invite.code_hash == invite_hash(code),
             Invite.used_by.is_(None),
             Invite.expires_at > now,
             Invite.coach_id != client_id,

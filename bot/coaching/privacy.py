@@ -16,7 +16,8 @@ EXPORT_EVERY = timedelta(hours=1)
 #: user has one (a test walks the schema).
 TABLE_LABELS: dict[str, str] = {
     "users": N_("Your profile: language, time zone, check-in time, quiet hours, pause, "
-                "whether you agreed that I keep your answers, and when."),
+                "whether you agreed that I keep your answers and when, and the day you last "
+                "wrote to me."),
     "goals": N_("Your goals, with why they matter to you and how far you are."),
     "answers": N_("Every answer you gave me, with the conversation and the moment."),
     "conversations": N_("Where you are in the current conversation."),

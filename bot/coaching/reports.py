@@ -21,6 +21,8 @@ from bot.i18n import Translator
 from bot.store import Answer, Assignment, Goal, User
 
 REFLECTIONS_SHOWN = 5
+#: Answers read at a time when looking for a client's latest reflections.
+REFLECTION_PAGE = 200
 
 
 @dataclass(frozen=True)
@@ -97,14 +99,14 @@ async def _exercise_stats(
     assigned = select(Assignment.exercise_slug).where(
         Assignment.coach_id == coach_id, Assignment.client_id == client_id
     )
-    values = await session.execute(
-        select(Answer.value).where(
-            _answers_since(client_id, since, now),
-            Answer.variable == STATUS_VARIABLE,
-            Answer.dialogue_id.in_(assigned),
+    slugs = set((await session.execute(assigned)).scalars())
+    statuses = await session.execute(
+        select(Answer.dialogue_id, Answer.value).where(
+            _answers_since(client_id, since, now), Answer.marker == STATUS_VARIABLE
         )
-    )
-    counts = Counter(v for v in values.scalars() if v in EXERCISE_STATUSES)
+    )  # which exercise is encrypted: told apart here
+    counts = Counter(value for dialogue_id, value in statuses
+                     if dialogue_id in slugs and value in EXERCISE_STATUSES)
     return ExerciseStats(counts["done"], counts["partly"], counts["skipped"])
 
 
@@ -117,20 +119,26 @@ def _is_reflection(variable: str) -> bool:
 async def _reflections(
     session: AsyncSession, client_id: int, since: datetime, now: datetime, limit: int
 ) -> list[Reflection]:
-    rows = await session.execute(
+    # Which question an answer belongs to is encrypted: newest first, a page at a time,
+    # until enough reflections are found.
+    newest_first = (
         select(Answer)
-        .where(
-            _answers_since(client_id, since, now),
-            Answer.variable.like("exercise.%") | Answer.variable.like("reflection.%"),
-        )
+        .where(_answers_since(client_id, since, now), Answer.marker.is_(None))
         .order_by(Answer.answered_at.desc(), Answer.id.desc())
     )
     found: list[Reflection] = []
-    for a in rows.scalars():
-        if _is_reflection(a.variable) and isinstance(a.value, str) and a.value.strip():
-            found.append(Reflection(a.dialogue_id, a.variable, a.value, a.answered_at))
-            if len(found) == limit:
-                break
+    page = 0
+    while len(found) < limit:
+        answers = (await session.scalars(
+            newest_first.offset(page * REFLECTION_PAGE).limit(REFLECTION_PAGE))).all()
+        for a in answers:
+            if _is_reflection(a.variable) and isinstance(a.value, str) and a.value.strip():
+                found.append(Reflection(a.dialogue_id, a.variable, a.value, a.answered_at))
+                if len(found) == limit:
+                    break
+        if len(answers) < REFLECTION_PAGE:
+            break
+        page += 1
     return found
 
 
@@ -140,7 +148,7 @@ async def _streak(
     zone = user_zone(client)
     stamps = await session.execute(
         select(Answer.answered_at).where(
-            _answers_since(client.id, since, now), Answer.variable == CHECKIN_MARKER
+            _answers_since(client.id, since, now), Answer.marker == CHECKIN_MARKER
         )
     )
     today = now.astimezone(zone).date()

@@ -359,7 +359,8 @@ def concept_features(sentence: str) -> list[str]:
 # Concepts that say nothing of risk on their own (a short message needs another one).
 _NEUTRAL_CONCEPTS = frozenset({
     "I", "SELF", "WANT", "LIFE", "END", "NEGATION", "RESOLVED", "MEDICAL_OK", "FICTION", "WORK",
-    "SPORT_FOOD", "JOKE", "HYPERBOLE", "OTHER_PERSON", "HOME_PERSON", "PLAN_TIME", "TOOK"})
+    "SPORT_FOOD", "GROOMING", "JOKE", "HYPERBOLE", "OTHER_PERSON", "HOME_PERSON", "PLAN_TIME",
+    "TOOK"})
 _SHORT = 2  # words
 
 

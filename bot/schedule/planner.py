@@ -30,7 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from bot.coaching.checkins import CHECKIN_DIALOGUE
+from bot.coaching.checkins import CHECKIN_MARKER
 from bot.coaching.safety import CARE_KIND, paused_by_crisis
 from bot.schedule import planning
 from bot.schedule.planning import Profile
@@ -101,7 +101,7 @@ def _daily_history(first: int, last: int, now: datetime) -> Any:
         .where(pc.kind == "daily", pc.user_id.between(first, last),
                or_(pc.status.in_(OPEN), pc.started_at > since)),
         select(Answer.user_id, answer, Answer.answered_at)
-        .where(Answer.dialogue_id == CHECKIN_DIALOGUE, Answer.user_id.between(first, last),
+        .where(Answer.marker == CHECKIN_MARKER, Answer.user_id.between(first, last),
                Answer.answered_at > since),
     ).subquery()
     rows = select(

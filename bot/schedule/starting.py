@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.checkins import CHECKIN_DIALOGUE
+from bot.coaching.checkins import CHECKIN_DIALOGUE, CHECKIN_MARKER
 from bot.coaching.conversation import (
     WEEKLY_REVIEW,
     Start,
@@ -61,7 +61,7 @@ async def _started_dailies(session: AsyncSession, user_id: int, now: datetime) -
 async def _last_checkin_answer(session: AsyncSession, user_id: int) -> datetime | None:
     at: datetime | None = (await session.execute(
         select(func.max(Answer.answered_at))
-        .where(Answer.user_id == user_id, Answer.dialogue_id == CHECKIN_DIALOGUE)
+        .where(Answer.user_id == user_id, Answer.marker == CHECKIN_MARKER)
     )).scalar()
     return at
 

@@ -4,6 +4,7 @@ Imports only SQLAlchemy, Alembic, cryptography and the standard library.
 """
 
 from .engine import DEFAULT_URL, database_url
+from .keys import KeyMismatchError
 from .migrate import ensure_schema, upgrade
 from .models import (
     Answer,
@@ -20,6 +21,7 @@ from .models import (
     GroupKind,
     GroupMember,
     Invite,
+    KeyFingerprint,
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
@@ -63,6 +65,8 @@ __all__ = [
     "GroupKind",
     "GroupMember",
     "Invite",
+    "KeyFingerprint",
+    "KeyMismatchError",
     "Outbox",
     "PlannedCheckin",
     "ProcessedUpdate",

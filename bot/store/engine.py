@@ -77,6 +77,9 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute("PRAGMA foreign_keys = ON")
+            # Deleted rows (an erased client's words) are overwritten, not left in free pages;
+            # some builds do this by default, none is relied on (review M7).
+            cursor.execute("PRAGMA secure_delete = ON")
             if not _in_memory(engine.url):
                 cursor.execute("PRAGMA journal_mode = WAL")
                 cursor.execute("PRAGMA synchronous = NORMAL")

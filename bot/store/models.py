@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, QueryableAttribute, mapped_column
 
-from .types import EncryptedJSON, EncryptedText, UTCDateTime, utcnow
+from .types import EncryptedInt, EncryptedJSON, EncryptedText, UTCDateTime, utcnow
 
 # SQLite only auto-increments an INTEGER PRIMARY KEY, so big surrogate keys are
 # INTEGER there and BIGINT elsewhere.
@@ -73,6 +73,9 @@ class User(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # When the user last asked for a copy of their data (/export is limited per user).
     exported_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # When a client who agreed last wrote (to the day), or a coach's link with them ended:
+    # the retention of their history counts from there (Store.prune).
+    last_seen_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
         CheckConstraint("checkin_hour BETWEEN 0 AND 23", name="checkin_hour"),
@@ -89,9 +92,11 @@ class Goal(Base):
     user_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
     title: Mapped[str] = mapped_column(EncryptedText)
     why: Mapped[str | None] = mapped_column(EncryptedText)
-    baseline: Mapped[int | None] = mapped_column(Integer)
-    current: Mapped[int | None] = mapped_column(Integer)
-    target: Mapped[int | None] = mapped_column(Integer)
+    # The client's own ratings on the goal's 1-10 scale, encrypted like the answers they
+    # repeat (the scale answer type keeps them in range).
+    baseline: Mapped[int | None] = mapped_column(EncryptedInt)
+    current: Mapped[int | None] = mapped_column(EncryptedInt)
+    target: Mapped[int | None] = mapped_column(EncryptedInt)
     status: Mapped[str] = mapped_column(String(16), default="active", server_default="active")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     due_on: Mapped[date | None] = mapped_column(Date)
@@ -99,29 +104,32 @@ class Goal(Base):
 
     __table_args__ = (
         CheckConstraint("status IN ('active', 'done', 'dropped')", name="status"),
-        CheckConstraint("baseline BETWEEN 1 AND 10", name="baseline"),
-        CheckConstraint("current BETWEEN 1 AND 10", name="current"),
-        CheckConstraint("target BETWEEN 1 AND 10", name="target"),
         Index(None, "user_id", "status"),
     )
 
 
 class Answer(Base):
-    """Append-only history of every answer a user gave."""
+    """Append-only history of every answer a user gave.
+
+    Which question it answered is encrypted like the answer: a step or variable asked only
+    after some answers gives them away. ``marker`` keeps in plain text the name of the few
+    variables the platform looks answers up by, each asked on every path of its dialogue
+    (``bot/coaching/markers.py``); NULL for every other answer."""
 
     __tablename__ = "answers"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     user_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
-    dialogue_id: Mapped[str] = mapped_column(String(128))
-    step_id: Mapped[str] = mapped_column(String(128))
-    variable: Mapped[str] = mapped_column(String(128))  # dotted, e.g. "checkin.mood"
+    dialogue_id: Mapped[str] = mapped_column(EncryptedText)
+    step_id: Mapped[str] = mapped_column(EncryptedText)
+    variable: Mapped[str] = mapped_column(EncryptedText)  # dotted, e.g. "checkin.mood"
     value: Mapped[Any] = mapped_column(EncryptedJSON, nullable=True)  # NULL: skipped
+    marker: Mapped[str | None] = mapped_column(String(64))
     answered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (
         Index(None, "user_id", "answered_at"),
-        Index(None, "user_id", "variable", "answered_at"),
+        Index(None, "user_id", "marker", "answered_at"),
     )
 
 
@@ -168,7 +176,9 @@ class CoachLink(Base):
 class Invite(Base):
     __tablename__ = "invites"
 
-    code: Mapped[str] = mapped_column(String(64), primary_key=True)  # secrets.token_urlsafe
+    # The SHA-256 of the code (hex): the code itself is a bearer token, shown once to the
+    # coach and never stored (bot/coaching/links.py).
+    code_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -402,24 +412,31 @@ COACH_EVENT_KINDS = ("exercise_done", "exercise_partly", "exercise_skipped", "cr
 
 
 class CoachEvent(Base):
-    """Something a coach should hear about: only the kind and when, never any content."""
+    """Something a coach should hear about: only the kind and when, never any content. The
+    kind is encrypted (one of :data:`COACH_EVENT_KINDS`, checked by the code that records
+    it): a row must not tell that a client had a crisis."""
 
     __tablename__ = "coach_events"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk())
     client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
-    kind: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(EncryptedText)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     notified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
-    __table_args__ = (
-        CheckConstraint(
-            "kind IN ('exercise_done', 'exercise_partly', 'exercise_skipped', 'crisis')",
-            name="kind",
-        ),
-        Index(None, "coach_id", "notified_at"),
-    )
+    __table_args__ = (Index(None, "coach_id", "notified_at"),)
+
+
+class KeyFingerprint(Base):
+    """An encryption key the database's encrypted values may be under: its fingerprint
+    (:func:`bot.store.types.fingerprint`), never the key. A replica whose keys include none
+    of these cannot read the data and refuses to start (``bot/store/keys.py``)."""
+
+    __tablename__ = "key_fingerprints"
+
+    fingerprint: Mapped[str] = mapped_column(String(64), primary_key=True)
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 #: Columns that address a user without a foreign key: a private chat's id is its user's id,

@@ -18,7 +18,18 @@ from dataclasses import dataclass, fields
 from datetime import date, datetime, time, timedelta
 from typing import Any, TypeAlias, TypeVar, cast
 
-from sqlalchemy import String, Table, bindparam, delete, insert, or_, select, union, update
+from sqlalchemy import (
+    String,
+    Table,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    union,
+    update,
+)
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, make_url
@@ -27,6 +38,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from .engine import make_engine
+from .keys import check_keys
 from .migrate import upgrade_engine
 from .models import (
     USER_COLUMNS,
@@ -71,6 +83,11 @@ OUTAGE_MAX_BACKOFF = 5.0
 #: Why a held-back outbox row was never sent (``last_error`` of a ``cancelled`` row).
 SUPERSEDED_BY_REPLY = "superseded by a later reply"
 SUPERSEDED_BY_URGENT = "superseded by an urgent message"
+#: The planned check-in kind that follows an urgent crisis (bot/coaching/safety.py).
+_AFTER_CRISIS = "care"
+#: How stale ``users.last_seen_at`` may get before a client's message updates it (one write
+#: a day, rather than one per message).
+_SEEN_PRECISION = timedelta(days=1)
 
 
 def _insert(dialect: str, table: Any) -> Any:
@@ -102,6 +119,7 @@ class TurnUser:
     is_coach: bool
     created_at: datetime
     exported_at: datetime | None
+    last_seen_at: datetime | None
 
 
 #: What is read of a user: an ORM :class:`User` or a turn's :class:`TurnUser`.
@@ -166,10 +184,10 @@ _MARK_PROCESSED = {
 
 @dataclass(frozen=True)
 class Retention:
-    """How long each kind of row outlives its use (docs/privacy.md). A client's own history
-    (goals, answers, conversation, profile) is not here: it stays until they erase it."""
+    """How long each kind of row outlives its use (docs/privacy.md)."""
 
-    #: Messages delivered (or given up on): copies of what was said, reports and charts too.
+    #: Messages delivered, given up on or held back: copies of what was said, reports and
+    #: charts too.
     sent_messages: timedelta = timedelta(days=1)
     #: What coaches were told about (kind and time only), once told.
     coach_events: timedelta = timedelta(days=30)
@@ -180,6 +198,10 @@ class Retention:
     invites: timedelta = timedelta(days=7)
     #: Links to a coach that ended.
     ended_links: timedelta = timedelta(days=30)
+    #: A client's own history (profile, goals, answers, everything about them), counted from
+    #: when they last wrote or answered, or a coach's link with them ended, whichever is
+    #: later; never while a coach's link with them is active. Then they are erased.
+    client_history: timedelta = timedelta(days=365)
     #: Memberships of a group that ended; the group's figures look 4 weeks back.
     left_groups: timedelta = timedelta(days=60)
 
@@ -275,12 +297,14 @@ class Turn:
         self._state_set = True
         self.state = copy.deepcopy(state)
 
-    def record_answer(self, dialogue_id: str, step_id: str, variable: str, value: Any) -> None:
-        """Append an answer to the user's history."""
+    def record_answer(self, dialogue_id: str, step_id: str, variable: str, value: Any, *,
+                      marker: str | None = None) -> None:
+        """Append an answer to the user's history; ``marker``: the variable's name in plain
+        text, for the few the platform looks answers up by (``bot/coaching/markers.py``)."""
         self._writable()
         self._answers.append({"user_id": self.user.id, "dialogue_id": dialogue_id,
                               "step_id": step_id, "variable": variable, "value": value,
-                              "answered_at": self.now})
+                              "marker": marker, "answered_at": self.now})
 
     def enqueue(self, chat_id: int, payload: dict[str, Any], *, urgent: bool = False,
                 subject: int | None = None) -> None:
@@ -401,12 +425,15 @@ class Store:
         return self._sessions
 
     async def start(self) -> None:
-        """Create or upgrade the schema, then get ready to serve turns. Idempotent."""
+        """Create or upgrade the schema, check that this replica's keys can read the data
+        (:class:`~bot.store.keys.KeyMismatchError` if not), then get ready to serve turns.
+        Idempotent."""
         if self._engine is not None:
             return
         engine = make_engine(self.url, encryption_key=self._encryption_key)
         try:
             await upgrade_engine(engine)
+            await check_keys(engine, self._encryption_key)
         except BaseException:
             await engine.dispose()
             raise
@@ -552,9 +579,13 @@ class Store:
             if chat_busy is None:
                 chat_busy = sync.execute(_CHAT_BUSY, {"chat_id": user_id}).first() is not None
             hold_until = now + hold_for
-        return Turn(connection, user, state=state, version=version, duplicate=False, now=now,
+        turn = Turn(connection, user, state=state, version=version, duplicate=False, now=now,
                     hold_until=hold_until, chat_busy=bool(chat_busy),
                     replying=update_id is not None)
+        if update_id is not None and user.consent_at is not None and (
+                user.last_seen_at is None or user.last_seen_at < now - _SEEN_PRECISION):
+            user.last_seen_at = now  # a change: written with the turn's others
+        return turn
 
     async def prune_processed_updates(self, before: datetime) -> int:
         """Forget processed update ids older than ``before`` (Telegram stops redelivering
@@ -567,31 +598,73 @@ class Store:
             )
             return _rowcount(result)
 
-    async def prune(self, now: datetime, retention: Retention) -> dict[str, int]:
-        """Delete rows past their lifetime (see :class:`Retention`); how many, by kind."""
+    async def prune(self, now: datetime, retention: Retention, *,
+                    batch: int = 100) -> dict[str, int]:
+        """Delete rows past their lifetime (see :class:`Retention`); how many, by kind (for
+        ``client_history``, how many clients were erased, at most ``batch``)."""
         done: dict[str, int] = {}
+        links_end = now - retention.ended_links
         async with self.sessionmaker() as session, session.begin():
+            # A link about to go still counts for its client's history: its end is kept.
+            ended = (select(func.max(CoachLink.unlinked_at))
+                     .where(CoachLink.client_id == User.id, CoachLink.unlinked_at < links_end)
+                     .scalar_subquery())
+            await session.execute(
+                update(User)
+                .where(ended.is_not(None),
+                       or_(User.last_seen_at.is_(None), User.last_seen_at < ended))
+                .values(last_seen_at=ended)
+                .execution_options(synchronize_session=False))
+            # What shows that a client had a crisis goes once it has served (review M7): a
+            # pause that is over (above: the caring check-in once it is over).
+            await session.execute(
+                update(User).where(User.crisis_pause_until < now).values(crisis_pause_until=None)
+                .execution_options(synchronize_session=False))
             for kind, statement in (
                 ("sent_messages", delete(Outbox).where(
-                    Outbox.status.in_(("sent", "failed")),
+                    Outbox.status.in_(("sent", "failed", "cancelled")),
                     Outbox.created_at < now - retention.sent_messages)),
                 ("coach_events", delete(CoachEvent).where(
                     CoachEvent.notified_at < now - retention.coach_events)),
                 ("finished_checkins", delete(PlannedCheckin).where(
                     PlannedCheckin.status.in_(("started", "missed", "cancelled")),
-                    PlannedCheckin.due_at < now - retention.finished_checkins)),
+                    or_(PlannedCheckin.due_at < now - retention.finished_checkins,
+                        PlannedCheckin.kind == _AFTER_CRISIS))),
                 ("invites", delete(Invite).where(or_(
                     Invite.used_at < now - retention.invites,
                     Invite.expires_at < now - retention.invites))),
-                ("ended_links", delete(CoachLink).where(
-                    CoachLink.unlinked_at < now - retention.ended_links)),
+                ("ended_links", delete(CoachLink).where(CoachLink.unlinked_at < links_end)),
                 ("left_groups", delete(GroupMember).where(
                     GroupMember.left_at < now - retention.left_groups)),
             ):
                 result = await session.execute(
                     statement.execution_options(synchronize_session=False))
                 done[kind] = _rowcount(result)
+        done["client_history"] = await self._erase_departed(now - retention.client_history,
+                                                            batch)
         return done
+
+    async def _erase_departed(self, before: datetime, batch: int) -> int:
+        """Erase up to ``batch`` clients who agreed, and whose last message, answer and
+        coaching engagement are all older than ``before`` (coaches are not clients here)."""
+        engaged = select(CoachLink.id).where(
+            CoachLink.client_id == User.id,
+            or_(CoachLink.unlinked_at.is_(None), CoachLink.unlinked_at >= before))
+        answered = select(Answer.id).where(Answer.user_id == User.id,
+                                           Answer.answered_at >= before)
+        departed = (select(User.id).where(
+            User.consent_at < before, User.is_coach.is_(False),
+            or_(User.last_seen_at.is_(None), User.last_seen_at < before),
+            ~engaged.exists(), ~answered.exists()))
+        async with self.sessionmaker() as session:
+            ids = list((await session.execute(departed.order_by(User.id).limit(batch)))
+                       .scalars())
+        for user_id in ids:
+            async with self.sessionmaker() as session, session.begin():
+                # Checked again under the erase's transaction: they may have written since.
+                if await session.scalar(departed.where(User.id == user_id)) is not None:
+                    await erase(session, user_id)
+        return len(ids)
 
     async def purge_unconsented(self, before: datetime, *, batch: int = 100) -> int:
         """Erase up to ``batch`` users who first wrote before ``before`` and never agreed

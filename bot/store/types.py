@@ -8,6 +8,9 @@ object that gets logged or repr'd.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -27,16 +30,54 @@ class DecryptionError(RuntimeError):
     """An encrypted value cannot be read: no key configured, or the wrong key."""
 
 
+def split_keys(key: str | None) -> list[str]:
+    """The keys of ``COACHBOT_ENCRYPTION_KEY``: one Fernet key, or several comma-separated."""
+    return [k.strip() for k in (key or "").split(",") if k.strip()]
+
+
 def make_cipher(key: str) -> MultiFernet:
     """Build a cipher from a Fernet key, or several comma-separated keys.
 
     With several keys the first one encrypts and all of them decrypt, which is
     how a key is rotated.
     """
-    keys = [k.strip() for k in key.split(",") if k.strip()]
+    keys = split_keys(key)
     if not keys:
         raise ValueError("empty encryption key")
     return MultiFernet([Fernet(k.encode("ascii")) for k in keys])
+
+
+_FINGERPRINT_LABEL = b"coachbot encryption key fingerprint v1"
+
+
+def fingerprint(key: str) -> str:
+    """A key's fingerprint: an HMAC of a fixed label under the key, which names the key
+    without revealing it (64 hex digits)."""
+    secret = base64.urlsafe_b64decode(key.encode("ascii"))
+    return hmac.new(secret, _FINGERPRINT_LABEL, hashlib.sha256).hexdigest()
+
+
+def sealed_under(stored: str, key: Fernet) -> bool:
+    """Whether a value as stored is encrypted under ``key``."""
+    if not stored.startswith(ENC_PREFIX):
+        return False
+    try:
+        key.decrypt(stored[len(ENC_PREFIX):].encode("ascii"))
+    except InvalidToken:
+        return False
+    return True
+
+
+def reseal(stored: str, cipher: MultiFernet) -> str:
+    """A stored value (encrypted under any of the cipher's keys, or plain text written before
+    there was a key) encrypted under the cipher's first key, its timestamp kept."""
+    if not stored.startswith(ENC_PREFIX):
+        return ENC_PREFIX + cipher.encrypt(stored.encode("utf-8")).decode("ascii")
+    try:
+        token = cipher.rotate(stored[len(ENC_PREFIX):].encode("ascii"))
+    except InvalidToken as exc:
+        raise DecryptionError("encrypted value cannot be decrypted with this key") from exc
+    return ENC_PREFIX + token.decode("ascii")
 
 
 def install_cipher(dialect: Dialect, cipher: MultiFernet | None) -> None:
@@ -127,6 +168,30 @@ class EncryptedJSON(TypeDecorator[Any]):
         if value is None:
             return None
         return json.loads(_open(value, dialect))
+
+
+class EncryptedInt(TypeDecorator[int]):
+    """A whole number the client gave (a rating), stored as text, encrypted at rest when a
+    cipher is installed. Numbers written before it was encrypted stay readable."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: int | None, dialect: Dialect) -> str | None:
+        if value is None:
+            return None
+        return _seal(str(int(value)), dialect)
+
+    def process_result_value(self, value: str | int | None, dialect: Dialect) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, int):  # SQLite: a number stored before
+            return value
+        return int(_open(value, dialect))
+
+
+#: The column types stored encrypted (re-encryption finds the columns by these).
+ENCRYPTED_TYPES = (EncryptedText, EncryptedJSON, EncryptedInt)
 
 
 def utcnow() -> datetime:

@@ -28,7 +28,7 @@ from bot.i18n import SOURCE_LOCALE, SUPPORTED_LOCALES, translator_for
 from bot.loops import Supervisor
 from bot.observability import Heartbeats, describe_failure
 from bot.schedule.runner import STALE_AFTER, start_scheduler
-from bot.store import Retention, Store, is_outage
+from bot.store import KeyMismatchError, Retention, Store, is_outage
 from bot.store.engine import is_sqlite
 from bot.telegram.commands import CLIENT_MENU, COMMANDS, set_coach_menus
 from bot.telegram.handlers import Handlers
@@ -235,7 +235,10 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
     warm_up()
     stop = stop or asyncio.Event()
     store = Store(settings.database_url, encryption_key=settings.encryption_key)
-    await store.start()
+    try:
+        await store.start()
+    except KeyMismatchError as exc:
+        raise StartupError(str(exc)) from None
     base = settings.telegram_api_base_url.rstrip("/")
     # A few keep-alive connections carry Telegram's 30 messages a second; a request waits
     # for a free one rather than failing after PTB's 1 s.

@@ -101,7 +101,7 @@ async def test_progress_shows_goals_and_streak(store: Store, dialogues: Dialogue
                          status="active", created_at=NOW))
         for days_ago in (1, 2):
             session.add(Answer(user_id=USER, dialogue_id="daily_checkin", step_id="mood",
-                               variable="checkin.mood", value=7,
+                               variable="checkin.mood", marker="checkin.mood", value=7,
                                answered_at=NOW - timedelta(days=days_ago)))
     async with store.sessionmaker() as session:
         user = await session.get(User, USER)

@@ -116,7 +116,7 @@ async def bot_running(fake: FakeBotApi, settings: Settings, *,
     stop = asyncio.Event()
     task = asyncio.create_task(serve(settings, stop=stop, **serve_args))
     await fake.wait_for_calls(ready_call, timeout=15)
-    store = Store(settings.database_url)
+    store = Store(settings.database_url, encryption_key=settings.encryption_key)
     await store.start()
     try:
         yield RunningBot(fake, settings, store)

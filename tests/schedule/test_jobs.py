@@ -148,7 +148,7 @@ async def test_gentler_rhythm_after_three_unanswered(store: Store) -> None:
                                            due_at=now - timedelta(days=days),
                                            started_at=now - timedelta(days=days)))
         session.add(Answer(user_id=2, dialogue_id="daily_checkin", step_id="mood",
-                           variable="checkin.mood", value=7,
+                           variable="checkin.mood", marker="checkin.mood", value=7,
                            answered_at=now - timedelta(days=1, hours=-1)))
     await plan(store, now, horizon=timedelta(days=3))
     rows = await raw(store, "SELECT user_id, due_at FROM planned_checkins "
@@ -215,11 +215,11 @@ async def test_plan_proposes_exactly_what_the_rules_say_for_each_user(store: Sto
                                            due_at=s, started_at=s) for s in started)
             if u["id"] % 3 == 0 and started:
                 session.add(Answer(user_id=u["id"], dialogue_id="daily_checkin", step_id="mood",
-                                   variable="checkin.mood", value=5,
+                                   variable="checkin.mood", marker="checkin.mood", value=5,
                                    answered_at=started[len(started) // 2] + timedelta(hours=1)))
             if u["id"] % 3 == 1:
                 session.add(Answer(user_id=u["id"], dialogue_id="daily_checkin", step_id="mood",
-                                   variable="checkin.mood", value=5,
+                                   variable="checkin.mood", marker="checkin.mood", value=5,
                                    answered_at=now - timedelta(days=200)))
         session.add(PlannedCheckin(user_id=11, kind="daily", status="planned",
                                    due_at=now + timedelta(hours=5)))  # an open daily

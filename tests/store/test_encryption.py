@@ -6,9 +6,9 @@ import json
 
 import pytest
 from cryptography.fernet import Fernet
-from sqlalchemy import select
+from sqlalchemy import select, text
 
-from bot.store import DecryptionError, Goal, Outbox, Store
+from bot.store import DecryptionError, Goal, KeyMismatchError, Outbox, Store
 from tests.store.store_helpers import raw
 
 SECRET = "I feel anxious about my sister"
@@ -58,26 +58,28 @@ async def test_encrypted_at_rest_and_transparent(db_url: str) -> None:
     finally:
         await store.close()
 
-    # Without the key the data cannot be read (rather than returning ciphertext).
-    keyless = Store(db_url)
-    await keyless.start()
-    try:
-        with pytest.raises(DecryptionError):
-            async with keyless.turn(21):
-                pass
-    finally:
-        await keyless.close()
-
-    # The wrong key is refused too; a rotated key list (new,old) still reads old data.
+    # Without the key, or with another, the store does not start (tests/store/test_keys.py).
     other = Fernet.generate_key().decode()
-    wrong = Store(db_url, encryption_key=other)
-    await wrong.start()
-    try:
-        with pytest.raises(DecryptionError):
-            async with wrong.turn(21):
-                pass
-    finally:
-        await wrong.close()
+    for wrong_key in (None, other):
+        with pytest.raises(KeyMismatchError):
+            await Store(db_url, encryption_key=wrong_key).start()
+    # Past that check (the fingerprints lost), data still cannot be read rather than
+    # returning ciphertext.
+    keyed = Store(db_url, encryption_key=key)
+    await keyed.start()
+    async with keyed.engine.begin() as conn:
+        await conn.execute(text("DELETE FROM key_fingerprints"))
+    await keyed.close()
+    for wrong_key in (None, other):
+        wrong = Store(db_url, encryption_key=wrong_key)
+        await wrong.start()
+        try:
+            with pytest.raises(DecryptionError):
+                async with wrong.turn(21):
+                    pass
+        finally:
+            await wrong.close()
+    # A rotated key list (new, old) still reads old data.
     rotated = Store(db_url, encryption_key=f"{other},{key}")
     await rotated.start()
     try:
@@ -128,5 +130,15 @@ async def test_names_and_coaches_texts_are_encrypted_too(db_url: str) -> None:
             exercise = (await session.scalars(select(Exercise))).one()
         assert (exercise.title, exercise.instructions) == (
             "About Zoravka's divorce", "Write to Zoravka's sister")
+    finally:
+        await store.close()
+
+
+async def test_sqlite_overwrites_what_is_deleted(tmp_path: object) -> None:
+    """Review M7: an erased client's words must not linger in the file's free pages."""
+    store = Store(f"sqlite+aiosqlite:///{tmp_path}/c.db")
+    await store.start()
+    try:
+        assert (await raw(store, "PRAGMA secure_delete")) == [(1,)]
     finally:
         await store.close()

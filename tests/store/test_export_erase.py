@@ -54,8 +54,8 @@ async def _populate(store: Store) -> None:
         s.add(Goal(user_id=ME, title="run a 10k", why="health", due_on=date(2026, 6, 1)))
         s.add(CoachLink(coach_id=MY_COACH, client_id=ME, consent_at=NOW))
         s.add(CoachLink(coach_id=ME, client_id=MY_CLIENT, consent_at=NOW))
-        s.add(Invite(code="mine", coach_id=ME, expires_at=NOW + timedelta(days=7)))
-        s.add(Invite(code="used", coach_id=MY_COACH, expires_at=NOW, used_by=ME, used_at=NOW))
+        s.add(Invite(code_hash="mine", coach_id=ME, expires_at=NOW + timedelta(days=7)))
+        s.add(Invite(code_hash="used", coach_id=MY_COACH, expires_at=NOW, used_by=ME, used_at=NOW))
         ex = Exercise(coach_id=ME, slug="gratitude", title="Gratitude", questions=["q1"])
         s.add(ex)
         await t.flush()
@@ -102,7 +102,7 @@ async def test_export_erase_export(store: Store) -> None:
     assert before["goals"][0]["title"] == "run a 10k"
     assert before["goals"][0]["due_on"] == "2026-06-01"
     assert len(before["coach_links"]) == 2
-    assert {i["code"] for i in before["invites"]} == {"mine", "used"}
+    assert {i["code_hash"] for i in before["invites"]} == {"mine", "used"}
     assert len(before["exercises"]) == 1
     assert len(before["assignments"]) == 2
     assert len(before["planned_checkins"]) == 2

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from bot.store import Base, Store, ensure_schema
 from bot.store.engine import make_engine
 from bot.store.migrate import current_revision, head_revision, upgrade
-from tests.store.store_helpers import count
+from tests.store.store_helpers import count, raw
 
 
 def _diff(connection: Connection) -> list[Any]:
@@ -143,5 +143,62 @@ async def test_0006_keeps_rows_and_allows_the_caring_check_in(db_url: str) -> No
         with pytest.raises(IntegrityError):
             async with store.engine.begin() as conn:
                 await conn.exec_driver_sql("UPDATE planned_checkins SET kind = 'other'")
+    finally:
+        await store.close()
+
+
+async def test_0007_keeps_rows_hashes_invites_and_marks_answers(db_url: str) -> None:
+    """0006 -> 0007: goals keep their ratings (now text), answers of lookup variables get
+    their marker, invite codes are hashed (the code still works), notified crisis events go,
+    and a client's last answer becomes when they were last seen."""
+    import hashlib
+
+    from sqlalchemy import select
+
+    from bot.coaching import links
+    from bot.store import Answer, Goal
+
+    await upgrade(db_url, "0006")
+    engine = make_engine(db_url)
+    try:
+        async with engine.begin() as conn:
+            for sql in (
+                "INSERT INTO users (id, created_at, consent_at, is_coach) VALUES "
+                "(1, '2026-12-01 00:00:00', '2026-12-01 00:00:00', true), "
+                "(2, '2026-12-01 00:00:00', '2026-12-01 00:00:00', false)",
+                "INSERT INTO goals (user_id, title, baseline, current, target, status, "
+                "created_at) VALUES (2, 'Run', 3, 4, 8, 'active', '2026-12-01 00:00:00')",
+                "INSERT INTO answers (user_id, dialogue_id, step_id, variable, value, "
+                "answered_at) VALUES (2, 'daily_checkin', 'mood', 'checkin.mood', '3', "
+                "'2026-12-02 08:00:00'), (2, 'daily_checkin', 'low_mood', "
+                "'checkin.stop_today', 'true', '2026-12-02 08:01:00')",
+                "INSERT INTO invites (code, coach_id, created_at, expires_at) VALUES "
+                "('the-code', 1, '2026-12-01 00:00:00', '2099-01-01 00:00:00')",
+                "INSERT INTO coach_events (coach_id, client_id, kind, created_at, notified_at) "
+                "VALUES (1, 2, 'crisis', '2026-12-01 00:00:00', '2026-12-01 00:01:00'), "
+                "(1, 2, 'exercise_done', '2026-12-01 00:00:00', '2026-12-01 00:01:00')",
+            ):
+                await conn.exec_driver_sql(sql)
+    finally:
+        await engine.dispose()
+    await upgrade(db_url)
+    store = Store(db_url)
+    await store.start()
+    try:
+        async with store.sessionmaker() as s:
+            goal = (await s.scalars(select(Goal))).one()
+            assert (goal.baseline, goal.current, goal.target) == (3, 4, 8)
+            markers = (await s.execute(select(Answer.variable, Answer.marker)
+                                       .order_by(Answer.id))).all()
+            assert [tuple(m) for m in markers] == [("checkin.mood", "checkin.mood"),
+                                                   ("checkin.stop_today", None)]
+            check = await links.invite_status(s, "the-code", 2, goal.created_at)
+            assert check.valid and check.coach_id == 1
+        stored = await raw(store, "SELECT code_hash FROM invites")
+        assert stored == [(hashlib.sha256(b"the-code").hexdigest(),)]
+        assert await count(store, "coach_events") == 1
+        user = await store.get_user(2)
+        assert user is not None and user.last_seen_at is not None
+        assert user.last_seen_at.isoformat().startswith("2026-12-02T08:01")
     finally:
         await store.close()

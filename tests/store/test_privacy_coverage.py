@@ -26,6 +26,7 @@ from bot.store import (
     GroupContribution,
     GroupMember,
     Invite,
+    KeyFingerprint,
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
@@ -38,9 +39,9 @@ CLIENT, COACH, OTHER = 41, 42, 43
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 WORDS = "CLIENT-WORDS"  # in every value that is the client's, or about them
 COACH_WORDS = "COACH-WORDS"
-#: Tables that hold nothing about a person: which exercise a group does (it goes with its
-#: group, which goes with its coach).
-NOT_PERSONAL: frozenset[str] = frozenset({"group_assignments"})
+#: Tables that hold nothing about a person: key fingerprints; which exercise a group does
+#: (it goes with its group, which goes with its coach).
+NOT_PERSONAL: frozenset[str] = frozenset({"key_fingerprints", "group_assignments"})
 
 
 async def _populate(store: Store) -> None:
@@ -50,12 +51,13 @@ async def _populate(store: Store) -> None:
                        checkin_hour=8, quiet_start=1300, quiet_end=420,
                        paused_until=NOW, crisis_pause_until=NOW, reachable=True,
                        consent_at=NOW,
-                       is_coach=uid == COACH, created_at=NOW, exported_at=NOW))
+                       is_coach=uid == COACH, created_at=NOW, exported_at=NOW,
+                       last_seen_at=NOW))
         await s.flush()
         s.add(Goal(user_id=CLIENT, title=f"{WORDS} goal", why=f"{WORDS} why", baseline=2,
                    current=3, target=8, status="active", created_at=NOW,
                    due_on=date(2026, 6, 1), completed_at=NOW))
-        s.add(Answer(user_id=CLIENT, dialogue_id="d", step_id="s", variable="v",
+        s.add(Answer(user_id=CLIENT, dialogue_id="d", step_id="s", variable="v", marker="v",
                      value=f"{WORDS} answer", answered_at=NOW))
         s.add(Conversation(user_id=CLIENT, state={"variables": {"goal.title": WORDS}},
                            version=3, updated_at=NOW))
@@ -63,7 +65,7 @@ async def _populate(store: Store) -> None:
         s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW,
                         unlinked_at=NOW))
         s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW))
-        s.add(Invite(code="code-used", coach_id=COACH, created_at=NOW,
+        s.add(Invite(code_hash="code-used", coach_id=COACH, created_at=NOW,
                      expires_at=NOW + timedelta(days=7), used_by=CLIENT, used_at=NOW))
         exercise = Exercise(coach_id=COACH, slug="mine", title=f"{COACH_WORDS} title",
                             instructions=f"{COACH_WORDS} how", questions=["q"])
@@ -115,6 +117,7 @@ async def _populate(store: Store) -> None:
                      payload={"text": COACH_WORDS}, status="pending", **outbox))
         s.add(CoachEvent(coach_id=COACH, client_id=CLIENT, kind="crisis", created_at=NOW,
                          notified_at=NOW))
+        s.add(KeyFingerprint(fingerprint="f" * 64, recorded_at=NOW))
 
 
 async def _all_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
@@ -186,7 +189,7 @@ async def test_rows_past_their_lifetime_go_and_a_clients_history_stays(store: St
     later = NOW + timedelta(days=1, minutes=1)
     counts = await store.prune(later, Retention())
     assert counts == {"sent_messages": 3, "coach_events": 0, "finished_checkins": 0,
-                      "invites": 0, "ended_links": 0, "left_groups": 0}
+                      "invites": 0, "ended_links": 0, "client_history": 0, "left_groups": 0}
     rows = await _all_rows(store)
     assert [r["status"] for r in rows["outbox"]] == ["pending", "pending"]  # not yet sent
     much_later = NOW + timedelta(days=61)
@@ -196,10 +199,95 @@ async def test_rows_past_their_lifetime_go_and_a_clients_history_stays(store: St
                              status="planned"))
     counts = await store.prune(much_later, Retention())
     assert counts == {"sent_messages": 0, "coach_events": 1, "finished_checkins": 1,
-                      "invites": 1, "ended_links": 1, "left_groups": 1}
+                      "invites": 1, "ended_links": 1, "client_history": 0, "left_groups": 1}
     rows = await _all_rows(store)
     # The client's own history and what is still to come stay.
     for table in ("users", "goals", "answers", "conversations", "assignments"):
         assert rows[table], table
     assert [r["status"] for r in rows["planned_checkins"]] == ["claimed", "planned"]
     assert [r["unlinked_at"] for r in rows["coach_links"]] == [None]
+
+
+async def test_held_back_messages_go_with_the_sent_ones(store: Store) -> None:
+    """A message superseded before it was sent is a copy of what was said too."""
+    from bot.store import Retention
+
+    async with store.sessionmaker() as s, s.begin():
+        s.add(User(id=1, created_at=NOW, consent_at=NOW))
+        await s.flush()
+        s.add(Outbox(user_id=1, chat_id=1, payload={"text": WORDS}, created_at=NOW,
+                     next_attempt_at=NOW, status="cancelled"))
+    counts = await store.prune(NOW + timedelta(days=2), Retention())
+    assert counts["sent_messages"] == 1
+    assert (await _all_rows(store))["outbox"] == []
+
+
+async def test_a_clients_history_counts_from_when_they_left(store: Store) -> None:
+    """An active client's history is never pruned; a client's clock starts when they last
+    wrote or answered, or when their coach's link ended (even once that link is gone)."""
+    from bot.store import Retention
+
+    year = timedelta(days=365)
+    long_ago = NOW - timedelta(days=800)
+    left, answering, linked, unlinked, coach, writing = 1, 2, 3, 4, 5, 6
+    async with store.sessionmaker() as s, s.begin():
+        for uid in (left, answering, linked, unlinked, coach, writing):
+            s.add(User(id=uid, created_at=long_ago, consent_at=long_ago, is_coach=uid == coach,
+                       last_seen_at=NOW - timedelta(days=2) if uid == writing else long_ago))
+        await s.flush()
+        s.add(Answer(user_id=left, dialogue_id="d", step_id="s", variable="v", value=1,
+                     answered_at=NOW - timedelta(days=400)))
+        s.add(Goal(user_id=left, title="old goal", created_at=long_ago))
+        s.add(Answer(user_id=answering, dialogue_id="d", step_id="s", variable="v", value=1,
+                     answered_at=NOW - timedelta(days=10)))
+        s.add(CoachLink(coach_id=coach, client_id=linked, created_at=long_ago,
+                        consent_at=long_ago))
+        s.add(CoachLink(coach_id=coach, client_id=unlinked, created_at=long_ago,
+                        consent_at=long_ago, unlinked_at=NOW - timedelta(days=100)))
+    counts = await store.prune(NOW, Retention())
+    assert (counts["ended_links"], counts["client_history"]) == (1, 1)
+    users = {r["id"] for r in (await _all_rows(store))["users"]}
+    assert users == {answering, linked, unlinked, coach, writing}
+    assert not (await _all_rows(store))["goals"]
+    # A year after the link ended (its row long gone), that client's history goes too.
+    counts = await store.prune(NOW - timedelta(days=100) + year + timedelta(days=1),
+                               Retention())
+    users = {r["id"] for r in (await _all_rows(store))["users"]}
+    assert unlinked not in users and {linked, coach} <= users
+
+
+async def test_a_clients_message_marks_when_they_were_last_seen(store: Store) -> None:
+    async with store.turn(7, update_id=1) as t:  # before consent: nothing kept
+        pass
+    assert (await store.get_user(7)).last_seen_at is None  # type: ignore[union-attr]
+    async with store.turn(7) as t:
+        t.user.consent_at = NOW
+    async with store.turn(7) as t:  # the scheduler's turn: not the client writing
+        pass
+    assert (await store.get_user(7)).last_seen_at is None  # type: ignore[union-attr]
+    async with store.turn(7, update_id=2) as t:
+        now = t.now
+    assert (await store.get_user(7)).last_seen_at == now  # type: ignore[union-attr]
+    async with store.turn(7, update_id=3):
+        pass
+    assert (await store.get_user(7)).last_seen_at == now  # type: ignore[union-attr]  # a day
+
+
+async def test_traces_of_a_crisis_go_once_they_have_served(store: Store) -> None:
+    """A pause after a crisis that is over and a caring check-in that is over say that the
+    client had a crisis: they do not wait for the usual lifetimes (review M7)."""
+    from bot.store import Retention
+
+    async with store.sessionmaker() as s, s.begin():
+        s.add_all([User(id=1, consent_at=NOW, crisis_pause_until=NOW - timedelta(hours=1)),
+                   User(id=2, consent_at=NOW, crisis_pause_until=NOW + timedelta(hours=1))])
+        await s.flush()
+        s.add_all([PlannedCheckin(user_id=1, kind="care", due_at=NOW, status="started"),
+                   PlannedCheckin(user_id=2, kind="care", due_at=NOW, status="planned"),
+                   PlannedCheckin(user_id=1, kind="daily", due_at=NOW, status="started")])
+    await store.prune(NOW, Retention())
+    rows = await _all_rows(store)
+    assert {r["id"]: r["crisis_pause_until"] is None for r in rows["users"]} == {
+        1: True, 2: False}
+    assert sorted((r["user_id"], r["kind"]) for r in rows["planned_checkins"]) == [
+        (1, "daily"), (2, "care")]

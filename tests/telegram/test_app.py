@@ -50,3 +50,26 @@ async def test_no_plain_text_on_postgresql_unless_allowed(caplog: pytest.LogCapt
         with caplog.at_level("WARNING"), pytest.raises(app.StartupError, match="dialogues"):
             await app.serve(settings)
     assert caplog.text.count("stored in plain text") == 2
+
+
+async def test_a_replica_whose_keys_share_none_with_the_data_does_not_start(
+        tmp_path: Any) -> None:
+    """Key fingerprints: a replica started with another key than the others' is refused in one
+    line that names the fingerprints, never the keys."""
+    from pathlib import Path
+
+    from cryptography.fernet import Fernet
+
+    from bot.config import Settings
+    from bot.store import Store
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/bot.db"
+    theirs, mine = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    store = Store(url, encryption_key=theirs)
+    await store.start()
+    await store.close()
+    settings = Settings(telegram_token="1:x", database_url=url, encryption_key=mine,
+                        dialogues=Path(__file__).parents[2] / "dialogues")
+    with pytest.raises(app.StartupError, match="shares no key") as refused:
+        await app.serve(settings)
+    assert mine not in str(refused.value) and theirs not in str(refused.value)
