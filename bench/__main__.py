@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-SUITES = ("bench.engine", "bench.crisis", "bench.schedule", "bench.messages")
+SUITES = ("bench.engine", "bench.crisis", "bench.schedule", "bench.messages", "bench.delivery")
 
 
 def main(names: list[str]) -> None:

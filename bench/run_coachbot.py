@@ -2,7 +2,7 @@
 own process, so the benchmark can measure its CPU time and resident memory.
 
 Unpaced (the default) lifts the two send limits that exist for Telegram's sake, the global
-token bucket (``send_rate``, 25/s by default) and one message per second per chat, because
+token bucket (``send_rate``, 28/s by default) and one message per second per chat, because
 they would measure Telegram's rate limits rather than the bot; the fake server has none,
 and the baseline bot (the usual way) has none either. `--paced` keeps both as in production.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -28,10 +29,12 @@ def main(argv: list[str]) -> None:
     paced = "--paced" in flags
     logging.basicConfig(level=logging.WARNING, format="coachbot %(levelname)s %(message)s")
     if not paced:
-        app.Sender = functools.partial(Sender, per_chat_interval=0.0)  # type: ignore[misc]
+        app.Sender = functools.partial(Sender, per_chat_interval=0.0, shared=False)  # type: ignore[misc]
     settings = Settings(telegram_token=TOKEN, telegram_api_base_url=api_url,
                         database_url=database_url, dialogues=REPO / "dialogues",
-                        send_rate=25.0 if paced else 1_000_000.0)
+                        send_rate=28.0 if paced else 1_000_000.0,
+                        encryption_key=os.environ.get("COACHBOT_ENCRYPTION_KEY"),
+                        allow_plaintext=True)
     asyncio.run(app.serve(settings, own_process=True))  # SIGTERM stops it cleanly
 
 

@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bot.coaching.contracts import ONBOARDING, check_contracts
 from bot.config import ConfigError, Settings, load_settings
 from bot.dialogue import check_dialogues
 from bot.dialogue.model import DialogueSet
 from bot.i18n import SUPPORTED_LOCALES
 from bot.store import KeyMismatchError, Store
 
-DEFAULT_CHAT_DIALOGUE = "onboarding"
+DEFAULT_CHAT_DIALOGUE = ONBOARDING
 
 
 def _settings() -> Settings:
@@ -59,6 +60,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if dialogues is None:
         print(f"{len(errors)} problem(s) found; these dialogues would not be loaded.",
               file=sys.stderr)
+        return 1
+    contract_errors = check_contracts(dialogues, path)
+    for error in contract_errors:
+        print(error)
+    if contract_errors:
+        print(f"{len(contract_errors)} problem(s) found: the bot relies on these dialogues "
+              "(bot/coaching/contracts.py).", file=sys.stderr)
         return 1
     catalog_errors = _check_translations(dialogues)
     for problem in catalog_errors:

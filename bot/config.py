@@ -37,6 +37,7 @@ _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 #: How long an outbox message whose sends keep failing (Telegram 5xx, network) is retried.
 DEFAULT_SEND_GIVE_UP_HOURS = 12.0
+DEFAULT_SEND_RATE = 28.0  # Telegram allows a bot about 30 messages/s in all
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -57,7 +58,7 @@ class Settings:
     webhook_secret: str | None = field(default=None, repr=False)
     admin_ids: frozenset[int] = frozenset()
     default_locale: str = "en"
-    send_rate: float = 25.0
+    send_rate: float = DEFAULT_SEND_RATE  # messages/s for the whole bot, every replica
     send_give_up_after: timedelta = timedelta(hours=DEFAULT_SEND_GIVE_UP_HOURS)
     encryption_key: str | None = field(default=None, repr=False)
     metrics_port: int | None = None
@@ -67,6 +68,8 @@ class Settings:
     min_age: int = DEFAULT_MIN_AGE
     consent_days: int = DEFAULT_CONSENT_DAYS
     allow_plaintext: bool = False
+    # Scheduled bulk as Telegram's paid broadcasts (a fee per message), outside send_rate.
+    allow_paid_broadcast: bool = False
     retention_days: Mapping[str, int] = field(
         default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
 
@@ -96,7 +99,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 admin_ids.add(int(part))
             else:
                 problems.append(f"COACHBOT_ADMIN_IDS: '{part}' is not a Telegram user id")
-    send_rate = 25.0
+    send_rate = DEFAULT_SEND_RATE
     raw_rate = get("COACHBOT_SEND_RATE")
     if raw_rate is not None:
         try:
@@ -160,13 +163,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                            "years", problems)
     consent_days = _int_setting(get, "COACHBOT_CONSENT_DAYS", DEFAULT_CONSENT_DAYS, 1, 365,
                                 "a number of days", problems)
-    allow_plaintext = False
-    raw_plain = (get("COACHBOT_ALLOW_PLAINTEXT") or "").lower()
-    if raw_plain in _TRUE:
-        allow_plaintext = True
-    elif raw_plain and raw_plain not in _FALSE:
-        problems.append(f"COACHBOT_ALLOW_PLAINTEXT: '{raw_plain}' is not a yes/no value "
-                        "(1, true, yes or 0, false, no)")
+    allow_plaintext = _yes_no(get, "COACHBOT_ALLOW_PLAINTEXT", problems)
+    allow_paid_broadcast = _yes_no(get, "COACHBOT_ALLOW_PAID_BROADCAST", problems)
     retention_days = dict(DEFAULT_RETENTION_DAYS)
     for part in (get("COACHBOT_RETENTION") or "").replace(" ", "").split(","):
         kind, _, days = part.partition("=")
@@ -199,7 +197,16 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         consent_days=consent_days,
         retention_days=retention_days,
         allow_plaintext=allow_plaintext,
+        allow_paid_broadcast=allow_paid_broadcast,
     )
+
+
+def _yes_no(get: Callable[[str], str | None], name: str, problems: list[str]) -> bool:
+    raw = (get(name) or "").lower()
+    if raw and raw not in _TRUE and raw not in _FALSE:
+        problems.append(f"{name}: '{raw}' is not a yes/no value "
+                        "(1, true, yes or 0, false, no)")
+    return raw in _TRUE
 
 
 def _int_setting(get: Callable[[str], str | None], name: str, default: int, low: int,

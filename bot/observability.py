@@ -26,6 +26,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from enum import StrEnum
 from threading import Thread
 from typing import Any, TextIO
 from wsgiref.simple_server import WSGIServer
@@ -321,8 +322,17 @@ def record_send(outcome: str) -> None:
     SENDS.labels(outcome).inc()
 
 
+class UpdateKind(StrEnum):
+    """What an update carries, as the metrics label it."""
+
+    BUTTON = "button"
+    COMMAND = "command"
+    TEXT = "text"
+    OTHER = "other"  # a sticker, a photo, an edit, a kind this bot does not handle
+
+
 @contextmanager
-def handling_update(kind: str) -> Iterator[None]:
+def handling_update(kind: UpdateKind) -> Iterator[None]:
     """Time and count the handling of one update (also when it fails)."""
     start = time.perf_counter()
     try:

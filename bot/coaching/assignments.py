@@ -11,13 +11,14 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.coach_errors import InvalidSchedule, UnknownExercise
+from bot.coaching.contracts import CUSTOM_EXERCISE, EXERCISE_STATUS
 from bot.coaching.links import linked_since
 from bot.dialogue.model import DialogueSet
 from bot.store import Assignment, Exercise
+from bot.store.kinds import ScheduleKind
 
-CUSTOM_EXERCISE = "custom_exercise"  # the dialogue that runs a coach's own exercise
 MAX_DAILY_DAYS = 90
-STATUS_VARIABLE = "exercise.status"
+STATUS_VARIABLE = EXERCISE_STATUS
 EXERCISE_STATUSES = ("done", "partly", "skipped")
 
 
@@ -41,13 +42,13 @@ def _hour(schedule: Mapping[str, Any]) -> int:
 def validate_schedule(schedule: Mapping[str, Any]) -> dict[str, Any]:
     """A clean copy of a valid schedule, or InvalidSchedule."""
     kind = schedule.get("kind")
-    if kind == "daily":
+    if kind == ScheduleKind.DAILY:
         if set(schedule) != {"kind", "hour", "days"}:
             raise InvalidSchedule("a daily schedule has exactly: kind, hour, days")
         days = schedule["days"]
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAILY_DAYS:
             raise InvalidSchedule(f"days must be a whole number from 1 to {MAX_DAILY_DAYS}")
-        return {"kind": "daily", "hour": _hour(schedule), "days": days}
+        return {"kind": ScheduleKind.DAILY.value, "hour": _hour(schedule), "days": days}
     if kind == "weekdays":
         if set(schedule) != {"kind", "hour", "weekdays"}:
             raise InvalidSchedule("a weekdays schedule has exactly: kind, hour, weekdays")

@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.checkins import CHECKIN_MARKER, user_zone
-from bot.coaching.markers import GOAL_BASELINE, REVIEW_CURRENT
+from bot.coaching.checkins import user_zone
+from bot.coaching.contracts import CHECKIN_MARKER, GOAL_BASELINE, REVIEW_CURRENT
 from bot.i18n import N_
 from bot.store import Answer, User
 

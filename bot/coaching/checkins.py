@@ -8,18 +8,17 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.markers import CHECKIN_MOOD
+from bot.coaching.contracts import CHECKIN_MARKER
 from bot.store import Answer, Goal, UserView
+from bot.store.kinds import GoalStatus
 
-CHECKIN_DIALOGUE = "daily_checkin"
-CHECKIN_MARKER = CHECKIN_MOOD  # answered once per check-in, so it marks the day
 STREAK_LOOKBACK = 400
 
 
 async def has_active_goal(session: AsyncSession, user_id: int) -> bool:
     """Whether a check-in has a goal to look at."""
     found = await session.execute(
-        select(Goal.id).where(Goal.user_id == user_id, Goal.status == "active").limit(1))
+        select(Goal.id).where(Goal.user_id == user_id, Goal.status == GoalStatus.ACTIVE).limit(1))
     return found.first() is not None
 
 

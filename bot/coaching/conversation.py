@@ -14,8 +14,15 @@ from datetime import date, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.assignments import CUSTOM_EXERCISE
 from bot.coaching.checkins import checkin_days, user_zone
+from bot.coaching.contracts import (
+    CUSTOM_EXERCISE,
+    EXERCISE_STATUS,
+    GOAL_SETTING,
+    NEW_EXERCISE,
+    STREAK_VARIABLES,
+    WEEKLY_REVIEW,
+)
 from bot.coaching.events import event_for_status, notify_coaches
 from bot.coaching.groups import apply_group_dialogues
 from bot.coaching.markers import marker_of
@@ -30,13 +37,7 @@ from bot.engine.places import country_for_timezone
 from bot.i18n import normalize_locale, translator_for
 from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
-
-# Contracts with the dialogues (see docs/dialogue-language.md, "What the platform reads").
-GOAL_SETTING = "goal_setting"
-EXERCISE_STATUS = "exercise.status"
-NEW_EXERCISE = "new_exercise"  # a coach writes an exercise of their own
-WEEKLY_REVIEW = "weekly_review"
-STREAK_VARIABLES = frozenset({"streak.days", "streak.best"})
+from bot.store.kinds import CoachEventKind, GoalStatus
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ def _date(value: Value) -> date | None:
 
 async def _active_goal(session: AsyncSession, user: UserView) -> Goal | None:
     return (await session.execute(
-        select(Goal).where(Goal.user_id == user.id, Goal.status == "active")
+        select(Goal).where(Goal.user_id == user.id, Goal.status == GoalStatus.ACTIVE)
         .order_by(Goal.created_at.desc(), Goal.id.desc()).limit(1)
     )).scalar_one_or_none()
 
@@ -167,7 +168,7 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
         if goal is None:
             continue
         if completed:
-            goal.status, goal.completed_at = "done", now
+            goal.status, goal.completed_at = GoalStatus.DONE, now
         elif answer.variable == "goal.title" and isinstance(answer.value, str):
             goal.title = answer.value
         else:
@@ -231,7 +232,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         outcome = run_engine(dialogues, state, action, ctx)
     if user.consent_at is None and not user.is_coach:
         if outcome.crisis:  # no coach can be linked yet; the reply is the engine's
-            await notify_coaches(t.session, user.id, "crisis", now)
+            await notify_coaches(t.session, user.id, CoachEventKind.CRISIS, now)
         t.set_state(outcome.state.to_dict())
         return outcome
     for answer in outcome.saved:
@@ -242,7 +243,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
             await notify_coaches(t.session, user.id, event, now)
     record_signal(outcome.signal)
     if outcome.crisis:  # the coach hears that it happened, never what was written
-        await notify_coaches(t.session, user.id, "crisis", now)
+        await notify_coaches(t.session, user.id, CoachEventKind.CRISIS, now)
         await pause_after_crisis(t, now)
     await apply_goals(t, outcome, now)
     await apply_new_exercise(t, outcome)

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import String, and_, cast, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.assignments import CUSTOM_EXERCISE, validate_schedule
+from bot.coaching.assignments import validate_schedule
 from bot.coaching.coach_errors import (
     InvalidGroupName,
     InvalidSchedule,
@@ -27,6 +27,12 @@ from bot.coaching.coach_errors import (
     NotACoach,
     NotYourGroup,
     UnknownExercise,
+)
+from bot.coaching.contracts import (
+    CUSTOM_EXERCISE,
+    GROUP_ANSWER,
+    GROUP_CONTRIBUTION,
+    GROUP_GOAL,
 )
 from bot.coaching.links import active_link, is_coach, stop_assignments
 from bot.engine import Outcome, Reply
@@ -349,9 +355,6 @@ async def is_member(session: AsyncSession, user_id: int, group_id: int) -> bool:
 
 # -- a team's shared goal -----------------------------------------------------------------
 
-GROUP_GOAL = "group_goal"  # the coach writes the team's goal
-GROUP_CONTRIBUTION = "group_contribution"  # a member's own part in it, in private
-GROUP_ANSWER = "group_answer"  # a member's answer to the week's question, in private
 
 #: The questions a group's chat gets, one a week in turn (by ISO week number).
 GROUP_QUESTIONS = (

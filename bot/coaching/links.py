@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.coach_errors import InviteError, InviteProblem, NotACoach, NotYourClient
 from bot.store import Assignment, CoachEvent, CoachLink, Invite, PlannedCheckin, User
+from bot.store.kinds import CheckinKind, CheckinStatus
 
 INVITE_TTL = timedelta(days=7)
 INVITE_BYTES = 24  # 192 bits; token_urlsafe gives 32 characters of [A-Za-z0-9_-]
@@ -225,11 +226,11 @@ async def stop_assignments(session: AsyncSession, client_id: int, coaches: list[
         update(PlannedCheckin)
         .where(
             PlannedCheckin.user_id == client_id,
-            PlannedCheckin.kind == "exercise",
-            PlannedCheckin.status.in_(("planned", "claimed")),
+            PlannedCheckin.kind == CheckinKind.EXERCISE,
+            PlannedCheckin.status.in_((CheckinStatus.PLANNED, CheckinStatus.CLAIMED)),
             PlannedCheckin.ref.in_(ids),
         )
-        .values(status="cancelled")
+        .values(status=CheckinStatus.CANCELLED)
         .execution_options(synchronize_session=False)
     )
     await session.execute(

@@ -10,15 +10,9 @@ can be found with an index; each is asked on every path through the dialogues th
 
 from __future__ import annotations
 
-from bot.dialogue.loader import EXERCISE_STATUS
+from bot.coaching.contracts import CHECKIN_MARKER, EXERCISE_STATUS, GOAL_BASELINE, REVIEW_CURRENT
 
-#: Answered once per daily check-in, first: it marks the day.
-CHECKIN_MOOD = "checkin.mood"
-#: The goal's place on its 1-10 scale: when it is set, and at each weekly review.
-GOAL_BASELINE = "goal.baseline"
-REVIEW_CURRENT = "review.current"
-
-ANSWER_MARKERS = frozenset({CHECKIN_MOOD, GOAL_BASELINE, REVIEW_CURRENT, EXERCISE_STATUS})
+ANSWER_MARKERS = frozenset({CHECKIN_MARKER, GOAL_BASELINE, REVIEW_CURRENT, EXERCISE_STATUS})
 
 
 def marker_of(variable: str) -> str | None:

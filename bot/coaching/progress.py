@@ -11,6 +11,7 @@ from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.streaks import streak
 from bot.engine import Context
 from bot.store import Goal, UserView
+from bot.store.kinds import GoalStatus
 
 
 def current_streak(days: list[date], today: date) -> tuple[int, int]:
@@ -27,8 +28,8 @@ async def progress_text(session: AsyncSession, user: UserView, ctx: Context) -> 
     goals = list((await session.execute(
         select(Goal).where(Goal.user_id == user.id).order_by(Goal.created_at, Goal.id)
     )).scalars())
-    active = [g for g in goals if g.status == "active"]
-    done = [g for g in goals if g.status == "done"]
+    active = [g for g in goals if g.status == GoalStatus.ACTIVE]
+    done = [g for g in goals if g.status == GoalStatus.DONE]
     lines: list[str] = []
     if not active:
         lines.append(tr.gettext("You have no goal in progress. Send /goal to set one."))

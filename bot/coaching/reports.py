@@ -13,8 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.assignments import EXERCISE_STATUSES, STATUS_VARIABLE
 from bot.coaching.chart import ChartLabels, weekly_points, weekly_trend_png
-from bot.coaching.checkins import CHECKIN_MARKER, user_zone
+from bot.coaching.checkins import user_zone
 from bot.coaching.coach_errors import NotYourClient
+from bot.coaching.contracts import CHECKIN_MARKER
 from bot.coaching.links import linked_since
 from bot.coaching.progress import current_streak
 from bot.i18n import Translator

@@ -18,14 +18,14 @@ from bot.engine.crisis import CrisisSignal
 from bot.observability import CRISIS_SIGNALS
 from bot.store import PlannedCheckin, TurnUser, UserView
 from bot.store import Turn as StoreTurn
+from bot.store.kinds import CheckinKind, CheckinStatus
 
 log = logging.getLogger(__name__)
 
 CRISIS_PAUSE = timedelta(hours=24)
-CARE_CHECKIN = "care_checkin"  # the dialogue of the day after
-CARE_KIND = "care"
+CARE_KIND = CheckinKind.CARE
 # Planned rows that have not started yet (see bot/schedule/claims.py for the statuses).
-_NOT_STARTED = ("planned", "claimed")
+_NOT_STARTED = (CheckinStatus.PLANNED, CheckinStatus.CLAIMED)
 
 
 def record_signal(signal: CrisisSignal | None) -> None:
@@ -47,13 +47,13 @@ async def pause_after_crisis(t: StoreTurn, now: datetime) -> None:
         update(PlannedCheckin)
         .where(PlannedCheckin.user_id == t.user_id, PlannedCheckin.status.in_(_NOT_STARTED),
                PlannedCheckin.kind != CARE_KIND, PlannedCheckin.due_at < until)
-        .values(status="cancelled", claimed_by=None, claimed_at=None)
+        .values(status=CheckinStatus.CANCELLED, claimed_by=None, claimed_at=None)
         .execution_options(synchronize_session=False))
     await t.session.execute(
         update(PlannedCheckin)
         .where(PlannedCheckin.user_id == t.user_id, PlannedCheckin.kind == CARE_KIND,
                PlannedCheckin.status.in_(_NOT_STARTED))
-        .values(status="cancelled")
+        .values(status=CheckinStatus.CANCELLED)
         .execution_options(synchronize_session=False))
     t.session.add(PlannedCheckin(user_id=t.user_id, kind=CARE_KIND, ref="", due_at=until))
     await t.session.flush()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -12,7 +13,7 @@ from babel.dates import parse_date
 from babel.numbers import NumberFormatError, parse_decimal
 
 from bot.dialogue.expr import Value
-from bot.dialogue.model import Ask
+from bot.dialogue.model import AnswerType, Ask
 from bot.engine.places import find_time_zones
 from bot.i18n import Translator
 
@@ -27,23 +28,14 @@ _DAY_FIRST = re.compile(r"(\d{1,2})\s*[./-]\s*(\d{1,2})\s*[./-]?\s*(\d{2,4})?\.?
 
 
 def parse_answer(ask: Ask, raw: str, tr: Translator, today: date) -> Value | Invalid:
-    text = raw.strip()
-    match ask.type:
-        case "text":
-            return _text(ask, text, tr)
-        case "number" | "scale":
-            return _number(ask, text, tr)
-        case "choice":
-            return _choice(ask, text, tr)
-        case "yes_no":
-            return _yes_no(text, tr)
-        case "time":
-            return _time(text, tr)
-        case "date":
-            return _date(text, tr, today)
-        case "timezone":
-            return _timezone(text, tr)
-    return None
+    return ANSWER_UNITS[ask.type].parse(ask, raw.strip(), tr, today)
+
+
+def answer_buttons(ask: Ask, tr: Translator,
+                   dialogue_text: Callable[[str], str]) -> tuple[tuple[str, str], ...]:
+    """The buttons offered with a question: (label, value) pairs; a choice's labels are
+    dialogue texts, shown through `dialogue_text` (translated and filled in)."""
+    return ANSWER_UNITS[ask.type].buttons(ask, tr, dialogue_text)
 
 
 def _text(ask: Ask, text: str, tr: Translator) -> Value | Invalid:
@@ -192,3 +184,54 @@ def _timezone(text: str, tr: Translator) -> Value | Invalid:
     # The example in the sentence is a city the translator's readers know.
     return Invalid(tr.gettext("I don't know that place. Please send the name of a city near "
                               "you, for example London or New York."))
+
+
+Parse = Callable[[Ask, str, Translator, date], Value | Invalid]
+Buttons = Callable[[Ask, Translator, Callable[[str], str]], tuple[tuple[str, str], ...]]
+
+
+def _no_buttons(ask: Ask, tr: Translator,
+                dialogue_text: Callable[[str], str]) -> tuple[tuple[str, str], ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class AnswerUnit:
+    """What the engine does with one answer type: read a reply (the stripped text, or a
+    button's value), and offer buttons. Its YAML keys and their validation are the
+    loader's (``bot/dialogue/loader.py``: the dialogue layer does not import the engine)."""
+
+    parse: Parse
+    buttons: Buttons = _no_buttons
+
+
+def _choice_buttons(ask: Ask, tr: Translator,
+                    dialogue_text: Callable[[str], str]) -> tuple[tuple[str, str], ...]:
+    return tuple((dialogue_text(option.label), option.key) for option in ask.options)
+
+
+def _yes_no_buttons(ask: Ask, tr: Translator,
+                    dialogue_text: Callable[[str], str]) -> tuple[tuple[str, str], ...]:
+    return (tr.gettext("Yes"), "yes"), (tr.gettext("No"), "no")
+
+
+def _scale_buttons(ask: Ask, tr: Translator,
+                   dialogue_text: Callable[[str], str]) -> tuple[tuple[str, str], ...]:
+    if ask.min is None or ask.max is None:
+        return ()
+    return tuple((tr.number(n), str(n)) for n in range(int(ask.min), int(ask.max) + 1))
+
+
+#: Every answer type's behaviour in the engine, one entry each (tests/engine/test_answers.py
+#: checks that every type the dialogue language knows has one).
+ANSWER_UNITS: Mapping[AnswerType, AnswerUnit] = {
+    "text": AnswerUnit(lambda ask, text, tr, today: _text(ask, text, tr)),
+    "number": AnswerUnit(lambda ask, text, tr, today: _number(ask, text, tr)),
+    "scale": AnswerUnit(lambda ask, text, tr, today: _number(ask, text, tr), _scale_buttons),
+    "choice": AnswerUnit(lambda ask, text, tr, today: _choice(ask, text, tr), _choice_buttons),
+    "yes_no": AnswerUnit(lambda ask, text, tr, today: _yes_no(text, tr), _yes_no_buttons),
+    "time": AnswerUnit(lambda ask, text, tr, today: _time(text, tr)),
+    "date": AnswerUnit(lambda ask, text, tr, today: _date(text, tr, today)),
+    "timezone": AnswerUnit(lambda ask, text, tr, today: _timezone(text, tr)),
+    "none": AnswerUnit(lambda ask, text, tr, today: None),
+}

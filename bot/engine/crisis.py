@@ -35,6 +35,7 @@ import yaml
 
 from bot.engine.crisis_model import IntArray, load_model, sentence_features, split_sentences
 from bot.engine.places import country_for_timezone
+from bot.i18n.languages import LOCALE_COUNTRY, SUPPORTED_LOCALES
 
 __all__ = [
     "LANGUAGES",
@@ -51,11 +52,12 @@ __all__ = [
     "helplines_for",
     "message_features",
     "normalize",
+    "phrase_languages",
     "phrase_match",
 ]
 
 #: Languages whose phrase lists are always checked, whatever the user's locale.
-LANGUAGES: tuple[str, ...] = ("en", "ca", "bg", "hr", "it", "he")
+LANGUAGES: tuple[str, ...] = SUPPORTED_LOCALES
 
 _DATA_PACKAGE = "bot.engine"
 
@@ -256,6 +258,11 @@ def _languages() -> Mapping[str, _Language]:
             exception_count=len(exceptions),
         )
     return result
+
+
+def phrase_languages() -> frozenset[str]:
+    """The languages that have crisis phrases (each language the bot speaks needs them)."""
+    return frozenset(code for code, lang in _languages().items() if lang.phrase_count)
 
 
 @cache
@@ -615,7 +622,6 @@ def helplines_for(country: str | None) -> tuple[Helpline, ...]:
 # --------------------------------------------------------------------------------------
 
 
-_LOCALE_COUNTRY = {"ca": "ES", "bg": "BG", "hr": "HR", "it": "IT", "he": "IL", "iw": "IL"}
 
 
 def default_country_for_locale(locale: str) -> str | None:
@@ -629,4 +635,4 @@ def default_country_for_locale(locale: str) -> str | None:
     for part in parts[1:]:
         if len(part) == 2 and part.isalpha():
             return part.upper()
-    return _LOCALE_COUNTRY.get(parts[0].lower())
+    return LOCALE_COUNTRY.get(parts[0].lower())

@@ -12,7 +12,7 @@ from functools import lru_cache
 from bot.dialogue.expr import Value
 from bot.dialogue.model import END, Ask, Dialogue, DialogueSet, Step
 from bot.dialogue.template import placeholders, render
-from bot.engine.answers import Invalid, parse_answer
+from bot.engine.answers import Invalid, answer_buttons, parse_answer
 from bot.engine.conditions import evaluate
 from bot.engine.crisis import (
     CrisisCategory,
@@ -131,17 +131,8 @@ class _Run:
 
     def buttons(self, dialogue_id: str, step: Step) -> tuple[Button, ...]:
         token = step_token(dialogue_id, step.id)
-        ask = step.ask
-        if ask.type == "choice":
-            return tuple(Button(self.fill(self.tr.gettext(o.label)), f"{token}:{o.key}")
-                         for o in ask.options)
-        if ask.type == "yes_no":
-            return (Button(self.tr.gettext("Yes"), f"{token}:yes"),
-                    Button(self.tr.gettext("No"), f"{token}:no"))
-        if ask.type == "scale" and ask.min is not None and ask.max is not None:
-            return tuple(Button(self.tr.number(n), f"{token}:{n}")
-                         for n in range(int(ask.min), int(ask.max) + 1))
-        return ()
+        return tuple(Button(label, f"{token}:{value}") for label, value in answer_buttons(
+            step.ask, self.tr, lambda text: self.fill(self.tr.gettext(text))))
 
     # -- moving through steps --------------------------------------------------------------
 

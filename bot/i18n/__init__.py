@@ -21,10 +21,11 @@ from babel.messages.pofile import read_po
 from babel.numbers import format_decimal
 from babel.support import Translations
 
+from bot.i18n.languages import ALIASES as _ALIASES
+from bot.i18n.languages import SOURCE_LOCALE as SOURCE_LOCALE  # re-exported
+from bot.i18n.languages import SUPPORTED_LOCALES as SUPPORTED_LOCALES
+
 DOMAIN = "coachbot"
-SOURCE_LOCALE = "en"
-SUPPORTED_LOCALES = ("en", "ca", "bg", "hr", "it", "he")
-_ALIASES = {"iw": "he"}  # the old ISO code some clients still send for Hebrew
 
 # Unicode "first strong isolate" and "pop directional isolate": a value wrapped in them
 # cannot flip the direction of the sentence around it.

@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 
 from bot.store import PlannedCheckin, Store
+from bot.store.kinds import CheckinStatus
 
 DEFAULT_LEASE = timedelta(minutes=5)
 
@@ -55,8 +56,9 @@ async def release_expired(store: Store, now: datetime, lease: timedelta) -> int:
     async with store.sessionmaker() as session, session.begin():
         result = await session.execute(
             update(PlannedCheckin)
-            .where(PlannedCheckin.status == "claimed", PlannedCheckin.claimed_at < now - lease)
-            .values(status="planned", claimed_by=None, claimed_at=None)
+            .where(PlannedCheckin.status == CheckinStatus.CLAIMED,
+                   PlannedCheckin.claimed_at < now - lease)
+            .values(status=CheckinStatus.PLANNED, claimed_by=None, claimed_at=None)
             .execution_options(synchronize_session=False)
         )
         return int(getattr(result, "rowcount", 0) or 0)
@@ -70,7 +72,7 @@ async def claim(store: Store, now: datetime, *, worker_id: str, batch: int) -> l
     # has just locked, and so claim several batches at once.
     due = (
         select(PlannedCheckin.id)
-        .where(PlannedCheckin.status == "planned", PlannedCheckin.due_at <= now)
+        .where(PlannedCheckin.status == CheckinStatus.PLANNED, PlannedCheckin.due_at <= now)
         .order_by(PlannedCheckin.due_at, PlannedCheckin.id)
         .limit(batch)
         .with_for_update(skip_locked=True)
@@ -81,8 +83,8 @@ async def claim(store: Store, now: datetime, *, worker_id: str, batch: int) -> l
     async with store.sessionmaker() as session, session.begin():
         rows = await session.execute(
             update(pc)
-            .where(pc.id.in_(select(due.c.id)), pc.status == "planned")
-            .values(status="claimed", claimed_by=worker_id, claimed_at=now)
+            .where(pc.id.in_(select(due.c.id)), pc.status == CheckinStatus.PLANNED)
+            .values(status=CheckinStatus.CLAIMED, claimed_by=worker_id, claimed_at=now)
             .returning(pc.id, pc.user_id, pc.kind, pc.ref, pc.due_at)
             .execution_options(synchronize_session=False)
         )

@@ -30,7 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from bot.coaching.checkins import CHECKIN_MARKER
+from bot.coaching.contracts import CHECKIN_MARKER
 from bot.coaching.safety import CARE_KIND, paused_by_crisis
 from bot.schedule import planning
 from bot.schedule.planning import Profile
@@ -45,6 +45,7 @@ from bot.store import (
     UserView,
     off_the_loop,
 )
+from bot.store.kinds import CheckinKind, CheckinStatus
 from bot.store.types import UTCDateTime
 
 DEFAULT_HORIZON = timedelta(days=2)
@@ -52,7 +53,7 @@ DEFAULT_HORIZON = timedelta(days=2)
 RHYTHM_LOOKBACK = timedelta(days=60)
 PLAN_BATCH = 5000
 
-OPEN = ("planned", "claimed")
+OPEN = (CheckinStatus.PLANNED, CheckinStatus.CLAIMED)
 
 
 def profile_of(row: Any) -> Profile:
@@ -98,7 +99,7 @@ def _daily_history(first: int, last: int, now: datetime) -> Any:
         # and …") keeps SQLite on the (user_id, …) index instead of scanning by status.
         select(pc.user_id.label("user_id"), pc.status.label("status"),
                pc.started_at.label("at"))
-        .where(pc.kind == "daily", pc.user_id.between(first, last),
+        .where(pc.kind == CheckinKind.DAILY, pc.user_id.between(first, last),
                or_(pc.status.in_(OPEN), pc.started_at > since)),
         select(Answer.user_id, answer, Answer.answered_at)
         .where(Answer.marker == CHECKIN_MARKER, Answer.user_id.between(first, last),
@@ -109,7 +110,7 @@ def _daily_history(first: int, last: int, now: datetime) -> Any:
         func.max(case((both.c.status == answer, both.c.at)))
         .over(partition_by=both.c.user_id).label("last_answer"),
     ).subquery()
-    started = rows.c.status == "started"
+    started = rows.c.status == CheckinStatus.STARTED
     unanswered = case((and_(started, or_(rows.c.last_answer.is_(None),
                                          rows.c.at > rows.c.last_answer)), 1))
     return (
@@ -232,16 +233,17 @@ class _Planner:
                 if uid not in batch.open_daily:
                     due = self.daily(key, profile, batch.recent.get(uid, no_rhythm))
                     if due is not None:
-                        rows.append((uid, "daily", "", due))
+                        rows.append((uid, CheckinKind.DAILY.value, "", due))
                 for goal_id, created in goals:
                     ref = str(goal_id)
-                    rows.extend((uid, "weekly", ref, due)
+                    rows.extend((uid, CheckinKind.WEEKLY.value, ref, due)
                                 for due in self.reviews(key, profile, created))
             for a in assignments or ():
                 schedule = a.schedule if isinstance(a.schedule, dict) else {}
                 ref = str(a.id)
-                rows.extend((uid, "exercise", ref, due) for due in planning.exercises(
-                    profile, schedule, a.starts_on, a.ends_on, self.now, self.horizon))
+                rows.extend((uid, CheckinKind.EXERCISE.value, ref, due)
+                            for due in planning.exercises(profile, schedule, a.starts_on,
+                                                          a.ends_on, self.now, self.horizon))
         return rows
 
 
@@ -280,7 +282,8 @@ async def _insert_planned(conn: AsyncConnection,
             due = table.c.due_at.type.bind_processor(dialect)
             assert due is not None and list(order) == [*_PLANNED_COLUMNS, "status"]
             await conn.exec_driver_sql(
-                compiled.string, [(u, k, r, due(d), "planned") for u, k, r, d in chunk])
+                compiled.string,
+                [(u, k, r, due(d), CheckinStatus.PLANNED.value) for u, k, r, d in chunk])
 
 
 _ARRAY_TYPES: dict[str, Any] = {
@@ -349,16 +352,18 @@ async def replan(t: Turn, now: datetime, *, horizon: timedelta = DEFAULT_HORIZON
     await t.session.execute(
         delete(pc)
         .where(pc.user_id == t.user_id, pc.kind != CARE_KIND,  # care after a crisis stays
-               or_(pc.status == "planned", and_(pc.status == "cancelled", pc.due_at > now)))
+               or_(pc.status == CheckinStatus.PLANNED,
+                   and_(pc.status == CheckinStatus.CANCELLED, pc.due_at > now)))
         .execution_options(synchronize_session=False))
-    if user_gone(t.user, now, "daily") or not await has_active_goal(t.session, t.user_id):
+    if user_gone(t.user, now, CheckinKind.DAILY) or not await has_active_goal(t.session, t.user_id):
         return
     due = planning.next_daily_from(profile_of(t.user), now, None, horizon)
     if due is not None:
         insert = (postgresql.insert if t.connection.dialect.name == "postgresql"
                   else sqlite.insert)
         await t.session.execute(insert(pc).values(
-            user_id=t.user_id, kind="daily", ref="", due_at=due, status="planned")
+            user_id=t.user_id, kind=CheckinKind.DAILY, ref="", due_at=due,
+            status=CheckinStatus.PLANNED)
             .on_conflict_do_nothing())
 
 

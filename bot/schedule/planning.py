@@ -40,6 +40,8 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bot.store.kinds import ScheduleKind
+
 MINUTES_PER_DAY = 24 * 60
 GENTLE_AFTER = 3  # unanswered check-ins in a row before every other day
 WEEKLY_AFTER = 6  # ... before weekly
@@ -223,14 +225,15 @@ def exercise_days(schedule: Mapping[str, Any], starts_on: date, ends_on: date | 
     """Local days in ``[first, last]`` on which an assignment's schedule has an exercise."""
     kind = schedule.get("kind")
     end = last if ends_on is None else min(last, ends_on)
-    if kind == "daily":
+    if kind == ScheduleKind.DAILY:
         days = schedule.get("days")
         if isinstance(days, int):
             end = min(end, starts_on + timedelta(days=days - 1))
     day = max(first, starts_on)
     weekdays = set(schedule.get("weekdays") or ())
     while day <= end:
-        if kind == "daily" or (kind == "weekdays" and day.weekday() in weekdays):
+        if kind == ScheduleKind.DAILY or (kind == ScheduleKind.WEEKDAYS
+                                        and day.weekday() in weekdays):
             yield day
         day += timedelta(days=1)
 

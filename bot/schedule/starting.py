@@ -11,20 +11,20 @@ import asyncio
 import logging
 from collections import Counter
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.checkins import CHECKIN_DIALOGUE, CHECKIN_MARKER
+from bot.coaching.contracts import CARE_CHECKIN, CHECKIN_MARKER, DAILY_CHECKIN, WEEKLY_REVIEW
 from bot.coaching.conversation import (
-    WEEKLY_REVIEW,
     Start,
     converse,
     custom_exercise_start,
     enqueue_replies,
 )
-from bot.coaching.safety import CARE_CHECKIN, CARE_KIND
+from bot.coaching.safety import CARE_KIND
 from bot.dialogue.model import DialogueSet
 from bot.observability import describe_failure
 from bot.schedule import claims, planning
@@ -32,6 +32,7 @@ from bot.schedule.claims import DEFAULT_LEASE, Claimed, release_expired
 from bot.schedule.planner import RHYTHM_LOOKBACK, has_active_goal, profile_of, user_gone
 from bot.schedule.planning import Profile
 from bot.store import Answer, Assignment, Conversation, Exercise, PlannedCheckin, Store, Turn
+from bot.store.kinds import CheckinKind, CheckinStatus
 
 log = logging.getLogger(__name__)
 
@@ -40,19 +41,39 @@ POSTPONE_BY = timedelta(minutes=30)
 START_CONCURRENCY = 8  # check-ins started at once within a tick
 
 
+class Outcome(StrEnum):
+    """What became of a claimed row (the counts ``claim_and_start`` returns); the first
+    three are also the row's new status."""
+
+    STARTED = CheckinStatus.STARTED.value
+    MISSED = CheckinStatus.MISSED.value
+    CANCELLED = CheckinStatus.CANCELLED.value
+    POSTPONED = "postponed"  # planned again, a little later
+    LOST = "lost"  # another worker took it over after our lease ran out
+    ERROR = "error"  # stays claimed; the lease brings it back
+
+
+#: The dialogue each kind of planned row starts; an exercise's depends on its assignment.
+STARTS: dict[CheckinKind, str] = {
+    CheckinKind.DAILY: DAILY_CHECKIN,
+    CheckinKind.WEEKLY: WEEKLY_REVIEW,
+    CheckinKind.CARE: CARE_CHECKIN,
+}
+
+
 async def _still_mine(t: Turn, row: Claimed, worker_id: str) -> bool:
     current = (await t.session.execute(
         select(PlannedCheckin.status, PlannedCheckin.claimed_by)
         .where(PlannedCheckin.id == row.id).with_for_update()
     )).one_or_none()
-    return current is not None and tuple(current) == ("claimed", worker_id)
+    return current is not None and tuple(current) == (CheckinStatus.CLAIMED, worker_id)
 
 
 async def _started_dailies(session: AsyncSession, user_id: int, now: datetime) -> list[datetime]:
     rows = await session.execute(
         select(PlannedCheckin.started_at)
-        .where(PlannedCheckin.user_id == user_id, PlannedCheckin.kind == "daily",
-               PlannedCheckin.status == "started",
+        .where(PlannedCheckin.user_id == user_id, PlannedCheckin.kind == CheckinKind.DAILY,
+               PlannedCheckin.status == CheckinStatus.STARTED,
                PlannedCheckin.started_at > now - RHYTHM_LOOKBACK)
         .order_by(PlannedCheckin.started_at))
     return [at for at in rows.scalars() if at is not None]
@@ -66,32 +87,30 @@ async def _last_checkin_answer(session: AsyncSession, user_id: int) -> datetime 
     return at
 
 
-async def _daily_verdict(t: Turn, row: Claimed, profile: Profile, now: datetime) -> str | None:
+async def _daily_verdict(t: Turn, row: Claimed, profile: Profile,
+                         now: datetime) -> Outcome | None:
     """Why a due daily check-in should not start (a status), or None to start it."""
     if not await has_active_goal(t.session, t.user_id):
-        return "cancelled"
+        return Outcome.CANCELLED
     started = await _started_dailies(t.session, t.user_id, now)
     zone = profile.zone
     if any(planning.local_date(s, zone) == planning.local_date(row.due_at, zone)
            for s in started):
-        return "cancelled"  # one daily check-in per local day
+        return Outcome.CANCELLED  # one daily check-in per local day
     answered = await _last_checkin_answer(t.session, t.user_id)
     unanswered = sum(1 for s in started if answered is None or s > answered)
     last = started[-1] if started else None
     if not planning.daily_allowed_on(profile, row.due_at, last, unanswered):
-        return "cancelled"  # the gentler rhythm skips this one
+        return Outcome.CANCELLED  # the gentler rhythm skips this one
     return None
 
 
 async def _start_for(t: Turn, row: Claimed) -> Start | None:
     """What to start for this row: a check-in, a review, or an assigned exercise (a coach's
     own exercise runs in the custom exercise dialogue, filled with its title and text)."""
-    if row.kind == "daily":
-        return Start(CHECKIN_DIALOGUE)
-    if row.kind == CARE_KIND:
-        return Start(CARE_CHECKIN)
-    if row.kind == "weekly":
-        return Start(WEEKLY_REVIEW)
+    dialogue = STARTS.get(CheckinKind(row.kind))
+    if dialogue is not None:
+        return Start(dialogue)
     if not row.ref.isdigit():
         return None
     assignment = await t.session.get(Assignment, int(row.ref))
@@ -114,27 +133,27 @@ async def _busy(t: Turn, now: datetime) -> bool:
 
 
 async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
-                  now: datetime) -> tuple[str, Start | None]:
+                  now: datetime) -> tuple[Outcome, Start | None]:
     """(status, what to start) for a claimed row inside its user's turn."""
     profile = profile_of(t.user)
     if user_gone(t.user, now, row.kind):
-        return "cancelled", None
+        return Outcome.CANCELLED, None
     if row.kind == CARE_KIND and planning.in_quiet(_local_minute(now, profile),
                                                    profile.quiet_start, profile.quiet_end):
-        return "postponed", None
+        return Outcome.POSTPONED, None
     if not planning.same_local_day(row.due_at, now, profile.zone):
-        return "missed", None
-    if row.kind == "daily":
+        return Outcome.MISSED, None
+    if row.kind == CheckinKind.DAILY:
         verdict = await _daily_verdict(t, row, profile, now)
         if verdict is not None:
             return verdict, None
     action = await _start_for(t, row)
     if action is None or action.dialogue_id not in dialogues:
         log.warning("check-in %s (%s): nothing to start", row.id, row.kind)
-        return "cancelled", None
+        return Outcome.CANCELLED, None
     if await _busy(t, now):
-        return "postponed", None
-    return "started", action
+        return Outcome.POSTPONED, None
+    return Outcome.STARTED, action
 
 
 def _local_minute(instant: datetime, profile: Profile) -> int:
@@ -142,23 +161,25 @@ def _local_minute(instant: datetime, profile: Profile) -> int:
     return local.hour * 60 + local.minute
 
 
-async def _set_status(t: Turn, row: Claimed, status: str, now: datetime) -> None:
-    values: dict[str, Any] = {"status": status}
-    if status == "postponed":
-        values = {"status": "planned", "due_at": now + POSTPONE_BY, "claimed_by": None,
-                  "claimed_at": None}
-    elif status == "started":
-        values["started_at"] = now
+async def _set_status(t: Turn, row: Claimed, status: Outcome, now: datetime) -> None:
+    values: dict[str, Any]
+    if status == Outcome.POSTPONED:
+        values = {"status": CheckinStatus.PLANNED, "due_at": now + POSTPONE_BY,
+                  "claimed_by": None, "claimed_at": None}
+    else:
+        values = {"status": CheckinStatus(status.value)}
+        if status == Outcome.STARTED:
+            values["started_at"] = now
     await t.session.execute(
         update(PlannedCheckin).where(PlannedCheckin.id == row.id).values(**values)
         .execution_options(synchronize_session=False))
 
 
 async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime,
-                    worker_id: str) -> str:
+                    worker_id: str) -> Outcome:
     """Inside the user's turn: start the row's dialogue into the outbox, or settle it."""
     if not await _still_mine(t, row, worker_id):
-        return "lost"
+        return Outcome.LOST
     status, action = await _decide(t, row, dialogues, now)
     if action is not None:
         outcome = await converse(t, dialogues, action, now)
@@ -182,7 +203,7 @@ async def claim_and_start(store: Store, dialogues: DialogueSet, now: datetime, *
     at_once = asyncio.Semaphore(START_CONCURRENCY)
 
     async def start(row: Claimed) -> None:
-        async def run(t: Turn) -> str:
+        async def run(t: Turn) -> Outcome:
             return await start_one(t, row, dialogues, now, worker_id)
 
         async with at_once:
@@ -191,8 +212,8 @@ async def claim_and_start(store: Store, dialogues: DialogueSet, now: datetime, *
             except Exception as exc:  # ids and the error's kind, never its text
                 log.error("check-in %s of user %s could not be started: %s", row.id,
                           row.user_id, describe_failure(exc))
-                status = "error"  # stays claimed; the lease brings it back
-        results[status or "lost"] += 1
+                status = Outcome.ERROR  # stays claimed; the lease brings it back
+        results[status or Outcome.LOST] += 1
 
     await asyncio.gather(*(start(row) for row in await claims.claim(store, now, worker_id=worker_id,
                                                              batch=batch)))

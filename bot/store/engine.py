@@ -9,7 +9,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from .sqlite_async import SQLiteDBAPI, sqlite_connector
+from . import sqlite_async
+from .sqlite_async import SQLiteConnection, SQLiteDBAPI, sqlite_connector
 from .types import install_cipher, make_cipher
 
 DEFAULT_URL = "sqlite+aiosqlite:///coachbot.db"
@@ -46,9 +47,14 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
         # on the same file still wait through the busy timeout.
         one_connection = {} if _in_memory(url) else {  # in memory: one already (StaticPool)
             "pool_size": 1, "max_overflow": 0, "pool_timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
-        connector = sqlite_connector(make_url(url), lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
-        engine = create_async_engine(url, async_creator=connector, module=SQLiteDBAPI(),
-                                     hide_parameters=True, **one_connection)
+        if sqlite_async.INTERNALS_MISSING:  # the stock path, warned about at import
+            engine = create_async_engine(
+                url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+                hide_parameters=True, **one_connection)
+        else:
+            connector = sqlite_connector(make_url(url), lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
+            engine = create_async_engine(url, async_creator=connector, module=SQLiteDBAPI(),
+                                         hide_parameters=True, **one_connection)
     else:
         # Up to 64 updates are handled at once (bot/telegram/app.py). No overflow: a
         # connection opened past the pool is closed again when returned, so under load each
@@ -88,4 +94,8 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.connection.driver_connection.begin_immediate()
+        driver = conn.connection.driver_connection
+        if isinstance(driver, SQLiteConnection):
+            driver.begin_immediate()
+        else:  # the stock aiosqlite connection (see sqlite_async.INTERNALS_MISSING)
+            conn.exec_driver_sql("BEGIN IMMEDIATE")

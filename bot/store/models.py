@@ -26,6 +26,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, QueryableAttribute, mapped_column
 
+from .kinds import (
+    CheckinKind,
+    CheckinStatus,
+    CoachEventKind,
+    GoalStatus,
+    OutboxKind,
+    OutboxStatus,
+    one_of,
+)
 from .types import EncryptedInt, EncryptedJSON, EncryptedText, UTCDateTime, utcnow
 
 # SQLite only auto-increments an INTEGER PRIMARY KEY, so big surrogate keys are
@@ -97,13 +106,14 @@ class Goal(Base):
     baseline: Mapped[int | None] = mapped_column(EncryptedInt)
     current: Mapped[int | None] = mapped_column(EncryptedInt)
     target: Mapped[int | None] = mapped_column(EncryptedInt)
-    status: Mapped[str] = mapped_column(String(16), default="active", server_default="active")
+    status: Mapped[str] = mapped_column(String(16), default=GoalStatus.ACTIVE,
+                                        server_default=GoalStatus.ACTIVE.value)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     due_on: Mapped[date | None] = mapped_column(Date)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
-        CheckConstraint("status IN ('active', 'done', 'dropped')", name="status"),
+        CheckConstraint(one_of("status", GoalStatus), name="status"),
         Index(None, "user_id", "status"),
     )
 
@@ -346,26 +356,21 @@ class PlannedCheckin(Base):
     # unique constraint, and the same check-in must never be planned twice.
     ref: Mapped[str] = mapped_column(String(64), default="", server_default=text("''"))
     due_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    status: Mapped[str] = mapped_column(String(16), default="planned", server_default="planned")
+    status: Mapped[str] = mapped_column(String(16), default=CheckinStatus.PLANNED,
+                                        server_default=CheckinStatus.PLANNED.value)
     claimed_by: Mapped[str | None] = mapped_column(String(128))
     claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # When its dialogue was started, i.e. its first message was put in the outbox.
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
-        CheckConstraint("kind IN ('daily', 'weekly', 'exercise', 'care')", name="kind"),
-        CheckConstraint(
-            "status IN ('planned', 'claimed', 'started', 'missed', 'cancelled')", name="status"
-        ),
+        CheckConstraint(one_of("kind", CheckinKind), name="kind"),
+        CheckConstraint(one_of("status", CheckinStatus), name="status"),
         UniqueConstraint("user_id", "kind", "ref", "due_at"),
         Index(None, "status", "due_at"),
     )
 
 
-#: pending (waiting), sending (claimed, leased), sent, failed (gave up), cancelled (held back
-#: and never sent: superseded by a later reply or by an urgent message).
-OUTBOX_STATUSES = ("pending", "sending", "sent", "failed", "cancelled")
-OUTBOX_KINDS = ("message", "reply", "urgent")
 
 
 class Outbox(Base):
@@ -380,23 +385,27 @@ class Outbox(Base):
     # May echo the client's own words, so it is encrypted like answers.
     payload: Mapped[dict[str, Any]] = mapped_column(EncryptedJSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    status: Mapped[str] = mapped_column(String(16), default="pending", server_default="pending")
+    status: Mapped[str] = mapped_column(String(16), default=OutboxStatus.PENDING,
+                                        server_default=OutboxStatus.PENDING.value)
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_error: Mapped[str | None] = mapped_column(Text)
     # message (scheduled, coach, digest), reply (to the user's own message: a later reply
     # supersedes it while unsent) or urgent (goes ahead of anything queued for the chat).
-    kind: Mapped[str] = mapped_column(String(16), default="message", server_default="message")
+    kind: Mapped[str] = mapped_column(String(16), default=OutboxKind.MESSAGE,
+                                      server_default=OutboxKind.MESSAGE.value)
     # Parts of a long text Telegram accepted: a retry resumes at the next one.
     parts_sent: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     __table_args__ = (
-        CheckConstraint(f"status IN {OUTBOX_STATUSES!r}", name="status"),
-        CheckConstraint(f"kind IN {OUTBOX_KINDS!r}", name="kind"),
+        CheckConstraint(one_of("status", OutboxStatus), name="status"),
+        CheckConstraint(one_of("kind", OutboxKind), name="kind"),
         Index(None, "status", "next_attempt_at"),
         # The sender claims only the oldest undelivered row of each chat.
         Index(None, "chat_id", "status", "id"),
+        # ... and first of the chats with a reply waiting (few: an index-only lookup).
+        Index(None, "kind", "status", "chat_id"),
     )
 
 
@@ -404,11 +413,21 @@ def undelivered(status: ColumnElement[str] | QueryableAttribute[str]) -> ColumnE
     """Outbox rows waiting to be sent or being sent. Two comparisons rather than an IN of a
     literal tuple, which SQLAlchemy renders again on every execution (a fifth of a lookup's
     CPU)."""
-    return or_(status == "pending", status == "sending")
+    return or_(status == OutboxStatus.PENDING, status == OutboxStatus.SENDING)
 
 
-#: What a coach is told about, in batches; never the content of what the client wrote.
-COACH_EVENT_KINDS = ("exercise_done", "exercise_partly", "exercise_skipped", "crisis")
+class SendBudget(Base):
+    """The bot's send budget, shared by its replicas (``bot/telegram/pacing.py``): the first
+    release time no replica has leased yet. Nothing about a person."""
+
+    __tablename__ = "send_budget"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    next_slot: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+#: What a coach is told about (bot/coaching/events.py checks it: the column is encrypted).
+COACH_EVENT_KINDS = tuple(CoachEventKind)
 
 
 class CoachEvent(Base):

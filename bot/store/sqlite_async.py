@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import sqlite3
 import threading
 import time
@@ -49,6 +50,8 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 from sqlalchemy.dialects.sqlite.aiosqlite import dialect as aiosqlite_dialect
 from sqlalchemy.engine import URL
 from sqlalchemy.util.concurrency import await_
+
+log = logging.getLogger(__name__)
 
 _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 YIELD_EVERY = 0.005  # seconds of inline calls before the loop gets a turn
@@ -292,3 +295,35 @@ class SQLiteDBAPI(AsyncAdapt_aiosqlite_dbapi):
     def connect(self, *args: Any, **kwargs: Any) -> _AdaptedConnection:
         creator = kwargs.pop("async_creator_fn")
         return _AdaptedConnection(self, await_(creator(*args, **kwargs)))
+
+
+def missing_internals() -> list[str]:
+    """The private names of aiosqlite (0.22) and SQLAlchemy (2.1) this module builds on that
+    the installed versions lack; with any missing, ``make_engine`` takes the stock path."""
+    missing = []
+    try:
+        connection = aiosqlite.Connection(partial(sqlite3.connect, ":memory:"),
+                                          iter_chunk_size=64)  # not started: no thread runs
+    except TypeError:
+        missing.append("aiosqlite.Connection(connector, iter_chunk_size=)")
+    else:
+        missing += [f"aiosqlite.Connection.{name}" for name in ("_thread", "_connection")
+                    if not hasattr(connection, name)]
+    if not callable(getattr(aiosqlite.Connection, "_execute", None)):
+        missing.append("aiosqlite.Connection._execute")
+    if not isinstance(getattr(aiosqlite.Connection, "_conn", None), property):
+        missing.append("aiosqlite.Connection._conn")
+    for cls, names in ((AsyncAdapt_aiosqlite_cursor, ("_cursor", "_rows", "_adapt_connection")),
+                       (AsyncAdapt_aiosqlite_connection,
+                        ("_connection", "_handle_exception", "_cursor_cls"))):
+        missing += [f"sqlalchemy {cls.__name__}.{name}" for name in names
+                    if not hasattr(cls, name)]
+    return missing
+
+
+#: Checked once, at import: what the installed libraries lack of what this module needs.
+INTERNALS_MISSING = missing_internals()
+if INTERNALS_MISSING:
+    log.warning("SQLite runs on the stock aiosqlite path (every statement through its thread, "
+                "slower): the installed aiosqlite or SQLAlchemy lacks %s",
+                ", ".join(INTERNALS_MISSING))

@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, a
 
 from .engine import make_engine
 from .keys import check_keys
+from .kinds import CheckinKind, CheckinStatus, OutboxKind, OutboxStatus
 from .migrate import upgrade_engine
 from .models import (
     USER_COLUMNS,
@@ -83,8 +84,6 @@ OUTAGE_MAX_BACKOFF = 5.0
 #: Why a held-back outbox row was never sent (``last_error`` of a ``cancelled`` row).
 SUPERSEDED_BY_REPLY = "superseded by a later reply"
 SUPERSEDED_BY_URGENT = "superseded by an urgent message"
-#: The planned check-in kind that follows an urgent crisis (bot/coaching/safety.py).
-_AFTER_CRISIS = "care"
 #: How stale ``users.last_seen_at`` may get before a client's message updates it (one write
 #: a day, rather than one per message).
 _SEEN_PRECISION = timedelta(days=1)
@@ -145,14 +144,16 @@ _CHAT_BUSY = (select(_OUTBOX.c.id)
 # the chat supersedes them (a flood gets the answer to its last message, not to each).
 _SUPERSEDE_REPLIES = (update(_OUTBOX)
                       .where(_OUTBOX.c.chat_id == bindparam("of_chat"),
-                             _OUTBOX.c.status == "pending", _OUTBOX.c.kind == "reply")
-                      .values(status="cancelled", last_error=SUPERSEDED_BY_REPLY))
+                             _OUTBOX.c.status == OutboxStatus.PENDING,
+                             _OUTBOX.c.kind == OutboxKind.REPLY)
+                      .values(status=OutboxStatus.CANCELLED, last_error=SUPERSEDED_BY_REPLY))
 # An urgent message holds back everything queued for its chat that is not in flight yet
 # (earlier urgent messages excepted).
 _HOLD_BACK_FOR_URGENT = (update(_OUTBOX)
                          .where(_OUTBOX.c.chat_id == bindparam("of_chat"),
-                                _OUTBOX.c.status == "pending", _OUTBOX.c.kind != "urgent")
-                         .values(status="cancelled", last_error=SUPERSEDED_BY_URGENT))
+                                _OUTBOX.c.status == OutboxStatus.PENDING,
+                                _OUTBOX.c.kind != OutboxKind.URGENT)
+                         .values(status=OutboxStatus.CANCELLED, last_error=SUPERSEDED_BY_URGENT))
 _INSERT_ANSWERS = insert(_ANSWERS)
 _INSERT_OUTBOX = insert(_OUTBOX).returning(_OUTBOX.c.id, sort_by_parameter_order=True)
 _WRITE_STATE = (update(_CONVERSATIONS)
@@ -324,17 +325,18 @@ class Turn:
         if urgent:
             self._urgent_chats.add(chat_id)
             for earlier in self._messages:
-                if earlier["chat_id"] == chat_id and earlier["kind"] != "urgent":
-                    earlier.update(status="cancelled", last_error=SUPERSEDED_BY_URGENT,
+                if earlier["chat_id"] == chat_id and earlier["kind"] != OutboxKind.URGENT:
+                    earlier.update(status=OutboxStatus.CANCELLED, last_error=SUPERSEDED_BY_URGENT,
                                    attempts=0, next_attempt_at=self.now)
             held = self._hold_until is not None and own
         else:
             held = self._hold_until is not None and own and not self._chat_busy
-        kind = "urgent" if urgent else "reply" if self._replying and own else "message"
+        kind = OutboxKind.URGENT if urgent else OutboxKind.REPLY if self._replying and own \
+            else OutboxKind.MESSAGE
         self._messages.append({
             "user_id": self.user.id, "chat_id": chat_id, "subject_user_id": subject,
-            "payload": payload,
-            "created_at": self.now, "status": "sending" if held else "pending",
+            "payload": payload, "created_at": self.now,
+            "status": OutboxStatus.SENDING if held else OutboxStatus.PENDING,
             "attempts": 1 if held else 0, "kind": kind, "last_error": None,
             "next_attempt_at": self._hold_until if held else self.now})
 
@@ -373,10 +375,10 @@ class Turn:
         if self._messages:
             ids = connection.execute(_INSERT_OUTBOX, self._messages).scalars().all()
             for row_id, row in zip(ids, self._messages, strict=True):
-                if row["status"] == "sending":
+                if row["status"] == OutboxStatus.SENDING:
                     self.held.append(HeldMessage(row_id, row["chat_id"], row["payload"],
-                                                 urgent=row["kind"] == "urgent"))
-                elif row["status"] == "pending":
+                                                 urgent=row["kind"] == OutboxKind.URGENT))
+                elif row["status"] == OutboxStatus.PENDING:
                     self.waiting += 1
             self._messages = []
         columns = _columns(self.user)
@@ -622,14 +624,16 @@ class Store:
                 .execution_options(synchronize_session=False))
             for kind, statement in (
                 ("sent_messages", delete(Outbox).where(
-                    Outbox.status.in_(("sent", "failed", "cancelled")),
+                    Outbox.status.in_((OutboxStatus.SENT, OutboxStatus.FAILED,
+                                       OutboxStatus.CANCELLED)),
                     Outbox.created_at < now - retention.sent_messages)),
                 ("coach_events", delete(CoachEvent).where(
                     CoachEvent.notified_at < now - retention.coach_events)),
                 ("finished_checkins", delete(PlannedCheckin).where(
-                    PlannedCheckin.status.in_(("started", "missed", "cancelled")),
+                    PlannedCheckin.status.in_((CheckinStatus.STARTED, CheckinStatus.MISSED,
+                                               CheckinStatus.CANCELLED)),
                     or_(PlannedCheckin.due_at < now - retention.finished_checkins,
-                        PlannedCheckin.kind == _AFTER_CRISIS))),
+                        PlannedCheckin.kind == CheckinKind.CARE))),
                 ("invites", delete(Invite).where(or_(
                     Invite.used_at < now - retention.invites,
                     Invite.expires_at < now - retention.invites))),
@@ -761,10 +765,10 @@ async def erase(session: AsyncSession, user_id: int) -> None:
         update(PlannedCheckin)
         .where(
             PlannedCheckin.kind == "exercise",
-            PlannedCheckin.status.in_(("planned", "claimed")),
+            PlannedCheckin.status.in_((CheckinStatus.PLANNED, CheckinStatus.CLAIMED)),
             PlannedCheckin.ref.in_(assignment_ids),
         )
-        .values(status="cancelled")
+        .values(status=CheckinStatus.CANCELLED)
         .execution_options(synchronize_session=False)
     )
     for model in (Answer, Conversation, PlannedCheckin):
@@ -781,7 +785,8 @@ async def erase(session: AsyncSession, user_id: int) -> None:
         select(Group.coach_id).join(GroupMember, GroupMember.group_id == Group.id)
         .where(GroupMember.user_id == user_id))  # and their groups' member lists
     await session.execute(delete(Outbox).where(
-        Outbox.user_id.in_(counterparts), Outbox.status.in_(("sent", "failed"))))
+        Outbox.user_id.in_(counterparts),
+        Outbox.status.in_((OutboxStatus.SENT, OutboxStatus.FAILED))))
     await session.execute(delete(Goal).where(Goal.user_id == user_id))
     await session.execute(
         delete(Assignment).where(or_(involved, Assignment.exercise_id.in_(own_exercises)))

@@ -9,6 +9,7 @@ import hmac
 import logging
 import signal
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,7 +19,9 @@ from sqlalchemy import text
 from telegram import Update
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, BaseUpdateProcessor, ContextTypes, TypeHandler
+from telegram.request import BaseRequest
 
+from bot.coaching.contracts import check_contracts
 from bot.coaching.links import coach_locales
 from bot.config import Settings
 from bot.dialogue import check_dialogues
@@ -162,6 +165,9 @@ async def set_coach_commands(application: Application[Any, Any, Any, Any, Any, A
 
 def load_dialogue_set(settings: Settings) -> DialogueSet:
     dialogues, errors = check_dialogues(settings.dialogues)
+    if dialogues is not None:
+        errors = check_contracts(dialogues, settings.dialogues)
+        dialogues = None if errors else dialogues
     if dialogues is None:
         raise StartupError("the dialogues have problems; run `coachbot validate`:\n"
                            + "\n".join(str(e) for e in errors))
@@ -212,6 +218,45 @@ def webhook_app(application: Application[Any, Any, Any, Any, Any, Any], store: S
     return app
 
 
+@dataclass
+class Wired:
+    """The application with its handlers, error handler and sender: the bot minus its loops
+    and its way of receiving updates (polling or webhook), which `serve` adds."""
+
+    application: Application[Any, Any, Any, Any, Any, Any]
+    sender: Sender
+    handlers: Handlers
+    failed: FailedUpdates
+
+
+def wire(settings: Settings, store: Store, dialogues: DialogueSet, *,
+         requests: tuple[BaseRequest, BaseRequest], heartbeats: Heartbeats | None = None,
+         per_chat_interval: float = 1.0) -> Wired:
+    """The real application, as `serve` runs it, talking to Telegram through `requests`
+    (for API calls, for getUpdates); the in-process test client (tests/inprocess.py) passes
+    its own, and a per-chat interval of 0 (pacing is the sender's tests' business)."""
+    assert settings.telegram_token is not None
+    base = settings.telegram_api_base_url.rstrip("/")
+    application = (
+        Application.builder().token(settings.telegram_token)
+        .base_url(f"{base}/bot").base_file_url(f"{base}/file/bot")
+        .concurrent_updates(PerChatUpdateProcessor(64))
+        .request(requests[0]).get_updates_request(requests[1])
+        .build()
+    )
+    sender = Sender(store, application.bot, rate=settings.send_rate, shared=True,
+                    paid_broadcast=settings.allow_paid_broadcast, heartbeats=heartbeats,
+                    give_up_after=settings.send_give_up_after,
+                    per_chat_interval=per_chat_interval)
+    handlers = Handlers(store, dialogues, sender, admin_ids=settings.admin_ids,
+                        bot_username=lambda: application.bot.username,
+                        min_age=settings.min_age)
+    application.add_handler(TypeHandler(Update, handlers.on_update))
+    failed = FailedUpdates(webhook=bool(settings.webhook_url))
+    application.add_error_handler(failed)
+    return Wired(application, sender, handlers, failed)
+
+
 async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
                 listen: tuple[str, int] = ("0.0.0.0", 8080), own_process: bool = False) -> None:
     """Run until `stop` is set (or SIGINT/SIGTERM), then finish what is in flight.
@@ -244,24 +289,11 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
     # for a free one rather than failing after PTB's 1 s.
     requests = (AiohttpRequest(connections=HTTP_CONNECTIONS, pool_timeout=HTTP_POOL_WAIT),
                 AiohttpRequest(connections=1))
-    application = (
-        Application.builder().token(settings.telegram_token)
-        .base_url(f"{base}/bot").base_file_url(f"{base}/file/bot")
-        .concurrent_updates(PerChatUpdateProcessor(64))
-        .request(requests[0]).get_updates_request(requests[1])
-        .build()
-    )
     heartbeats = Heartbeats()
     supervisor = Supervisor()
     loops_stop = asyncio.Event()
-    sender = Sender(store, application.bot, rate=settings.send_rate, heartbeats=heartbeats,
-                    give_up_after=settings.send_give_up_after)
-    handlers = Handlers(store, dialogues, sender, admin_ids=settings.admin_ids,
-                        bot_username=lambda: application.bot.username,
-                        min_age=settings.min_age)
-    application.add_handler(TypeHandler(Update, handlers.on_update))
-    failed = FailedUpdates(webhook=bool(settings.webhook_url))
-    application.add_error_handler(failed)
+    wired = wire(settings, store, dialogues, requests=requests, heartbeats=heartbeats)
+    application, sender, failed = wired.application, wired.sender, wired.failed
     runner: web.AppRunner | None = None
     try:
         try:

@@ -13,6 +13,7 @@ from datetime import time, timedelta
 from telegram import Update
 
 from bot.coaching import assignments, coach_errors, links, reports
+from bot.coaching.contracts import NEW_EXERCISE, ONBOARDING
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
@@ -154,7 +155,7 @@ class CoachHandlers:
                 "Only coaches can write exercises. If you are a coach, ask the bot's "
                 "administrator to set you up."))
             return None
-        outcome = await converse(t, self.dialogues, Start("new_exercise"), t.now)
+        outcome = await converse(t, self.dialogues, Start(NEW_EXERCISE), t.now)
         enqueue_replies(t, outcome)
         return outcome
 
@@ -308,7 +309,7 @@ class CoachHandlers:
         say(t, tr.gettext("Done: your coach can now follow your progress. "
                           "To stop sharing, send /coach."))
         if t.user.consent_at is None:
-            outcome = await converse(t, self.dialogues, Start("onboarding"), t.now)
+            outcome = await converse(t, self.dialogues, Start(ONBOARDING), t.now)
             enqueue_replies(t, outcome)
             return outcome
         return None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from telegram import Bot, BotCommand, BotCommandScopeChat, Message, Update
 
+from bot.coaching.contracts import GOAL_SETTING, REMINDERS, SET_TIMEZONE
 from bot.i18n import N_, Translator, translator_for
 
 if TYPE_CHECKING:  # the handlers import this registry; it names them only for typing
@@ -115,13 +116,13 @@ COMMANDS = CommandRegistry(
     BotCommandSpec("sos", C, lambda h, c: h.on_sos(c.update),
                    N_("Help right now: people you can talk to"), before_consent=True),
     BotCommandSpec("checkin", C, lambda h, c: h.on_checkin(c), N_("Daily check-in")),
-    BotCommandSpec("goal", C, lambda h, c: h.start_dialogue(c, "goal_setting"),
+    BotCommandSpec("goal", C, lambda h, c: h.start_dialogue(c, GOAL_SETTING),
                    N_("Set a new goal")),
     BotCommandSpec("progress", C, _progress, N_("See your progress")),
     BotCommandSpec("exercises", C, lambda h, c: h.on_exercises(c), N_("Exercises")),
-    BotCommandSpec("reminders", C, lambda h, c: h.start_dialogue(c, "reminders"),
+    BotCommandSpec("reminders", C, lambda h, c: h.start_dialogue(c, REMINDERS),
                    N_("Check-in time, quiet hours, pause")),
-    BotCommandSpec("timezone", C, lambda h, c: h.start_dialogue(c, "set_timezone"),
+    BotCommandSpec("timezone", C, lambda h, c: h.start_dialogue(c, SET_TIMEZONE),
                    N_("Change your time zone")),
     BotCommandSpec("language", C, lambda h, c: h.on_language_command(c),
                    N_("Change the language"), before_consent=True),

@@ -20,7 +20,7 @@ from telegram import ChatMemberUpdated, Update
 from telegram.constants import ChatMemberStatus
 from telegram.error import TelegramError
 
-from bot.coaching import coach_errors, group_figures, groups
+from bot.coaching import coach_errors, contracts, group_figures, groups
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
@@ -199,7 +199,7 @@ class GroupHandlers:
         group = await self._own_group(t, rest)
         if group is None:
             return None
-        outcome = await converse(t, self.dialogues, Start(groups.GROUP_GOAL,
+        outcome = await converse(t, self.dialogues, Start(contracts.GROUP_GOAL,
                                                           {"group.id": group.id}), t.now)
         enqueue_replies(t, outcome)
         return outcome
@@ -211,7 +211,7 @@ class GroupHandlers:
         if goal is None:
             say(t, translator_for(t.user.locale).gettext("You are not in that group."))
             return None
-        outcome = await converse(t, self.dialogues, Start(groups.GROUP_CONTRIBUTION, {
+        outcome = await converse(t, self.dialogues, Start(contracts.GROUP_CONTRIBUTION, {
             "group.id": group_id, "group.goal": goal}), t.now)
         enqueue_replies(t, outcome)
         return outcome
@@ -252,7 +252,7 @@ class GroupHandlers:
             return None
         say(t, tr.gettext("This week's question for your group: {question}").format(
             question=tr.gettext(groups.GROUP_QUESTIONS[index])))
-        outcome = await converse(t, self.dialogues, Start(groups.GROUP_ANSWER,
+        outcome = await converse(t, self.dialogues, Start(contracts.GROUP_ANSWER,
                                                           {"group.id": group_id}), t.now)
         enqueue_replies(t, outcome)
         return outcome

@@ -18,6 +18,7 @@ from telegram.ext import ContextTypes
 
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import has_active_goal
+from bot.coaching.contracts import DAILY_CHECKIN, GOAL_SETTING, ONBOARDING
 from bot.coaching.conversation import (
     Action,
     Resume,
@@ -37,7 +38,8 @@ from bot.engine.crisis import detect_crisis
 from bot.engine.runner import is_sos, sos_reply
 from bot.engine.state import Button, Command
 from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
-from bot.observability import handling_update
+from bot.i18n.languages import LANGUAGE_NAMES
+from bot.observability import UpdateKind, handling_update
 from bot.schedule.planner import replan, schedule_of
 from bot.store import Store, off_the_loop
 from bot.store import Turn as StoreTurn
@@ -48,10 +50,6 @@ from bot.telegram.groups import GroupHandlers
 
 log = logging.getLogger(__name__)
 
-LANGUAGE_NAMES = {"en": "English", "ca": "Català", "bg": "Български", "hr": "Hrvatski",
-                  "it": "Italiano", "he": "עברית"}
-ONBOARDING = "onboarding"
-GOAL_SETTING = "goal_setting"
 
 
 class Deliverer(Protocol):
@@ -333,7 +331,7 @@ class Handlers:
 
     async def on_checkin(self, call: CommandCall) -> None:
         async def run(t: StoreTurn) -> Outcome:
-            action: Action = Start("daily_checkin")
+            action: Action = Start(DAILY_CHECKIN)
             # The goals table, not the conversation's variables: a goal whose setting was
             # cancelled after its title left the title behind, but no goal.
             if not await has_active_goal(t.session, t.user_id):
@@ -447,13 +445,13 @@ def _zone(name: str) -> ZoneInfo:
         return ZoneInfo("UTC")
 
 
-def _kind_of(update: Update) -> str:
+def _kind_of(update: Update) -> UpdateKind:
     if update.callback_query is not None:
-        return "button"
+        return UpdateKind.BUTTON
     text = update.message.text if update.message is not None else None
     if text is None:
-        return "other"
-    return "command" if text.startswith("/") else "text"
+        return UpdateKind.OTHER
+    return UpdateKind.COMMAND if text.startswith("/") else UpdateKind.TEXT
 
 
 def help_reply(locale: str, *, coach: bool = False) -> Reply:

@@ -14,15 +14,20 @@ write timeout, so a request as a whole is bounded by the sum of all four.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
-from telegram._utils.defaultvalue import DefaultValue
-from telegram._utils.types import ODVInput, UploadFileDict
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
+
+# PTB's "not given" timeouts are instances of its private DefaultValue class; the public
+# BaseRequest.DEFAULT_NONE is one, so its type stands for the class (as HTTPXRequest checks).
+_NOT_GIVEN = type(BaseRequest.DEFAULT_NONE)
+#: A file to upload: (file name, content, MIME type), as RequestData.multipart_data holds it.
+_Files = Mapping[str, tuple[str, Any, str]]
 
 
 class AiohttpRequest(BaseRequest):
@@ -60,10 +65,10 @@ class AiohttpRequest(BaseRequest):
         url: str,
         method: str,
         request_data: RequestData | None = None,
-        read_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        write_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        connect_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        pool_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        read_timeout: object = BaseRequest.DEFAULT_NONE,
+        write_timeout: object = BaseRequest.DEFAULT_NONE,
+        connect_timeout: object = BaseRequest.DEFAULT_NONE,
+        pool_timeout: object = BaseRequest.DEFAULT_NONE,
     ) -> tuple[int, bytes]:
         if self._session is None:
             raise RuntimeError("This AiohttpRequest is not initialized!")
@@ -85,8 +90,10 @@ class AiohttpRequest(BaseRequest):
         except aiohttp.ClientError as error:
             raise NetworkError(f"aiohttp.{type(error).__name__}: {error}") from error
 
-    def _given(self, value: ODVInput[float], name: str) -> float | None:
-        return self._defaults[name] if isinstance(value, DefaultValue) else value
+    def _given(self, value: object, name: str) -> float | None:
+        if isinstance(value, _NOT_GIVEN):
+            return self._defaults[name]
+        return float(value) if isinstance(value, int | float) else None
 
 
 def _env_proxy(url: str) -> str | None:
@@ -105,7 +112,7 @@ def _sum(*timeouts: float | None) -> float | None:
     return None if None in timeouts else sum(t or 0.0 for t in timeouts)
 
 
-def _body(request_data: RequestData | None, files: UploadFileDict) -> Any:
+def _body(request_data: RequestData | None, files: _Files) -> Any:
     """A form (urlencoded), or multipart with files, as PTB's HTTPXRequest sends them."""
     if request_data is None:
         return None

@@ -1,4 +1,9 @@
-"""Delivering the outbox to Telegram, within Telegram's rate limits.
+"""Delivering the outbox to Telegram: claiming rows, sending them, retrying, recording.
+
+Shaping a message (long texts in parts, buttons in rows) is ``bot/telegram/shaping.py``;
+pacing (the bot's send budget, shared by the replicas on PostgreSQL, and each chat's pace)
+is ``bot/telegram/pacing.py``; what a user who blocked the bot changes is
+``bot/coaching/reachability.py``.
 
 Outbox statuses: ``pending`` (waiting, not before ``next_attempt_at``), ``sending`` (claimed
 by a sender; ``next_attempt_at`` is then the claim's lease expiry, renewed while a send
@@ -10,8 +15,10 @@ Order and limits: only the oldest undelivered row of a chat can be claimed, so a
 messages never overtake each other and a chat has at most one message in flight. The replies
 of an update skip the claim: its turn commits them already ``sending`` when the chat has
 nothing undelivered, and the handler sends them one after the other (:meth:`deliver_turn`).
-Sends are paced by a token bucket (``rate`` messages/s overall, no burst) and at most one
-message per second per chat. A 429 pauses every send for ``retry_after`` and retries the row.
+Sends are paced by the bot's budget (``rate`` messages/s in all, no burst) and about one
+message per second per chat. Replies to a client's own message go ahead of scheduled bulk:
+the claim takes first the chats where a reply waits (and the rows it waits behind), and the
+budget serves them first. A 429 pauses every send for ``retry_after`` and retries the row.
 An urgent row (``Turn.enqueue(..., urgent=True)``) skips the chat's pace and goes first.
 
 Outages: a 5xx, a timeout or a network error retries the row with a back-off doubling up
@@ -33,217 +40,31 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-import regex
-from sqlalchemy import Table, Text, Update, bindparam, select, type_coerce, update
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
+from sqlalchemy import Row, Table, Text, Update, bindparam, or_, select, type_coerce, update
+from telegram import Bot
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
+from bot.coaching.reachability import blocked_the_bot
 from bot.loops import backoff_delay, loop_failed
 from bot.observability import Heartbeats, record_send
-from bot.store import Outbox, PlannedCheckin, Store, User, is_outage, undelivered
+from bot.store import Outbox, Store, is_outage, undelivered
 from bot.store import Turn as StoreTurn
+from bot.telegram.pacing import PAID_BUDGET, ChatPacer, Priority, SharedBudget, TokenBucket
+from bot.telegram.shaping import keyboard, split_text
 
 log = logging.getLogger(__name__)
 
-MAX_TEXT = 4096  # UTF-16 code units
-LONG_LABEL = 20  # characters: any longer label puts every button on its own row
-BUTTONS_PER_ROW = 5
 MAX_INLINE_RETRY_AFTER = 3
+REPLY_RESERVE = 8  # sends in flight beyond ``concurrency`` for chats with a reply waiting
+PAID_BROADCAST_RATE = 1000.0  # messages/s Telegram allows paid broadcasts
 # Rows the background loop sent wait this long for others to join their "sent" commit. A
 # reply sent by its update's handler is recorded at once: the chat's next update waits for it.
 RECORD_DELAY = 0.02  # seconds
-_GRAPHEME = regex.compile(r"\X")
-
-
-# -- message shaping ---------------------------------------------------------------------
-
-
-def utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _graphemes_prefix(text: str, limit: int) -> int:
-    """Length (in code points) of the longest whole-grapheme prefix within ``limit``."""
-    used = end = 0
-    for match in _GRAPHEME.finditer(text):
-        size = utf16_len(match.group())
-        if used + size > limit:
-            break
-        used += size
-        end = match.end()
-    return end
-
-
-def _code_points_prefix(text: str, limit: int) -> int:
-    """Length (in code points) of the longest prefix within ``limit`` UTF-16 units."""
-    used = end = 0
-    for char in text:
-        used += 2 if ord(char) > 0xFFFF else 1
-        if used > limit:
-            break
-        end += 1
-    return end
-
-
-def _cut(text: str, limit: int) -> int:
-    """Where to cut ``text`` so the head fits ``limit``: after a paragraph, else a line,
-    else a space, else between graphemes (never inside a surrogate pair or a grapheme),
-    and inside a grapheme only when a single one is longer than ``limit`` (as full a part
-    as fits: one oversized grapheme makes as few parts as its length needs)."""
-    fit = _graphemes_prefix(text, limit)
-    if fit == 0:
-        return max(_code_points_prefix(text, limit), 1)
-    head = text[:fit]
-    for separator in ("\n\n", "\n", " "):
-        at = head.rfind(separator)
-        if at > 0:
-            return at + len(separator)
-    return fit
-
-
-def split_text(text: str, limit: int = MAX_TEXT) -> list[str]:
-    """Split a text Telegram would refuse (over ``limit`` UTF-16 units) into parts."""
-    parts: list[str] = []
-    rest = text
-    while utf16_len(rest) > limit:
-        at = _cut(rest, limit)
-        part = rest[:at].rstrip()
-        if part:
-            parts.append(part)
-        rest = rest[at:].lstrip("\n ")
-    if rest or not parts:
-        parts.append(rest)
-    return parts
-
-
-def keyboard(buttons: Sequence[dict[str, Any]]) -> InlineKeyboardMarkup | None:
-    """One button per row when any label is long, otherwise up to five per row."""
-    if not buttons:
-        return None
-    made = [InlineKeyboardButton(str(b["label"]), callback_data=str(b["data"])) for b in buttons]
-    per_row = 1 if any(len(str(b["label"])) > LONG_LABEL for b in buttons) else BUTTONS_PER_ROW
-    return InlineKeyboardMarkup([made[i:i + per_row] for i in range(0, len(made), per_row)])
-
-
-# -- pacing ----------------------------------------------------------------------------
-
-
-class TokenBucket:
-    """Paces sends at ``rate`` per second with no burst; :meth:`pause` stops every send.
-
-    Senders take turns (first come, first served; ``first=True`` goes to the head of the
-    queue): one at a time waits for its release time, then hands the turn on. Release times
-    keep to a grid of ``1/rate`` as long as a release is late by less than a quarter of the
-    interval (so the event loop's timer lateness does not slow the rate down); after a
-    longer delay (a stalled loop, a pause, an idle spell) the grid restarts from the late
-    release instead of catching up, so a stall never turns into a burst: any second holds
-    at most ``rate + 1`` releases.
-    """
-
-    LATE = 0.25  # of the interval: later than this restarts the grid
-
-    def __init__(self, rate: float, clock: Any = time.monotonic) -> None:
-        self.interval = 1.0 / rate
-        self._clock = clock
-        self._next = -float("inf")
-        self._paused_until = 0.0
-        self._busy = False  # a sender holds the turn (or was just handed it)
-        self._waiters: deque[tuple[asyncio.Future[None], bool]] = deque()  # (turn, first)
-
-    def pause(self, seconds: float) -> None:
-        self._paused_until = max(self._paused_until, self._clock() + seconds)
-
-    async def acquire(self, *, first: bool = False) -> None:
-        if self._busy:
-            await self._wait_turn(first, front=first)
-        self._busy = holding = True
-        try:
-            while True:
-                now = self._clock()
-                slot = max(now, self._next, self._paused_until)
-                if slot <= now:
-                    break
-                if not first and self._waiters and self._waiters[0][1]:
-                    # A send retried after a 429 waits at the head: it goes first, then us.
-                    holding = False
-                    self._hand_on()
-                    await self._wait_turn(True, front=True)
-                    holding = True
-                    continue
-                await asyncio.sleep(slot - now)
-            on_grid = now - self._next < self.LATE * self.interval
-            self._next = (self._next if on_grid else now) + self.interval
-        finally:
-            if holding:
-                self._hand_on()
-
-    async def _wait_turn(self, first: bool, *, front: bool) -> None:
-        entry = (asyncio.get_running_loop().create_future(), first)
-        if front:
-            self._waiters.appendleft(entry)
-        else:
-            self._waiters.append(entry)
-        turn = entry[0]
-        try:
-            await turn
-        except asyncio.CancelledError:
-            if turn.done() and not turn.cancelled():
-                self._hand_on()  # we had been handed the turn: pass it on
-            else:
-                self._waiters.remove(entry)
-            raise
-
-    def _hand_on(self) -> None:
-        while self._waiters:
-            turn, _ = self._waiters.popleft()
-            if not turn.done():
-                turn.set_result(None)  # stays busy: the turn is theirs
-                return
-        self._busy = False
-
-
-class ChatPacer:
-    """About one message per ``interval`` seconds to each chat (in this process), with a
-    small burst so that the two or three replies of one turn arrive together; over any
-    longer stretch a chat still gets no more than one message per interval."""
-
-    def __init__(self, interval: float = 1.0, clock: Any = time.monotonic,
-                 burst: int = 3) -> None:
-        self.interval = interval
-        self.burst = burst
-        self._clock = clock
-        self._tokens: dict[int, tuple[float, float]] = {}  # chat -> (tokens, as of when)
-
-    def _available(self, chat_id: int, now: float) -> float:
-        tokens, since = self._tokens.get(chat_id, (float(self.burst), now))
-        if self.interval <= 0:
-            return float(self.burst)
-        return min(float(self.burst), tokens + (now - since) / self.interval)
-
-    def ready(self, chat_id: int) -> bool:
-        """Whether a message to this chat can go out now, without waiting."""
-        return self._available(chat_id, self._clock()) >= 1
-
-    async def wait(self, chat_id: int) -> None:
-        available = self._available(chat_id, self._clock())
-        if available < 1:
-            await asyncio.sleep((1 - available) * self.interval)
-
-    def sent(self, chat_id: int) -> None:
-        now = self._clock()
-        self._tokens[chat_id] = (max(0.0, self._available(chat_id, now) - 1), now)
-        if len(self._tokens) > 50_000:  # forget chats whose burst is full again
-            self._tokens = {c: v for c, v in self._tokens.items()
-                            if self._available(c, now) < self.burst}
-
-
-# -- the sender ----------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -256,6 +77,7 @@ class Claimed:
     created_at: datetime | None = None  # None: just now
     parts_sent: int = 0  # of a long text, accepted by Telegram (updated as they are)
     urgent: bool = False
+    priority: Priority = Priority.BULK  # in the bucket (FIRST when urgent)
 
 
 def utcnow() -> datetime:
@@ -264,10 +86,12 @@ def utcnow() -> datetime:
 
 _OUTBOX = cast(Table, Outbox.__table__)
 _EARLIER = _OUTBOX.alias("earlier")
+_REPLYING = _OUTBOX.alias("replying")
 
 
-def _claim_statement(*, of_one_user: bool) -> Update:
-    """Claim up to :limit due rows (of :user_id), each the oldest undelivered of its chat.
+def _claim_statement(*, of_one_user: bool = False, replying: bool = False) -> Update:
+    """Claim up to :limit due rows (of :user_id; of chats with a reply waiting, when
+    ``replying``), each the oldest undelivered of its chat.
 
     Built once, in Core with bound parameters: building it per call (an ORM alias, the
     subqueries, their cache key) and running it through the ORM cost more CPU than the
@@ -281,6 +105,11 @@ def _claim_statement(*, of_one_user: bool) -> Update:
            .order_by(t.id).limit(bindparam("at_most")).with_for_update(skip_locked=True))
     if of_one_user:
         due = due.where(t.user_id == bindparam("of_user"))
+    if replying:  # a reply (or an urgent message) waits in the chat, maybe behind this row
+        r = _REPLYING.c
+        due = due.where(t.chat_id.in_(
+            select(r.chat_id).where(or_(r.kind == "reply", r.kind == "urgent"),
+                                    undelivered(r.status))))
     # Materialised: as a plain ``IN (subquery)`` PostgreSQL may rerun the LIMIT … SKIP
     # LOCKED subquery per scanned row and claim more than ``at_most`` rows.
     chosen = due.cte("due").prefix_with("MATERIALIZED", dialect="postgresql")
@@ -295,7 +124,8 @@ def _claim_statement(*, of_one_user: bool) -> Update:
                        t.attempts, t.created_at, t.parts_sent, t.kind))
 
 
-_CLAIM_ANY = _claim_statement(of_one_user=False)
+_CLAIM_ANY = _claim_statement()
+_CLAIM_REPLYING = _claim_statement(replying=True)
 _CLAIM_OF_USER = _claim_statement(of_one_user=True)
 _RECORD_SENT = (update(_OUTBOX)
                 .where(_OUTBOX.c.id.in_(bindparam("accepted", expanding=True)))
@@ -326,7 +156,9 @@ class Sender:
         store: Store,
         bot: Bot,
         *,
-        rate: float = 25.0,
+        rate: float = 28.0,
+        shared: bool = False,
+        paid_broadcast: bool = False,
         per_chat_interval: float = 1.0,
         max_attempts: int | None = None,
         give_up_after: timedelta = timedelta(hours=12),
@@ -344,10 +176,21 @@ class Sender:
         a back-off up to ``max_backoff`` for this long after it was queued, then marked
         failed (``max_attempts``, when given, also caps the attempts). ``heartbeats``:
         the background loop beats ``"sender"`` after every round. ``loop_backoff`` …
-        ``loop_max_backoff``: its wait after a failed round (say, the database away)."""
+        ``loop_max_backoff``: its wait after a failed round (say, the database away).
+
+        ``rate``: the bot's messages per second in all; ``shared``: on PostgreSQL every
+        replica shares it (:class:`SharedBudget`), otherwise this process has it alone.
+        ``paid_broadcast``: scheduled bulk goes out as Telegram's paid broadcasts (up to
+        1,000/s, for a fee), outside ``rate``, which is then left to replies."""
         self.store = store
         self.bot = bot
-        self.bucket = TokenBucket(rate)
+        share = shared and store.engine.dialect.name == "postgresql"
+        self.bucket = TokenBucket(rate, budget=SharedBudget(store.engine, rate)
+                                  if share else None)
+        self.paid_bucket = None if not paid_broadcast else TokenBucket(
+            PAID_BROADCAST_RATE,
+            budget=SharedBudget(store.engine, PAID_BROADCAST_RATE, key=PAID_BUDGET)
+            if share else None)
         self.chats = ChatPacer(per_chat_interval)
         self.max_attempts = max_attempts
         self.give_up_after = give_up_after
@@ -404,7 +247,7 @@ class Sender:
                 await self._requeue([later.id for later in t.held[index:]])
                 return index
             claimed = Claimed(row.id, t.user_id, row.chat_id, row.payload, attempts=1,
-                              created_at=t.now, urgent=row.urgent)
+                              created_at=t.now, urgent=row.urgent, priority=Priority.REPLY)
             if not await self._send(claimed, prompt=True):
                 await self._requeue([later.id for later in t.held[index + 1:]])
                 return index
@@ -431,7 +274,10 @@ class Sender:
             try:
                 free = self.concurrency - len(self._inflight)
                 worth_it = free >= max(1, self.concurrency // 4) or not self._inflight
-                rows = await self.claim(free) if worth_it else []
+                # Rows a reply waits behind need not wait for room: they go ahead of the
+                # bulk already in flight (TokenBucket takes them first).
+                rows = await self.claim(free if worth_it else 0,
+                                        replying=max(free, 0) + REPLY_RESERVE)
             except Exception as exc:
                 self.failed_rounds += 1
                 if until_idle:
@@ -500,39 +346,58 @@ class Sender:
                 .execution_options(synchronize_session=False))
             return int(getattr(result, "rowcount", 0) or 0)
 
-    async def claim(self, limit: int, *, user_id: int | None = None) -> list[Claimed]:
-        """Claim up to ``limit`` due rows, each the oldest undelivered row of its chat."""
-        if limit <= 0:
+    async def claim(self, limit: int, *, user_id: int | None = None,
+                    replying: int | None = None) -> list[Claimed]:
+        """Claim up to ``limit`` due rows, each the oldest undelivered row of its chat:
+        first of the chats with a reply waiting (up to ``replying`` of them, by default
+        ``limit``; they count towards ``limit``), then any. ``user_id``: only theirs."""
+        replying = limit if replying is None else replying
+        if limit <= 0 and replying <= 0:
             return []
         if time.monotonic() - self._released_at >= self.release_every:
             self._released_at = time.monotonic()
             await self.release_expired()
         now = utcnow()
-        params: dict[str, Any] = {"due_by": now, "at_most": limit,
-                                  "lease_until": now + self.lease}
-        if user_id is not None:
-            params["of_user"] = user_id
-        statement = _CLAIM_ANY if user_id is None else _CLAIM_OF_USER
-        decode = Outbox.payload.type.process_result_value
-        dialect = self.store.engine.dialect
+        params: dict[str, Any] = {"due_by": now, "lease_until": now + self.lease}
         claimed: list[Claimed] = []
         unreadable: dict[str, list[int]] = {}
         async with self.store.engine.begin() as connection:
-            for r in (await connection.execute(statement, params)).all():
-                try:
-                    payload = decode(r.raw, dialect)
-                    if not isinstance(payload, dict):
-                        raise TypeError("an outbox payload is a JSON object")
-                except Exception as exc:  # another replica's key, a damaged row …
-                    unreadable.setdefault(type(exc).__name__, []).append(r.id)
+            if user_id is not None:
+                rounds = [(_CLAIM_OF_USER, limit, Priority.REPLY)]
+                params["of_user"] = user_id
+            else:
+                rounds = [(_CLAIM_REPLYING, replying, Priority.REPLY),
+                          (_CLAIM_ANY, limit, Priority.BULK)]
+            for statement, at_most, priority in rounds:
+                if priority is Priority.BULK:
+                    at_most = min(at_most, limit - len(claimed))
+                if at_most <= 0:
                     continue
-                claimed.append(Claimed(r.id, r.user_id, r.chat_id, payload, r.attempts,
-                                       r.created_at, r.parts_sent, r.kind == "urgent"))
+                rows = (await connection.execute(statement, {**params, "at_most": at_most}))
+                self._read_claimed(rows.all(), priority, claimed, unreadable)
             for error, ids in unreadable.items():
                 log.error("outbox %s: cannot be read here (%s), marked failed",
                           ", ".join(map(str, ids)), error)
                 await connection.execute(_UNREADABLE, {"ids": ids, "error": error})
-        return sorted(claimed, key=lambda c: c.id)
+        return sorted(claimed, key=lambda c: (c.priority, c.id))
+
+    def _read_claimed(self, rows: Sequence[Row[Any]], priority: Priority,
+                      claimed: list[Claimed], unreadable: dict[str, list[int]]) -> None:
+        decode = Outbox.payload.type.process_result_value
+        dialect = self.store.engine.dialect
+        for r in rows:
+            try:
+                payload = decode(r.raw, dialect)
+                if not isinstance(payload, dict):
+                    raise TypeError("an outbox payload is a JSON object")
+            except Exception as exc:  # another replica's key, a damaged row …
+                unreadable.setdefault(type(exc).__name__, []).append(r.id)
+                continue
+            urgent = r.kind == "urgent"
+            claimed.append(Claimed(
+                r.id, r.user_id, r.chat_id, payload, r.attempts, r.created_at, r.parts_sent,
+                urgent, Priority.FIRST if urgent else
+                Priority.REPLY if r.kind == "reply" else priority))
 
     # ---- sending
 
@@ -551,7 +416,8 @@ class Sender:
         except Forbidden as exc:
             record_send("403")
             log.info("outbox %s: chat %s blocked the bot", row.id, row.chat_id)
-            await self._unreachable(row, _describe(exc))
+            await blocked_the_bot(self.store, user_id=row.user_id, chat_id=row.chat_id,
+                                  outbox_id=row.id, error=_describe(exc))
         except BadRequest as exc:
             record_send("error")
             log.error("outbox %s: rejected by Telegram: %s", row.id, _describe(exc))
@@ -587,45 +453,47 @@ class Sender:
         retry = False
         for _ in range(MAX_INLINE_RETRY_AFTER):
             try:
-                await self._deliver(row, first=retry)
+                await self._deliver(row, retry=retry)
                 return
             except RetryAfter as exc:
                 seconds = _retry_seconds(exc)
-                self.bucket.pause(seconds)
+                for bucket in (self.bucket, self.paid_bucket):
+                    if bucket is not None:
+                        bucket.pause(seconds)
                 log.warning("outbox %s: 429, every send waits %.1fs", row.id, seconds)
                 if seconds > self.lease.total_seconds() / 4:
                     raise
                 retry = True
-        await self._deliver(row, first=True)
+        await self._deliver(row, retry=True)
 
-    async def _deliver(self, row: Claimed, *, first: bool = False) -> None:
+    async def _deliver(self, row: Claimed, *, retry: bool = False) -> None:
         payload = row.payload
-        first = first or row.urgent
+        priority = Priority.FIRST if retry or row.urgent else row.priority
+        paid = self.paid_bucket is not None and row.priority is Priority.BULK
+        bucket = self.paid_bucket if paid and self.paid_bucket is not None else self.bucket
         if "photo" in payload:  # a chart: PNG bytes, hex-encoded to stay JSON
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
-            await self.bucket.acquire(first=first)
-            try:
-                await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
-                                          caption=str(payload.get("caption") or "")[:1024])
-            finally:
-                self.chats.sent(row.chat_id)
+            await bucket.acquire(priority)
+            self.chats.sent(row.chat_id)  # as it leaves: Telegram counts its arrival
+            await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
+                                      caption=str(payload.get("caption") or "")[:1024],
+                                      allow_paid_broadcast=paid or None)
             return
         parts = split_text(str(payload.get("text", "")))
         markup = keyboard(payload.get("buttons") or ())
         for index in range(min(row.parts_sent, len(parts) - 1), len(parts)):
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
-            await self.bucket.acquire(first=first)
+            await bucket.acquire(priority)
             last = index == len(parts) - 1
-            try:
-                # PTB's send_message parses Telegram's answer into a Message, which nothing
-                # here reads: 10% of the bot's CPU under load. The same request, unparsed.
-                await self.bot._post("sendMessage", {
-                    "chat_id": row.chat_id, "text": parts[index],
-                    "reply_markup": markup if last else None})
-            finally:
-                self.chats.sent(row.chat_id)
+            self.chats.sent(row.chat_id)  # as it leaves: Telegram counts its arrival
+            # PTB's send_message parses Telegram's answer into a Message, which nothing
+            # here reads: 10% of the bot's CPU under load. The same request, unparsed.
+            await self.bot._post("sendMessage", {
+                "chat_id": row.chat_id, "text": parts[index],
+                "reply_markup": markup if last else None,
+                "allow_paid_broadcast": paid or None})
             if not last:  # a retry (429, 5xx, a restart) resumes at the next part
                 row.parts_sent = index + 1
                 await self._write(_RECORD_PARTS, {"row_id": row.id, "parts": row.parts_sent})
@@ -689,10 +557,12 @@ class Sender:
                     "accepted": [row_id for row_id, _ in batch], "accepted_at": utcnow()})
             except Exception as exc:  # the rows stay 'sending'; their lease brings them back
                 for _, done in batch:
-                    done.set_exception(exc)
+                    if not done.done():  # (its send may have been cancelled meanwhile)
+                        done.set_exception(exc)
                 continue
             for _, done in batch:
-                done.set_result(None)
+                if not done.done():
+                    done.set_result(None)
 
     async def _retry(self, row: Claimed, delay: float, *, count_attempt: bool,
                      error: str) -> None:
@@ -712,26 +582,6 @@ class Sender:
 
     async def _fail(self, row: Claimed, error: str) -> None:
         await self._update(row.id, status="failed", last_error=error)
-
-    async def _unreachable(self, row: Claimed, error: str) -> None:
-        """Blocked: the user is unreachable, their check-ins and queued messages stop. A
-        group chat that removed the bot (a post queued by its coach) stops only its own
-        messages: the coach who queued them is not the one who blocked."""
-        async with self.store.sessionmaker() as session, session.begin():
-            if row.chat_id == row.user_id:
-                await session.execute(update(User).where(User.id == row.user_id)
-                                      .values(reachable=False))
-                await session.execute(
-                    update(PlannedCheckin)
-                    .where(PlannedCheckin.user_id == row.user_id,
-                           PlannedCheckin.status.in_(("planned", "claimed")))
-                    .values(status="cancelled").execution_options(synchronize_session=False))
-            await session.execute(
-                update(Outbox)
-                .where(Outbox.chat_id == row.chat_id,
-                       undelivered(Outbox.status) | (Outbox.id == row.id))
-                .values(status="failed", last_error=error)
-                .execution_options(synchronize_session=False))
 
 
 def _describe(exc: Exception) -> str:

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching import assignments, coach_errors, group_figures, groups, links
+from bot.coaching import assignments, coach_errors, contracts, group_figures, groups, links
 from bot.coaching.conversation import Start, converse
 from bot.coaching.group_figures import Span, Window, closed_weeks, cohort, may_show
 from bot.dialogue import load_dialogues
@@ -381,7 +381,7 @@ async def test_a_shared_goal_and_each_members_own_part_shared_only_on_their_yes(
     team = await new_group(db)
     for member in (ANA, BO, CI):
         await join(db, team, member)
-    await talk(db, COACH, Start(groups.GROUP_GOAL, {"group.id": team.id}),
+    await talk(db, COACH, Start(contracts.GROUP_GOAL, {"group.id": team.id}),
                Turn(text="Ship the new onboarding by June"), Turn(text="yes"))
     assert await scalar(db, select(Group.shared_goal).where(Group.id == team.id)) == \
         "Ship the new onboarding by June"
@@ -395,7 +395,7 @@ async def test_a_shared_goal_and_each_members_own_part_shared_only_on_their_yes(
     assert offers[0].payload["text"].startswith(italian) and italian != "The team “"
     goal = "Ship the new onboarding by June"
     for member, share in ((ANA, "yes"), (BO, "no")):
-        await talk(db, member, Start(groups.GROUP_CONTRIBUTION, {"group.id": team.id,
+        await talk(db, member, Start(contracts.GROUP_CONTRIBUTION, {"group.id": team.id,
                                                                  "group.goal": goal}),
                    Turn(text=f"P{member} writes the guide"), Turn(text="draft on Friday"),
                    Turn(text=share))
@@ -410,9 +410,9 @@ async def test_a_forged_group_in_the_goal_dialogues_changes_nothing(db: Store) -
     team = await new_group(db)
     await join(db, team, ANA)
     # Another coach finishing the goal dialogue for this group; a non-member a contribution.
-    await talk(db, OTHER_COACH, Start(groups.GROUP_GOAL, {"group.id": team.id}),
+    await talk(db, OTHER_COACH, Start(contracts.GROUP_GOAL, {"group.id": team.id}),
                Turn(text="Hijacked"), Turn(text="yes"))
-    await talk(db, DAN, Start(groups.GROUP_CONTRIBUTION, {"group.id": team.id,
+    await talk(db, DAN, Start(contracts.GROUP_CONTRIBUTION, {"group.id": team.id,
                                                           "group.goal": "x"}),
                Turn(text="mine"), Turn(text="now"), Turn(text="yes"))
     assert await scalar(db, select(Group.shared_goal).where(Group.id == team.id)) is None

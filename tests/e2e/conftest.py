@@ -88,7 +88,7 @@ class RunningBot:
 
     async def agree(self, *user_ids: int) -> None:
         """These users have agreed that their answers are kept, as if through the
-        onboarding's consent question (which tests/e2e/test_consent.py goes through)."""
+        onboarding's consent question (which tests/handlers/test_consent.py goes through)."""
         for user_id in user_ids:
             async def consent(t: Turn) -> None:
                 t.user.consent_at = t.user.consent_at or t.now

@@ -1,16 +1,13 @@
-"""Consent first (review findings M2, L8): before a client agrees, the bot keeps only their
-Telegram id, language and where they are in the consent questions; a crisis is still
-answered; declining or being under age erases them in the same turn, with a goodbye that
-always arrives."""
+"""Consent over real HTTP, while messages are still in flight: a "no" sent before the
+onboarding's first messages are out still gets its goodbye, and nothing is kept.
+(The rest of consent first: tests/handlers/test_consent.py.)"""
 
 from __future__ import annotations
 
 import asyncio
-import json
 
 from sqlalchemy import text
 
-from bot.engine.crisis import detect_crisis
 from tests.e2e.conftest import RunningBot, TelegramUser
 
 NAME = "Zoravka"
@@ -31,65 +28,6 @@ async def stored(bot: RunningBot, user_id: int) -> dict[str, list[str]]:
             if hits:
                 found[table] = hits
     return found
-
-
-async def users_row(bot: RunningBot, user_id: int) -> list[tuple[object, ...]]:
-    async with bot.store.engine.connect() as connection:
-        return [tuple(r) for r in await connection.execute(text(
-            "SELECT first_name, locale, consent_at FROM users WHERE id = :id"), {"id": user_id})]
-
-
-async def test_before_consent_nothing_typed_is_kept_and_every_command_asks_first(
-        running_bot: RunningBot) -> None:
-    ana = running_bot.user(7001, first_name=NAME)
-    first = await ana.send("/goal")
-    texts = [m.text or "" for m in first]
-    assert texts[0].startswith("Hello, and welcome.") and NAME not in " ".join(texts)
-    assert any("without any of your words" in t for t in texts)  # a coach hears of a crisis
-    assert texts[-1] == "I am made for adults. Are you 18 or older?"
-    for typed in TYPED:
-        await ana.send(typed)
-    for command in ("/checkin", "/progress", "/exercises", "/export", "/help", "/coach"):
-        again = await ana.send(command)
-        assert again[-1].text == "I am made for adults. Are you 18 or older?", command
-    rows = await stored(running_bot, 7001)
-    assert await users_row(running_bot, 7001) == [(None, "en", None)]
-    assert set(rows) <= {"users", "conversations", "processed_updates", "outbox"}
-    assert not [r for rows_ in rows.values() for r in rows_ if any(t in r for t in TYPED)]
-    assert not [d for d in running_bot.fake.documents if d.chat_id == 7001]  # no export yet
-    async with running_bot.store.engine.connect() as connection:
-        answers = (await connection.execute(text("SELECT count(*) FROM answers"))).scalar()
-    assert answers == 0
-
-
-async def test_a_crisis_before_consent_is_answered_and_not_kept(
-        running_bot: RunningBot) -> None:
-    words = "I want to kill myself"
-    assert detect_crisis(words)
-    ana = running_bot.user(7002, first_name=NAME)
-    replies = await ana.send(words)
-    assert "deserve to talk to a person right now" in " ".join(m.text or "" for m in replies)
-    rows = await stored(running_bot, 7002)
-    assert not [r for rows_ in rows.values() for r in rows_ if words in r]
-    assert await users_row(running_bot, 7002) == [(None, "en", None)]
-
-
-async def test_delete_works_before_consent(running_bot: RunningBot) -> None:
-    ana = running_bot.user(7003, first_name=NAME)
-    await ana.send("/start")
-    confirm = await ana.send("/delete")
-    assert "cannot be undone" in (confirm[0].text or "")
-    await ana.press("Yes, delete everything")
-    assert await users_row(running_bot, 7003) == []
-
-
-async def test_under_the_minimum_age_is_told_kindly_and_erased(running_bot: RunningBot) -> None:
-    ana = running_bot.user(7004, first_name=NAME)
-    await ana.send("/start")
-    told = await ana.press("No")
-    assert "I am made for people aged 18 and over" in (told[-1].text or "")
-    assert await users_row(running_bot, 7004) == []
-    assert await stored(running_bot, 7004) == {}
 
 
 async def decline(user: TelegramUser, *, wait_first: float) -> list[str]:
@@ -118,18 +56,3 @@ async def test_declining_consent_always_says_goodbye_and_keeps_nothing(
         said = await decline(running_bot.user(user_id, first_name=NAME), wait_first=wait_first)
         assert any("nothing is kept" in t for t in said), said
         assert await stored(running_bot, user_id) == {}, user_id
-
-
-async def test_only_text_after_consent_is_kept(running_bot: RunningBot) -> None:
-    ana = running_bot.user(7007, first_name=NAME)
-    await ana.send("/start")
-    await ana.press("Yes")
-    await ana.press("Yes")
-    await ana.send("/cancel")
-    await ana.send("/goal")
-    await ana.send(TYPED[0])
-    (name, _, consent_at), = await users_row(running_bot, 7007)
-    assert name == NAME and consent_at is not None
-    exported = await running_bot.store.export_user(7007)
-    assert [a["value"] for a in exported["answers"]][-1] == TYPED[0]
-    assert json.dumps(exported)

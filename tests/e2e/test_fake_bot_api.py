@@ -323,3 +323,52 @@ async def test_application_polls_and_replies(fake_bot_api: FakeBotApi) -> None:
     assert welcome.edited and welcome.text == "pressed ok"
     assert len(fake_bot_api.answered_callbacks) == 1
     assert fake_bot_api.pending_updates == 0
+
+
+@pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
+async def test_limits_per_bot_across_connections(fake_bot_api: FakeBotApi) -> None:
+    """About 30 messages a second per bot, however many clients send them; a paid broadcast
+    counts apart; 429 with retry_after beyond."""
+    fake_bot_api.enforce_limits(per_bot=30, chat_burst=3)
+    bots = [Bot(fake_bot_api.token, base_url=fake_bot_api.base_url) for _ in range(3)]
+    for b in bots:
+        await b.initialize()
+    try:
+        async def send(b: Bot, chat: int) -> str:
+            try:
+                await b.send_message(chat, "hi")
+                return "ok"
+            except RetryAfter as exc:
+                assert exc.retry_after in (1, dt.timedelta(seconds=1))
+                return "429"
+
+        results = await asyncio.gather(*(send(bots[i % 3], 1000 + i) for i in range(45)))
+        assert results.count("ok") == 30 and results.count("429") == 15
+        assert fake_bot_api.rate_limited == 15
+        paid = await bots[0].send_message(2000, "paid", allow_paid_broadcast=True)
+        assert paid.text == "paid"  # outside the free budget
+        await asyncio.sleep(1.05)
+        assert await send(bots[1], 3000) == "ok"  # a second later the budget is back
+    finally:
+        for b in bots:
+            await b.shutdown()
+
+
+async def test_limits_per_chat_allow_a_short_burst(bot: Bot, fake_bot_api: FakeBotApi) -> None:
+    fake_bot_api.enforce_limits(per_chat=1.0, chat_burst=3)
+    for i in range(3):
+        await bot.send_message(USER, f"burst {i}")
+    with pytest.raises(RetryAfter):
+        await bot.send_message(USER, "one too many")
+    await bot.send_message(USER + 1, "another chat is not limited")
+    await asyncio.sleep(1.05)
+    await bot.send_message(USER, "a second later")
+    with pytest.raises(RetryAfter):
+        await bot.send_message(USER, "but not two")
+    assert [m.text for m in fake_bot_api.messages_to(USER)] == [
+        "burst 0", "burst 1", "burst 2", "a second later"]
+
+
+async def test_no_limits_unless_asked(bot: Bot, fake_bot_api: FakeBotApi) -> None:
+    await asyncio.gather(*(bot.send_message(USER, str(i)) for i in range(40)))
+    assert len(fake_bot_api.messages_to(USER)) == 40

@@ -20,6 +20,8 @@ from tests.e2e.conftest import RunningBot, TelegramUser, bot_running, settings_f
 from tests.e2e.test_webhook import free_port
 from tests.fakes.bot_api import FakeBotApi
 
+pytestmark = pytest.mark.fault  # database failures injected into a whole run
+
 SECRET = "webhook-secret_QpZ81x"
 KEY = Fernet.generate_key().decode()
 COACH, CLIENT = 7101, 7102

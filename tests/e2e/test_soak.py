@@ -36,6 +36,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import aiohttp
+import pytest
 from aiohttp import web
 from cryptography.fernet import Fernet
 from sqlalchemy import func, insert, select, update
@@ -48,6 +49,8 @@ from bot.telegram.app import HEALTH_PATH, SECRET_HEADER
 from tests.conftest import PG_DEFAULT, _pg_admin
 from tests.e2e.conftest import REPO
 from tests.fakes.bot_api import FakeBotApi, SentMessage, WebhookDelivery
+
+pytestmark = pytest.mark.soak  # minutes: run by .ci/run, not by the day-to-day command
 
 # 300 users x 16 or 18 updates and about 5,800 messages: at the default send rate (25 messages/s
 # per replica, as compose.yaml runs two) that is about two minutes and a half of chatting.

@@ -127,3 +127,10 @@ def test_yes_no_in_the_client_s_language_with_or_without_accents(
     raw: str, locale: str, expected: bool
 ) -> None:
     assert parse(Ask("yes_no", "y"), raw, locale) is expected
+
+
+def test_every_answer_type_has_its_unit() -> None:
+    from bot.dialogue.model import ANSWER_TYPES
+    from bot.engine.answers import ANSWER_UNITS
+
+    assert set(ANSWER_UNITS) == set(ANSWER_TYPES)

@@ -11,6 +11,9 @@ python-telegram-bot client runs against it unmodified::
 It is as strict as Telegram where that catches bot bugs (message length in UTF-16 code units,
 HTML that Telegram cannot parse, callback_data over 64 bytes, edits that change nothing, answering
 a callback query twice, ...), and it can inject failures (429, 5xx, blocked users, slow answers).
+When asked (:meth:`FakeBotApi.enforce_limits`) it keeps Telegram's send limits as well: about
+30 messages a second per bot over all connections (1,000 for paid broadcasts) and about one a
+second per chat with short bursts, answering 429 with ``retry_after`` beyond them.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import asyncio
 import copy
 import html
 import json
+import math
 import re
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -202,6 +206,18 @@ class _Failure:
     description: str
     retry_after: int | None
     remaining: int
+
+
+@dataclass(frozen=True)
+class _Limits:
+    per_bot: float  # messages in any one second, over every connection
+    per_chat: float  # messages a second to one chat, on average
+    chat_burst: int  # ... of which this many may come at once
+    paid_per_bot: float  # messages with allow_paid_broadcast, in any one second
+
+
+#: The methods that send a message to a chat (what Telegram's limits count).
+_SENDING = frozenset({"sendmessage", "sendphoto", "senddocument"})
 
 
 @dataclass
@@ -415,6 +431,12 @@ class FakeBotApi:
         self._failures: defaultdict[str, list[_Failure]] = defaultdict(list)
         self._hangs: dict[str, _Hang] = {}
         self._blocked: set[int] = set()
+        self._limits: _Limits | None = None
+        self._bot_window: deque[float] = deque()  # accepted sends in the last second
+        self._paid_window: deque[float] = deque()
+        self._chat_tokens: dict[int, tuple[float, float]] = {}  # chat -> (tokens, as of)
+        self.rate_limited = 0  # sends answered 429 by the limits (not by fail_next)
+        self.rate_limited_by: Counter[str] = Counter()  # ... by which: "bot" or "chat"
 
         self._changed = asyncio.Event()
         self._closing = False
@@ -655,6 +677,43 @@ class FakeBotApi:
     def hang(self, method: str, seconds: float, *, times: int | None = None) -> None:
         """Calls of `method` wait `seconds` before answering (until cleared, or `times` calls)."""
         self._hangs[method.lower()] = _Hang(seconds, times)
+
+    def enforce_limits(self, *, per_bot: float = 30, per_chat: float = 1.0,
+                       chat_burst: int = 3, paid_per_bot: float = 1000) -> None:
+        """From now on keep Telegram's send limits: beyond ``per_bot`` messages in any one
+        second (``paid_per_bot`` with ``allow_paid_broadcast``), or ``per_chat`` a second
+        to one chat after a burst of ``chat_burst``, a send is refused with 429 and
+        ``retry_after`` (whole seconds, as Telegram does). Only accepted sends count."""
+        self._limits = _Limits(per_bot, per_chat, chat_burst, paid_per_bot)
+
+    def _apply_limits(self, method: str, params: JSON, now: float) -> None:
+        limits = self._limits
+        if limits is None or method.lower() not in _SENDING:
+            return
+        paid = str(params.get("allow_paid_broadcast", "")).lower() in ("true", "1")
+        window = self._paid_window if paid else self._bot_window
+        most = limits.paid_per_bot if paid else limits.per_bot
+        while window and window[0] <= now - 1.0:
+            window.popleft()
+        try:
+            chat = int(params.get("chat_id", 0))
+        except (TypeError, ValueError):
+            chat = 0
+        tokens, since = self._chat_tokens.get(chat, (float(limits.chat_burst), now))
+        tokens = min(float(limits.chat_burst), tokens + (now - since) * limits.per_chat)
+        if len(window) >= most:
+            wait, reason = window[0] + 1.0 - now, "bot"
+        elif tokens < 1:
+            wait, reason = (1 - tokens) / limits.per_chat, "chat"
+        else:
+            window.append(now)
+            self._chat_tokens[chat] = (tokens - 1, now)
+            return
+        self.rate_limited += 1
+        self.rate_limited_by[reason] += 1
+        retry_after = max(1, math.ceil(wait))
+        raise ApiError(429, f"Too Many Requests: retry after {retry_after}",
+                       {"retry_after": retry_after})
 
     def clear_failures(self) -> None:
         self._failures.clear()
@@ -918,11 +977,41 @@ class FakeBotApi:
         self.requests.append(record)
         try:
             record.params = await _read_params(request)
+        except ApiError as error:
+            record.status = error.status
+            return web.json_response(error.to_json(), status=error.status)
+        status, body = await self._answer(record, request.match_info["token"])
+        return web.json_response(body, status=status)
+
+    async def call(self, token: str, method: str, params: JSON) -> tuple[int, JSON]:
+        """A Bot API request without HTTP (`params` as a form would carry them, every value a
+        string): its status and JSON answer, recorded as a request over HTTP is. Used by the
+        in-process client (tests/inprocess.py)."""
+        record = RecordedRequest(method, {}, time.monotonic())
+        self.requests.append(record)
+        try:
+            record.params = {key: _normalize(key, value) if isinstance(value, str) else value
+                             for key, value in params.items()}
+        except ApiError as error:
+            record.status = error.status
+            return error.status, error.to_json()
+        return await self._answer(record, token)
+
+    def take_updates(self) -> list[JSON]:
+        """Every update waiting for the bot, taken off the queue (as a confirmed getUpdates
+        would): the in-process client hands them to the application itself."""
+        taken, self._queue = self._queue, []
+        return [entry.update for entry in taken]
+
+    async def _answer(self, record: RecordedRequest, token: str) -> tuple[int, JSON]:
+        method = record.method
+        try:
             self._notify()
-            if request.match_info["token"] != self.token:
+            if token != self.token:
                 raise ApiError(401, "Unauthorized")
             await self._apply_hang(method)
             self._apply_injected_failure(method)
+            self._apply_limits(method, record.params, record.time)
             handler = self._handlers.get(method.lower())
             if handler is None:
                 raise ApiError(404, "Not Found")
@@ -932,9 +1021,9 @@ class FakeBotApi:
                 raise _bad_request(str(exc)) from exc
         except ApiError as error:
             record.status = error.status
-            return web.json_response(error.to_json(), status=error.status)
+            return error.status, error.to_json()
         record.status = 200
-        return web.json_response({"ok": True, "result": result})
+        return 200, {"ok": True, "result": result}
 
     async def _apply_hang(self, method: str) -> None:
         hang = self._hangs.get(method.lower())

@@ -12,12 +12,13 @@ from bot.dialogue.loader import texts_of
 from bot.dialogue.template import placeholders, render
 from bot.i18n import SOURCE_LOCALE, SUPPORTED_LOCALES, translator_for
 from bot.i18n.catalogs import catalog_path, check_catalog, extract_sources, read_catalog
+from bot.i18n.languages import LANGUAGE_NAMES
 
 REPO = Path(__file__).parents[2]
 LOCALES_DIR = REPO / "locales"
 TRANSLATED = [locale for locale in SUPPORTED_LOCALES if locale != SOURCE_LOCALE]
 # Texts that are the same in every language: each language's own name in the picker.
-SAME_EVERYWHERE = {"English", "Català", "Български", "Hrvatski", "Italiano", "עברית"}
+SAME_EVERYWHERE = set(LANGUAGE_NAMES.values())
 COUNTS = (0, 1, 2, 3, 4, 5, 11, 12, 21, 22, 25, 100, 101, 1_000_000)
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds the wheel and installs it in a fresh venv: minutes
+
 ROOT = Path(__file__).resolve().parents[2]
 #: What the Dockerfile's builder stage copies before `pip wheel`.
 BUILD_CONTEXT = ("pyproject.toml", "README.md", "babel.cfg", "bot")

@@ -8,8 +8,12 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
+
 from bot.store import Store
 from tests.store.store_helpers import count
+
+pytestmark = pytest.mark.fault  # a process SIGKILLed mid-turn
 
 REPO = Path(__file__).resolve().parents[2]
 

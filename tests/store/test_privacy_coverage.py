@@ -30,6 +30,7 @@ from bot.store import (
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
+    SendBudget,
     Store,
     User,
 )
@@ -39,9 +40,10 @@ CLIENT, COACH, OTHER = 41, 42, 43
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 WORDS = "CLIENT-WORDS"  # in every value that is the client's, or about them
 COACH_WORDS = "COACH-WORDS"
-#: Tables that hold nothing about a person: key fingerprints; which exercise a group does
-#: (it goes with its group, which goes with its coach).
-NOT_PERSONAL: frozenset[str] = frozenset({"key_fingerprints", "group_assignments"})
+#: Tables that hold nothing about a person: key fingerprints, the shared send budget; which
+#: exercise a group does (it goes with its group, which goes with its coach).
+NOT_PERSONAL: frozenset[str] = frozenset({"key_fingerprints", "send_budget",
+                                          "group_assignments"})
 
 
 async def _populate(store: Store) -> None:
@@ -117,6 +119,7 @@ async def _populate(store: Store) -> None:
                      payload={"text": COACH_WORDS}, status="pending", **outbox))
         s.add(CoachEvent(coach_id=COACH, client_id=CLIENT, kind="crisis", created_at=NOW,
                          notified_at=NOW))
+        s.add(SendBudget(id=1, next_slot=NOW))
         s.add(KeyFingerprint(fingerprint="f" * 64, recorded_at=NOW))
 
 

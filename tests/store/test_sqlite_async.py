@@ -253,3 +253,37 @@ async def test_a_turn_cancelled_while_waiting_rolls_back_behind_the_wait(
     async with engine.begin() as conn:
         await conn.execute(text("INSERT INTO t (v) VALUES ('next')"))
         assert (await conn.execute(text("SELECT v FROM t"))).scalars().all() == ["next"]
+
+
+def test_the_installed_libraries_have_every_internal_the_fast_path_reads() -> None:
+    assert sqlite_async.missing_internals() == []
+    assert sqlite_async.INTERNALS_MISSING == []
+
+
+def test_a_missing_internal_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(aiosqlite.Connection, "_execute")
+    assert sqlite_async.missing_internals() == ["aiosqlite.Connection._execute"]
+
+
+async def test_without_the_internals_the_stock_path_serves_turns(
+        monkeypatch: pytest.MonkeyPatch, database: Path) -> None:
+    """A later aiosqlite or SQLAlchemy without them: the stock connection, writers still
+    serialised by BEGIN IMMEDIATE, nothing lost (only slower)."""
+    from bot.store import Store
+
+    monkeypatch.setattr(sqlite_async, "INTERNALS_MISSING", ["aiosqlite.Connection._thread"])
+    store = Store(f"sqlite+aiosqlite:///{database}")
+    await store.start()
+    try:
+        async with store.engine.connect() as conn:
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert not isinstance(driver, sqlite_async.SQLiteConnection)
+
+        async def write(t: Any) -> None:
+            t.set_state({"n": 1})
+
+        await asyncio.gather(*(store.run_turn(user_id, write) for user_id in range(1, 21)))
+        async with store.engine.connect() as conn:
+            assert (await conn.execute(text("SELECT count(*) FROM conversations"))).scalar() == 20
+    finally:
+        await store.close()

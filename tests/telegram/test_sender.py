@@ -18,14 +18,9 @@ from sqlalchemy.dialects import postgresql
 from bot.store import Outbox, PlannedCheckin, Store, User
 from bot.store import Turn as StoreTurn
 from bot.telegram.http import AiohttpRequest
-from bot.telegram.sender import (
-    MAX_TEXT,
-    Sender,
-    TokenBucket,
-    keyboard,
-    split_text,
-    utf16_len,
-)
+from bot.telegram.pacing import TokenBucket
+from bot.telegram.sender import Sender
+from bot.telegram.shaping import MAX_TEXT, keyboard, split_text, utf16_len
 from tests.fakes import FakeBotApi
 from tests.store.store_helpers import count, raw
 

@@ -16,7 +16,8 @@ from telegram.error import NetworkError, RetryAfter
 
 from bot.store import Store
 from bot.telegram.http import AiohttpRequest
-from bot.telegram.sender import MAX_TEXT, Sender, split_text, utf16_len
+from bot.telegram.sender import Sender
+from bot.telegram.shaping import MAX_TEXT, split_text, utf16_len
 from tests.fakes import FakeBotApi
 from tests.faults import queue
 from tests.store.store_helpers import raw

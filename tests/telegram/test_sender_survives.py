@@ -10,6 +10,7 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import telegram
@@ -124,12 +125,12 @@ async def test_any_error_in_a_round_is_logged_backed_off_and_survived(
     real_claim = sender.claim
     tries: list[float] = []
 
-    async def locked(limit: int, *, user_id: int | None = None) -> list[object]:
+    async def locked(limit: int, **options: Any) -> list[object]:
         tries.append(asyncio.get_running_loop().time())
         if len(tries) <= 4:
             raise OperationalError("BEGIN IMMEDIATE", {"secret": "SECRET-WORDS"},
                                    Exception("database or disk is full"))
-        return await real_claim(limit, user_id=user_id)  # type: ignore[return-value]
+        return await real_claim(limit, **options)  # type: ignore[return-value]
 
     monkeypatch.setattr(sender, "claim", locked)
     with caplog.at_level(logging.INFO, logger="bot"):

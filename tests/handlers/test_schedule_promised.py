@@ -10,7 +10,7 @@ from bot.coaching.conversation import apply_profile
 from bot.schedule.planner import plan
 from bot.store import Store
 from bot.store import Turn as StoreTurn
-from tests.e2e.conftest import RunningBot
+from tests.inprocess import InProcessBot
 from tests.schedule.helpers import add_due, add_users
 from tests.store.store_helpers import raw
 
@@ -37,12 +37,12 @@ async def test_a_checkin_time_keeps_its_minutes(store: Store) -> None:
 
 
 async def test_a_changed_checkin_time_replans_the_next_checkin_at_once(
-        running_bot: RunningBot) -> None:
-    store, now = running_bot.store, datetime.now(UTC)
+        bot: InProcessBot) -> None:
+    store, now = bot.store, datetime.now(UTC)
     await add_users(store, [802], now=now)
     old = (now + timedelta(hours=2)).replace(minute=0, second=0, microsecond=0)
     await add_due(store, [802], old)  # planned by the old hour
-    ana = running_bot.user(802)
+    ana = bot.user(802)
     await ana.send("/reminders")
     await ana.press("Check-in time")
     new = now + timedelta(hours=5)
@@ -58,11 +58,11 @@ async def test_a_changed_checkin_time_replans_the_next_checkin_at_once(
     assert due.replace(tzinfo=UTC) > now
 
 
-async def test_checkin_without_a_goal_offers_to_set_one(running_bot: RunningBot) -> None:
+async def test_checkin_without_a_goal_offers_to_set_one(bot: InProcessBot) -> None:
     """A goal setting cancelled after its title left the title behind, and /checkin ran a
     check-in on a goal that does not exist."""
-    await add_users(running_bot.store, [803], now=datetime.now(UTC), goal=False)
-    ana = running_bot.user(803)
+    await add_users(bot.store, [803], now=datetime.now(UTC), goal=False)
+    ana = bot.user(803)
     await ana.send("/goal")
     await ana.send("Run a marathon")
     await ana.send("/cancel")

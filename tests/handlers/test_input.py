@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 from bot.i18n import BIDI_CONTROLS, FSI, PDI
-from tests.e2e.conftest import RunningBot
+from tests.inprocess import InProcessBot
 
 
-def forge(bot: RunningBot, user_id: int, data: str) -> None:
+def forge(bot: InProcessBot, user_id: int, data: str) -> None:
     sender = {"id": user_id, "is_bot": False, "first_name": "Ana", "language_code": "en"}
     bot.fake.send_raw({"callback_query": {
         "id": str(time.monotonic_ns()), "chat_instance": "1", "data": data, "from": sender,
@@ -19,24 +19,24 @@ def forge(bot: RunningBot, user_id: int, data: str) -> None:
 
 
 async def test_forged_exercise_buttons_start_only_offered_exercises(
-        running_bot: RunningBot) -> None:
-    ana = running_bot.user(9301)
-    await running_bot.agree(9301)
+        bot: InProcessBot) -> None:
+    ana = bot.user(9301)
+    await bot.agree(9301)
     for dialogue in ("custom_exercise", "weekly_review", "onboarding", "goal_setting"):
-        forge(running_bot, 9301, f"exercise:{dialogue}")
+        forge(bot, 9301, f"exercise:{dialogue}")
         said = " ".join(m.text or "" for m in await ana.replies())
         assert "An exercise from your coach" not in said and "weekly review" not in said
         assert "Hello, and welcome" not in said and "give your goal some shape" not in said
-    forge(running_bot, 9301, "exercise:three_good_things")
+    forge(bot, 9301, "exercise:three_good_things")
     offered = await ana.replies()
     assert (offered[0].text or "").startswith("Exercise: Three good things.")
 
 
 async def test_a_name_with_an_override_cannot_flip_an_english_line(
-        running_bot: RunningBot) -> None:
+        bot: InProcessBot) -> None:
     name = "\u202egnp.exe Rolo"
-    ana = running_bot.user(9302, first_name=name)
-    await running_bot.agree(9302)
+    ana = bot.user(9302, first_name=name)
+    await bot.agree(9302)
     await ana.send("/help")  # the name is kept from the first message after consent
     shape = await ana.send("/goal")
     text = shape[0].text or ""

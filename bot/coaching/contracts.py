@@ -1,0 +1,114 @@
+"""The dialogues and variables the platform itself relies on, declared once.
+
+Coaches edit ``dialogues/`` freely, but the bot's commands and scheduler start some dialogues
+by id and read some of the answers they save (docs/dialogue-language.md, "What the platform
+reads"). :func:`check_contracts` holds a dialogue set to these, so that ``coachbot validate``
+and the bot's start refuse a set without them rather than fail on a client's ``/start``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.dialogue import DialogueError, DialogueSet
+from bot.dialogue.model import AnswerType, Position
+from bot.i18n.languages import SUPPORTED_LOCALES
+
+ONBOARDING = "onboarding"
+GOAL_SETTING = "goal_setting"
+DAILY_CHECKIN = "daily_checkin"
+WEEKLY_REVIEW = "weekly_review"
+GOAL_COMPLETION = "goal_completion"
+SET_TIMEZONE = "set_timezone"
+REMINDERS = "reminders"
+NEW_EXERCISE = "new_exercise"  # a coach writes an exercise of their own
+CUSTOM_EXERCISE = "custom_exercise"  # the dialogue that runs a coach's own exercise
+CARE_CHECKIN = "care_checkin"  # the dialogue of the day after a crisis
+GROUP_GOAL = "group_goal"  # the coach writes the team's goal
+GROUP_CONTRIBUTION = "group_contribution"  # a member's own part in it, in private
+GROUP_ANSWER = "group_answer"  # a member's answer to the week's question, in private
+
+CONSENT = "profile.consent"
+ADULT = "profile.adult"
+LOCALE = "profile.locale"
+TIME_ZONE = "profile.time_zone"
+CHECKIN_HOUR = "profile.checkin_hour"
+CHECKIN_MARKER = "checkin.mood"  # answered once per check-in, so it marks the day
+GOAL_BASELINE = "goal.baseline"  # the goal's place on its 1-10 scale when it is set
+REVIEW_CURRENT = "review.current"  # and at each weekly review
+EXERCISE_STATUS = "exercise.status"
+STREAK_VARIABLES = frozenset({"streak.days", "streak.best"})
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A dialogue the platform starts (`why`), and the answers it reads from it, by type."""
+
+    dialogue: str
+    why: str
+    saves: Mapping[str, AnswerType] = field(default_factory=dict)
+
+
+CONTRACTS: tuple[Contract, ...] = (
+    Contract(ONBOARDING, "/start and the consent question start it", {
+        CONSENT: "yes_no", ADULT: "yes_no", LOCALE: "choice", TIME_ZONE: "timezone",
+        CHECKIN_HOUR: "time"}),
+    Contract(GOAL_SETTING, "/goal starts it, and a new goal is made of its answers", {
+        "goal.title": "text", "goal.why": "text", GOAL_BASELINE: "scale",
+        "goal.target": "scale", "goal.due": "date"}),
+    Contract(DAILY_CHECKIN, "/checkin and the daily check-ins start it",
+             {CHECKIN_MARKER: "scale"}),
+    Contract(WEEKLY_REVIEW, "the scheduler starts it every week", {REVIEW_CURRENT: "scale"}),
+    Contract(GOAL_COMPLETION, "the scheduler starts it when a goal falls due",
+             {"goal.completed": "yes_no"}),
+    Contract(SET_TIMEZONE, "/timezone starts it", {TIME_ZONE: "timezone"}),
+    Contract(REMINDERS, "/reminders starts it", {
+        CHECKIN_HOUR: "time", "profile.quiet_start": "time", "profile.quiet_end": "time",
+        "profile.pause_days": "number", "profile.reminders": "choice"}),
+    Contract(NEW_EXERCISE, "a coach's /newexercise starts it", {
+        "custom.title": "text", "custom.instructions": "text", "custom.save": "yes_no"}),
+    Contract(CUSTOM_EXERCISE, "it runs every coach's own exercise", {EXERCISE_STATUS: "choice"}),
+    Contract(CARE_CHECKIN, "the scheduler starts it the day after a crisis"),
+    Contract(GROUP_GOAL, "a coach's /groups starts it for a team; its goal is stored", {
+        "group.goal": "text", "group.goal_save": "yes_no"}),
+    Contract(GROUP_CONTRIBUTION, "a team's shared goal starts it for each member", {
+        "contribution.what": "text", "contribution.commitment": "text",
+        "contribution.share": "yes_no"}),
+    Contract(GROUP_ANSWER, "the week's question in a group's chat starts it", {
+        "group.answer": "text", "group.answer_share": "yes_no"}),
+)
+
+
+def check_contracts(dialogues: DialogueSet, where: Path) -> list[DialogueError]:
+    """Every way `dialogues` (loaded from `where`) breaks a contract: a dialogue missing, an
+    answer the platform reads not saved or saved as another type, and the onboarding's
+    language question not offering exactly the languages the bot speaks."""
+    errors = []
+    for contract in CONTRACTS:
+        dialogue = dialogues.dialogues.get(contract.dialogue)
+        if dialogue is None:
+            errors.append(DialogueError(Position(str(where), 1, 1), (
+                f"the bot needs the dialogue '{contract.dialogue}' ({contract.why}), and "
+                "there is none here")))
+            continue
+        saved: dict[str, set[str]] = {}
+        for step in dialogue.steps.values():
+            if step.ask.save is not None:
+                saved.setdefault(step.ask.save, set()).add(step.ask.type)
+        for variable, answer_type in contract.saves.items():
+            types = saved.get(variable, set())
+            if types != {answer_type}:
+                found = (" (it saves it as " + ", ".join(sorted(types)) + ")") if types else ""
+                errors.append(DialogueError(Position(dialogue.path, 1, 1), (
+                    f"the bot reads '{variable}' from '{dialogue.id}' as a {answer_type} "
+                    f"answer: a step must save it with type {answer_type}{found}")))
+    onboarding = dialogues.dialogues.get(ONBOARDING)
+    for step in onboarding.steps.values() if onboarding else ():
+        if step.ask.save == LOCALE and step.ask.type == "choice" and \
+                [option.key for option in step.ask.options] != list(SUPPORTED_LOCALES):
+            errors.append(DialogueError(step.position, (
+                f"the options of '{LOCALE}' must be the languages the bot speaks, in this "
+                "order: " + ", ".join(SUPPORTED_LOCALES) + " (bot/i18n/languages.py)")))
+    return sorted(errors)

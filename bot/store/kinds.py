@@ -1,0 +1,69 @@
+"""The statuses and kinds stored in the database, one enum each; the tables' CHECK constraints
+are built from them (``one_of``), so a value cannot be added in one place only.
+
+"Kind" means different things in different tables, so each has its own enum. They are
+``StrEnum``: a member is its string (``OutboxStatus.SENT == "sent"``), in rows, in JSON and
+in SQL, so rows written before these enums read back unchanged.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class GoalStatus(StrEnum):
+    ACTIVE = "active"
+    DONE = "done"
+    DROPPED = "dropped"
+
+
+class CheckinKind(StrEnum):
+    """What a planned row starts when it falls due."""
+
+    DAILY = "daily"  # the daily check-in
+    WEEKLY = "weekly"  # the weekly review
+    EXERCISE = "exercise"  # an exercise a coach assigned (ref: the assignment)
+    CARE = "care"  # the caring check-in the day after a crisis
+
+
+class CheckinStatus(StrEnum):
+    PLANNED = "planned"
+    CLAIMED = "claimed"  # a scheduler took it (leased)
+    STARTED = "started"  # its dialogue's first message is in the outbox
+    MISSED = "missed"
+    CANCELLED = "cancelled"
+
+
+class OutboxStatus(StrEnum):
+    PENDING = "pending"  # waiting
+    SENDING = "sending"  # claimed, leased
+    SENT = "sent"
+    FAILED = "failed"  # gave up
+    CANCELLED = "cancelled"  # held back, never sent: superseded by a later or urgent message
+
+
+class OutboxKind(StrEnum):
+    MESSAGE = "message"  # scheduled, from a coach, a digest
+    REPLY = "reply"  # to the user's own message: a later reply supersedes it while unsent
+    URGENT = "urgent"  # goes ahead of anything queued for the chat
+
+
+class CoachEventKind(StrEnum):
+    """What a coach is told about, in batches; never the content of what the client wrote."""
+
+    EXERCISE_DONE = "exercise_done"
+    EXERCISE_PARTLY = "exercise_partly"
+    EXERCISE_SKIPPED = "exercise_skipped"
+    CRISIS = "crisis"
+
+
+class ScheduleKind(StrEnum):
+    """How an assignment repeats (its ``schedule`` JSON's ``kind``)."""
+
+    DAILY = "daily"
+    WEEKDAYS = "weekdays"
+
+
+def one_of(column: str, values: type[StrEnum]) -> str:
+    """The CHECK constraint's SQL: ``column IN ('a', 'b')``, in the enum's order."""
+    return f"{column} IN (" + ", ".join(f"'{member.value}'" for member in values) + ")"

@@ -1,0 +1,121 @@
+"""The crisis path in process, as a client in Hebrew or Italian meets it: the safety question
+and its two answers, the urgent stop, /sos in the middle of a dialogue, and words of crisis in a
+photo's caption, an edited message or a command's argument. The detector gives fixed verdicts
+for marked messages, so these tests pin the flow (bench.crisis measures the model); one test
+uses the real model on an unmistakable message."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+from sqlalchemy import select
+
+from bot.engine import runner
+from bot.engine.crisis import CrisisCategory, CrisisLevel, CrisisSignal
+from bot.store import Answer, Conversation, PlannedCheckin
+from bot.telegram import handlers
+from tests.inprocess import ClientUser, InProcessBot
+
+POSSIBLE = "MARKER לפעמים בא לי פשוט להיעלם"
+URGENT = "MARKER ho preso tutte le pastiglie"
+VERDICTS = {
+    POSSIBLE: CrisisSignal(CrisisLevel.CHECK, CrisisCategory.INDIRECT_IDEATION, 0.8, ("t",)),
+    URGENT: CrisisSignal(CrisisLevel.URGENT, CrisisCategory.PLAN_MEANS, 0.99, ("t",)),
+}
+
+
+@pytest.fixture
+def fixed_detector(monkeypatch: pytest.MonkeyPatch) -> None:
+    def detect(text: str) -> CrisisSignal | None:
+        return VERDICTS.get(text.strip())
+
+    monkeypatch.setattr(runner, "detect_crisis", detect)
+    monkeypatch.setattr(handlers, "detect_crisis", detect)
+
+
+async def onboarded(bot: InProcessBot, user_id: int, locale: str, yes: str,
+                    language: str, city: str) -> ClientUser:
+    user = bot.user(user_id, language_code=locale, first_name="Dana")
+    await user.send("/start")
+    await user.press(yes)  # 18 or older
+    await user.press(yes)  # agrees that the answers are kept
+    await user.press(language)
+    await user.send(city)
+    await user.send("8:00")
+    return user
+
+
+def text_of(messages: list) -> str:  # type: ignore[type-arg]
+    return "\n".join(m.text or "" for m in messages)
+
+
+@pytest.mark.usefixtures("fixed_detector")
+async def test_hebrew_safety_question_no_goes_on_yes_stops(bot: InProcessBot) -> None:
+    dana = await onboarded(bot, 301, "he", "כן", "עברית", "Jerusalem")
+    asked = await dana.send(POSSIBLE)  # the answer to the goal question, with a possible risk
+    assert len(asked) == 1 and "מחשבות לשים קץ לחייך" in (asked[0].text or "")
+    went_on = await dana.press("לא")
+    assert "ממשיכים" in text_of(went_on)
+    assert went_on[-1].reply_markup is None or "safety" not in str(went_on[-1].reply_markup)
+    async with bot.store.sessionmaker() as session:
+        kept = (await session.execute(select(Answer.variable).where(Answer.user_id == 301))
+                ).scalars().all()
+    assert "goal.title" in kept  # the answer given with the risk was not lost
+    await dana.send(POSSIBLE)
+    stopped = await dana.press("כן")
+    assert "1201" in text_of(stopped)  # ERAN
+    async with bot.store.sessionmaker() as session:
+        state = (await session.execute(select(Conversation.state).where(
+            Conversation.user_id == 301))).scalar_one()
+        care = (await session.execute(select(PlannedCheckin.kind).where(
+            PlannedCheckin.user_id == 301, PlannedCheckin.kind == "care"))).scalars().all()
+    assert state["stack"] == [] and care == ["care"]
+
+
+@pytest.mark.usefixtures("fixed_detector")
+async def test_italian_urgent_help_goes_out_ahead_and_sos_works_mid_dialogue(
+    bot: InProcessBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)  # what production logs (the library's DEBUG shows updates)
+    gianni = await onboarded(bot, 302, "it", "Sì", "Italiano", "Rome")
+    sos = await gianni.send("/sos")
+    assert "Telefono Amico" in text_of(sos) and "112" in text_of(sos)
+    still = await gianni.send("SOS")
+    assert "Telefono Amico" in text_of(still)
+    await gianni.send("Correre una maratona")  # the goal question was still open
+    async with bot.store.sessionmaker() as session:
+        kept = (await session.execute(select(Answer.variable).where(Answer.user_id == 302))
+                ).scalars().all()
+    assert "goal.title" in kept
+    started = time.monotonic()
+    helped = await gianni.send(URGENT)
+    assert "Telefono Amico" in text_of(helped) and time.monotonic() - started < 5
+    assert "pastiglie" not in caplog.text and "MARKER" not in caplog.text
+
+
+@pytest.mark.usefixtures("fixed_detector")
+async def test_a_caption_an_edit_and_a_command_argument_are_checked(
+    bot: InProcessBot
+) -> None:
+    ana = bot.user(303)
+    await ana.send("/start")
+    bot.fake.send_photo(303, caption=URGENT)
+    assert "pausing our coaching" in text_of(await ana.replies())
+    await ana.send(f"/goal {URGENT}")
+    assert "pausing our coaching" in text_of(ana.messages[-3:])
+    bot.fake.send_raw({"edited_message": {
+        "message_id": 99, "date": int(time.time()), "text": POSSIBLE,
+        "chat": {"id": 303, "type": "private", "first_name": "Ana"},
+        "from": {"id": 303, "is_bot": False, "first_name": "Ana", "language_code": "en"}}})
+    assert "thoughts of ending your life" in text_of(await ana.replies())
+
+
+async def test_the_real_model_stops_coaching_on_an_unmistakable_message(
+    bot: InProcessBot
+) -> None:
+    ana = bot.user(304)
+    await ana.send("/start")
+    helped = await ana.send("i want to kill myself tonight, i have the pills ready")
+    assert "pausing our coaching" in text_of(helped)
