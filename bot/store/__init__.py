@@ -5,6 +5,7 @@ Imports only SQLAlchemy, Alembic, cryptography and the standard library.
 
 from .engine import DEFAULT_URL, database_url
 from .keys import KeyMismatchError
+from .kinds import GroupKind, Visibility
 from .migrate import ensure_schema, upgrade
 from .models import (
     Answer,
@@ -18,7 +19,6 @@ from .models import (
     Group,
     GroupAssignment,
     GroupContribution,
-    GroupKind,
     GroupMember,
     Invite,
     KeyFingerprint,
@@ -27,7 +27,6 @@ from .models import (
     ProcessedUpdate,
     SendBudget,
     User,
-    Visibility,
     undelivered,
 )
 from .sqlite_async import off_the_loop

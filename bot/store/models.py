@@ -4,7 +4,6 @@ a drift test keeps the two in step."""
 from __future__ import annotations
 
 from datetime import date, datetime
-from enum import Enum
 from typing import Any
 
 from sqlalchemy import (
@@ -31,8 +30,10 @@ from .kinds import (
     CheckinStatus,
     CoachEventKind,
     GoalStatus,
+    GroupKind,
     OutboxKind,
     OutboxStatus,
+    Visibility,
     one_of,
 )
 from .types import EncryptedInt, EncryptedJSON, EncryptedText, UTCDateTime, utcnow
@@ -249,22 +250,6 @@ class Assignment(Base):
     )
 
 
-class GroupKind(Enum):
-    TEAM = "team"  # a team coached towards a shared result
-    COHORT = "cohort"  # people with similar goals going through a programme together
-
-
-class Visibility(Enum):
-    """What a member lets the group's coach see of their own progress."""
-
-    FIGURES = "figures"  # only counted in the group's figures (at least three people)
-    PROGRESS = "progress"  # also their own progress, as a one-to-one client's
-
-
-def _check_in(column: str, enum: type[Enum]) -> str:
-    return f"{column} IN ({', '.join(repr(e.value) for e in enum)})"
-
-
 class Group(Base):
     """A coach's team or cohort. Its figures for windows that start before
     ``withheld_before`` are not shown (a member's data was erased since: see
@@ -286,7 +271,7 @@ class Group(Base):
     shared_goal: Mapped[str | None] = mapped_column(EncryptedText)
     goal_reached_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
-    __table_args__ = (CheckConstraint(_check_in("kind", GroupKind), name="kind"),)
+    __table_args__ = (CheckConstraint(one_of("kind", GroupKind), name="kind"),)
 
 
 class GroupMember(Base):
@@ -305,7 +290,7 @@ class GroupMember(Base):
     link_id: Mapped[int | None] = mapped_column(BigInteger)
 
     __table_args__ = (
-        CheckConstraint(_check_in("visibility", Visibility), name="visibility"),
+        CheckConstraint(one_of("visibility", Visibility), name="visibility"),
         Index("uq_group_members_active", "group_id", "user_id", unique=True,
               sqlite_where=text("left_at IS NULL"), postgresql_where=text("left_at IS NULL")),
     )

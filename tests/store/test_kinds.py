@@ -13,8 +13,10 @@ from bot.store.kinds import (
     CheckinKind,
     CheckinStatus,
     GoalStatus,
+    GroupKind,
     OutboxKind,
     OutboxStatus,
+    Visibility,
     one_of,
 )
 from bot.store.models import Base, Outbox, User
@@ -25,6 +27,8 @@ COLUMNS: dict[tuple[str, str], type[StrEnum]] = {
     ("planned_checkins", "status"): CheckinStatus,
     ("outbox", "status"): OutboxStatus,
     ("outbox", "kind"): OutboxKind,
+    ("groups", "kind"): GroupKind,
+    ("group_members", "visibility"): Visibility,
 }
 # coach_events.kind (CoachEventKind) is encrypted at rest, so that a crisis event does not
 # show as one: the code that records it checks it, the database cannot.
