@@ -49,7 +49,9 @@ class OutboxKind(StrEnum):
 
 
 class CoachEventKind(StrEnum):
-    """What a coach is told about, in batches; never the content of what the client wrote."""
+    """What a coach is told about, in batches; never the content of what the client wrote.
+    Stored encrypted (a row must not tell that a client had a crisis), so no CHECK: the code
+    that records an event checks it (``bot/coaching/events.py``)."""
 
     EXERCISE_DONE = "exercise_done"
     EXERCISE_PARTLY = "exercise_partly"
