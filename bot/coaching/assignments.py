@@ -18,6 +18,7 @@ from bot.store import Assignment, Exercise
 from bot.store.kinds import ScheduleKind
 
 MAX_DAILY_DAYS = 90
+MAX_EVERY_DAYS = 30
 STATUS_VARIABLE = EXERCISE_STATUS
 EXERCISE_STATUSES = ("done", "partly", "skipped")
 
@@ -32,33 +33,43 @@ def exercise_ids(dialogues: DialogueSet) -> frozenset[str]:
                      if d.kind == "exercise" and not d.requires)
 
 
-def _hour(schedule: Mapping[str, Any]) -> int:
-    hour = schedule.get("hour")
-    if isinstance(hour, bool) or not isinstance(hour, int) or not 0 <= hour <= 23:
-        raise InvalidSchedule("hour must be a whole number from 0 to 23")
-    return hour
+def _whole(value: object, low: int, high: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidSchedule(f"{what} must be a whole number from {low} to {high}")
+    return value
+
+
+#: What each kind of schedule has besides kind, hour and an optional minute.
+SCHEDULE_KINDS = {ScheduleKind.DAILY: "days", ScheduleKind.WEEKDAYS: "weekdays",
+                  ScheduleKind.EVERY: "every"}
 
 
 def validate_schedule(schedule: Mapping[str, Any]) -> dict[str, Any]:
-    """A clean copy of a valid schedule, or InvalidSchedule."""
-    kind = schedule.get("kind")
-    if kind == ScheduleKind.DAILY:
-        if set(schedule) != {"kind", "hour", "days"}:
-            raise InvalidSchedule("a daily schedule has exactly: kind, hour, days")
-        days = schedule["days"]
-        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAILY_DAYS:
-            raise InvalidSchedule(f"days must be a whole number from 1 to {MAX_DAILY_DAYS}")
-        return {"kind": ScheduleKind.DAILY.value, "hour": _hour(schedule), "days": days}
-    if kind == "weekdays":
-        if set(schedule) != {"kind", "hour", "weekdays"}:
-            raise InvalidSchedule("a weekdays schedule has exactly: kind, hour, weekdays")
-        weekdays = schedule["weekdays"]
-        if not isinstance(weekdays, list | tuple) or not weekdays or not all(
-            isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= 6 for d in weekdays
+    """A clean copy of a valid schedule, or InvalidSchedule. Kinds: ``daily`` (for ``days``
+    days), ``weekdays`` (a list, Monday = 0) and ``every`` (``every`` N days from the start);
+    each at ``hour`` and an optional ``minute`` of the client's local time."""
+    raw = schedule.get("kind")
+    if not isinstance(raw, str) or raw not in SCHEDULE_KINDS:
+        raise InvalidSchedule("kind must be 'daily', 'weekdays' or 'every'")
+    kind = ScheduleKind(raw)
+    extra = SCHEDULE_KINDS[kind]
+    if not {"kind", "hour", extra} <= set(schedule) <= {"kind", "hour", "minute", extra}:
+        raise InvalidSchedule(f"a {kind} schedule has: kind, hour, {extra} and maybe minute")
+    clean: dict[str, Any] = {"kind": kind.value,
+                             "hour": _whole(schedule["hour"], 0, 23, "hour")}
+    if "minute" in schedule:
+        clean["minute"] = _whole(schedule["minute"], 0, 59, "minute")
+    value = schedule[extra]
+    if kind is ScheduleKind.WEEKDAYS:
+        if not isinstance(value, list | tuple) or not value or not all(
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= 6 for d in value
         ):
             raise InvalidSchedule("weekdays must be a non-empty list of days 0 (Monday) to 6")
-        return {"kind": "weekdays", "hour": _hour(schedule), "weekdays": sorted(set(weekdays))}
-    raise InvalidSchedule("kind must be 'daily' or 'weekdays'")
+        clean[extra] = sorted(set(value))
+    else:
+        most = MAX_DAILY_DAYS if kind is ScheduleKind.DAILY else MAX_EVERY_DAYS
+        clean[extra] = _whole(value, 1, most, extra)
+    return clean
 
 
 async def own_exercises(session: AsyncSession, coach_id: int) -> list[tuple[int, str]]:

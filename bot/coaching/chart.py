@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.checkins import user_zone
 from bot.coaching.contracts import CHECKIN_MARKER, GOAL_BASELINE, REVIEW_CURRENT
-from bot.i18n import N_
+from bot.i18n import N_, Translator
 from bot.store import Answer, User
 
 WEEKS = 12
@@ -46,6 +46,17 @@ class ChartLabels:
     goal: str = N_("Goal")
     no_data: str = N_("No check-ins yet")
     tick: Callable[[date], str] = date.isoformat
+    rtl: bool = False  # a right-to-left language: texts shaped, the chart laid out mirrored
+
+
+def shaped(text: str, rtl: bool) -> str:
+    """``text`` as matplotlib must draw it: it lays glyphs out left to right, so a
+    right-to-left line is given in visual order (python-bidi's Unicode bidi algorithm)."""
+    if not rtl:
+        return text
+    from bidi import get_display  # type: ignore[import-untyped]
+
+    return str(get_display(text, base_dir="R"))
 
 
 def week_start(day: date) -> date:
@@ -95,6 +106,20 @@ async def weekly_points(
     return WeeklyPoints(mood=weekly_average(mood), goal=weekly_average(goal))
 
 
+async def own_trend_png(session: AsyncSession, user_id: int, now: datetime,
+                        tr: Translator) -> bytes:
+    """The client's own weekly chart (``/progress``), in their language."""
+    points = await weekly_points(session, user_id, now)
+    return weekly_trend_png(points.mood, tr.gettext("Your weekly averages"),
+                            goal_points=points.goal, labels=translated_labels(tr))
+
+
+def translated_labels(tr: Translator) -> ChartLabels:
+    return ChartLabels(mood=tr.gettext("Mood"), goal=tr.gettext("Goal"),
+                       no_data=tr.gettext("No check-ins yet"),
+                       tick=lambda d: tr.date(d, "short"), rtl=tr.rtl)
+
+
 def weekly_trend_png(
     points: Points,
     title: str,
@@ -109,25 +134,31 @@ def weekly_trend_png(
     from matplotlib.figure import Figure
 
     labels = labels or ChartLabels()
+    rtl = labels.rtl
     figure = Figure(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    axes.set_title(title)
+    axes.set_title(shaped(title, rtl))
     axes.set_ylim(0, 10.5)
     series = [(points, labels.mood, "o-"), (goal_points or [], labels.goal, "s--")]
     drawn = [(pts, label, style) for pts, label, style in series if pts]
     for pts, label, style in drawn:
-        axes.plot([d.toordinal() for d, _ in pts], [v for _, v in pts], style, label=label)
+        axes.plot([d.toordinal() for d, _ in pts], [v for _, v in pts], style,
+                  label=shaped(label, rtl))
     if drawn:
         weeks = sorted({d for pts, _, _ in drawn for d, _ in pts})
-        axes.set_xticks(
-            [d.toordinal() for d in weeks], [labels.tick(d) for d in weeks], rotation=30, ha="right"
-        )
-        axes.legend(loc="lower left")
+        axes.set_xticks([d.toordinal() for d in weeks],
+                        [shaped(labels.tick(d), rtl) for d in weeks], rotation=30,
+                        ha="left" if rtl else "right")
+        axes.legend(loc="lower right" if rtl else "lower left")
         axes.grid(alpha=0.3)
     else:
         axes.set_xticks([])
-        axes.text(0.5, 0.5, labels.no_data, ha="center", va="center", transform=axes.transAxes)
+        axes.text(0.5, 0.5, shaped(labels.no_data, rtl), ha="center", va="center",
+                  transform=axes.transAxes)
+    if rtl:  # read from the right: time runs leftwards, the scale stands on the right
+        axes.invert_xaxis()
+        axes.yaxis.tick_right()
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching import managing, messages, notes, noticing
+from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.contracts import (
     CUSTOM_EXERCISE,
@@ -38,6 +40,13 @@ from bot.i18n import normalize_locale, translator_for
 from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import CoachEventKind, GoalStatus
+
+#: Dialogues whose answers are input for the platform (a message to the other person, a
+#: coach's note, a schedule), with the prefix of their variables: they are carried where they
+#: belong, never kept as the user's answers, and taken out of the conversation once it has
+#: left the dialogue.
+CARRIED = {messages.MESSAGE_CLIENT: "message.", messages.REPLY_TO_COACH: "reply.",
+           notes.COACH_NOTE: "note.", managing.EXERCISE_SCHEDULE: "schedule."}
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,9 @@ def apply_profile(user: TurnUser, variables: dict[str, Value], saved: set[str],
     if "profile.quiet_end" in saved:
         user.quiet_start = _minutes(variables.get("profile.quiet_start"))
         user.quiet_end = _minutes(variables.get("profile.quiet_end"))
+    until = _date(variables.get("profile.pause_until"))
+    if "profile.pause_until" in saved and until is not None:  # from that local midnight on
+        user.paused_until = datetime.combine(until, time(), user_zone(user)).astimezone(UTC)
     days = _int(variables.get("profile.pause_days"))
     if "profile.pause_days" in saved and days:
         user.paused_until = now + timedelta(days=days)
@@ -169,6 +181,7 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
             continue
         if completed:
             goal.status, goal.completed_at = GoalStatus.DONE, now
+            await noticing.goal_completed(t.session, t.user_id, goal.created_at, now)
         elif answer.variable == "goal.title" and isinstance(answer.value, str):
             goal.title = answer.value
         else:
@@ -205,6 +218,24 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome) -> None:
     await t.session.flush()
 
 
+#: Where a coach writes to or about a client: their words are not a client's own, so the
+#: crisis check of a client's messages does not apply to them (the detector took "Thinking of
+#: you" for a sign of crisis, which stopped the message and sent the coach help lines).
+COACH_WRITING = frozenset({messages.MESSAGE_CLIENT, notes.COACH_NOTE,
+                           managing.EXERCISE_SCHEDULE})
+
+
+def forget_carried(outcome: Outcome) -> Outcome:
+    """The outcome without the variables of the carried dialogues it is no longer in."""
+    within = {frame.dialogue for frame in outcome.state.stack}
+    prefixes = tuple(p for d, p in CARRIED.items() if d not in within)
+    variables = outcome.state.variables
+    if not any(name.startswith(prefixes) for name in variables):
+        return outcome
+    kept = {k: v for k, v in variables.items() if not k.startswith(prefixes)}
+    return replace(outcome, state=replace(outcome.state, variables=kept))
+
+
 def enqueue_replies(t: StoreTurn, outcome: Outcome) -> None:
     """Queue what the engine said for the user's chat, in order, in the same turn. Help in
     a crisis goes out ahead of anything still queued for the chat, which is held back."""
@@ -219,6 +250,9 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     conversation (the consent answer itself is the first one kept)."""
     user = t.user
     state = ConversationState.from_dict(t.state)
+    if isinstance(action, Turn) and user.is_coach and state.stack \
+            and state.stack[-1].dialogue in COACH_WRITING:
+        action = replace(action, screened=False)
     with_streak = reads_streak(dialogues, state, action)
     ctx = await context_for(t.session if with_streak else None, user, now, min_age=min_age)
     outcome = run_engine(dialogues, state, action, ctx)
@@ -236,11 +270,17 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         t.set_state(outcome.state.to_dict())
         return outcome
     for answer in outcome.saved:
+        if answer.dialogue in CARRIED:
+            continue
         t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value,
                         marker=marker_of(answer.variable))
         event = event_for_status(answer.value) if answer.variable == EXERCISE_STATUS else None
         if event is not None:
             await notify_coaches(t.session, user.id, event, now)
+            if await noticing.skipped_again(t.session, user.id, answer.dialogue,
+                                            answer.value):
+                await notify_coaches(t.session, user.id, CoachEventKind.SKIPPED_TWICE.value,
+                                     now)
     record_signal(outcome.signal)
     if outcome.crisis:  # the coach hears that it happened, never what was written
         await notify_coaches(t.session, user.id, CoachEventKind.CRISIS, now)
@@ -248,5 +288,9 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     await apply_goals(t, outcome, now)
     await apply_new_exercise(t, outcome)
     await apply_group_dialogues(t, outcome)
+    told = [*await messages.apply_messages(t, outcome, now),
+            *await notes.apply_note(t, outcome, now),
+            *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues))]
+    outcome = forget_carried(replace(outcome, replies=(*outcome.replies, *told)))
     t.set_state(outcome.state.to_dict())
     return outcome

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.assignments import EXERCISE_STATUSES
 from bot.coaching.links import active_link, coaches_of
-from bot.i18n import Translator
+from bot.i18n import N_, Translator
 from bot.store import CoachEvent, User
 from bot.store.models import COACH_EVENT_KINDS
 
@@ -22,15 +22,16 @@ CRISIS = "crisis"
 class Digest:
     """One message for one coach: either a prompt crisis notice or the batched news.
 
-    Counts are of distinct clients per event kind; ``crisis_clients`` are first names
-    (or ids) only, never anything a client wrote. A crisis notice names one client,
-    ``subject``, so that it goes with that client's data (their export, their erasure).
+    ``names_by_kind``: per event kind, the names (or ids) of the clients it happened to,
+    never anything a client wrote (they agreed that this coach follows their progress).
+    A crisis notice names one client, ``subject``, so that it goes with that client's data
+    (their export, their erasure).
     """
 
     coach_id: int
     locale: str
     crisis: bool
-    clients_by_kind: Mapping[str, int] = field(default_factory=dict)
+    names_by_kind: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     crisis_clients: tuple[str, ...] = ()
     subject: int | None = None
 
@@ -119,12 +120,17 @@ async def _crisis_digests(
                    subject=c) for c in clients]
 
 
-def _regular_digest(coach: User, events: list[tuple[int, str]]) -> Digest:
+async def _regular_digest(session: AsyncSession, coach: User,
+                          events: list[tuple[int, str]]) -> Digest:
     clients: dict[str, set[int]] = {}
     for client, kind in events:
         clients.setdefault(kind, set()).add(client)
-    counts = {kind: len(ids) for kind, ids in clients.items()}
-    return Digest(coach.id, coach.locale, crisis=False, clients_by_kind=counts)
+    ids = {client for client, _ in events}
+    names = dict((await session.execute(
+        select(User.id, User.first_name).where(User.id.in_(ids)))).all())
+    by_kind = {kind: tuple(sorted((names.get(c) or str(c) for c in found), key=str.casefold))
+               for kind, found in clients.items()}
+    return Digest(coach.id, coach.locale, crisis=False, names_by_kind=by_kind)
 
 
 async def due_digests(
@@ -150,21 +156,20 @@ async def due_digests(
         if last is None or now - last >= min_interval:
             events = await _claim(session, coach_id, crisis=False, now=now)
             if events:
-                digests.append(_regular_digest(coach, events))
+                digests.append(await _regular_digest(session, coach, events))
     return digests
 
 
-def _kind_line(kind: str, count: int, tr: Translator) -> str:
-    if kind == "exercise_done":
-        text = tr.ngettext("{count} client completed an exercise.",
-                           "{count} clients completed exercises.", count)
-    elif kind == "exercise_partly":
-        text = tr.ngettext("{count} client did part of an exercise.",
-                           "{count} clients did part of their exercises.", count)
-    else:
-        text = tr.ngettext("{count} client skipped an exercise.",
-                           "{count} clients skipped exercises.", count)
-    return "• " + text.format(count=tr.number(count))
+#: What each kind of news says, before the names of the clients it is about (a label
+#: first: no verb to agree with a name's gender or number in any language).
+NEWS = {
+    "exercise_done": N_("Completed an exercise: {names}"),
+    "exercise_partly": N_("Did part of an exercise: {names}"),
+    "exercise_skipped": N_("Skipped an exercise: {names}"),
+    "skipped_twice": N_("Skipped the same exercise twice in a row: {names}"),
+    "goal_done": N_("Reached a goal: {names}"),
+    "silent": N_("No answer for a few days: {names}"),
+}
 
 
 def digest_text(digest: Digest, tr: Translator) -> str:
@@ -179,8 +184,9 @@ def digest_text(digest: Digest, tr: Translator) -> str:
             len(digest.crisis_clients),
         ).format(names=names)
     lines = [tr.gettext("News from your clients:")]
-    for kind in ("exercise_done", "exercise_partly", "exercise_skipped"):
-        count = digest.clients_by_kind.get(kind, 0)
-        if count:
-            lines.append(_kind_line(kind, count, tr))
+    for kind, text in NEWS.items():
+        clients = digest.names_by_kind.get(kind, ())
+        if clients:
+            lines.append("• " + tr.gettext(text).format(
+                names=", ".join(tr.words(n) for n in clients)))
     return "\n".join(lines)

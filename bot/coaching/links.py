@@ -84,6 +84,11 @@ def active_link(coach_id: Any, client_id: Any) -> ColumnElement[bool]:
     )
 
 
+async def is_linked(session: AsyncSession, coach_id: int, client_id: int) -> bool:
+    """Whether this coach has an active link (consent given, not ended) to this client."""
+    return bool(await session.scalar(select(exists().where(active_link(coach_id, client_id)))))
+
+
 async def linked_since(session: AsyncSession, coach_id: int, client_id: int) -> datetime:
     """When the client consented to this coach's active link, or NotYourClient."""
     since = await session.scalar(

@@ -34,7 +34,11 @@ TABLE_LABELS: dict[str, str] = {
                  "(progress reports, charts and crisis notices, which never contain your "
                  "words)."),
     "coach_events": N_("What your coach was told about, without any content: an exercise "
-                       "done, partly done or skipped, or that I saw signs of a crisis."),
+                       "done, partly done or skipped, a goal reached, some quiet days, or that "
+                       "I saw signs of a crisis."),
+    "coach_messages": N_("Messages between you and your coach through me, both ways."),
+    "coach_notes": N_("Notes your coach wrote about you for themselves. You see them here "
+                      "because they are about you."),
     "groups": N_("The groups you coach, if you are a coach: their names and links."),
     "group_contributions": N_("What you said you would contribute and commit to for your "
                               "team's shared goal, and whether your coach may see it."),

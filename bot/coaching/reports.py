@@ -12,7 +12,7 @@ from sqlalchemy import ColumnElement, and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.assignments import EXERCISE_STATUSES, STATUS_VARIABLE
-from bot.coaching.chart import ChartLabels, weekly_points, weekly_trend_png
+from bot.coaching.chart import translated_labels, weekly_points, weekly_trend_png
 from bot.coaching.checkins import user_zone
 from bot.coaching.coach_errors import NotYourClient
 from bot.coaching.contracts import CHECKIN_MARKER
@@ -257,9 +257,7 @@ async def client_trend_png(
     since = await linked_since(session, coach_id, client_id)
     points = await weekly_points(session, client_id, now, since=since)
     name = await session.scalar(select(User.first_name).where(User.id == client_id))
-    labels = ChartLabels(
-        mood=tr.gettext("Mood"), goal=tr.gettext("Goal"),
-        no_data=tr.gettext("No check-ins yet"), tick=lambda d: tr.date(d, "short"))
+    labels = translated_labels(tr)
     title = tr.gettext("Weekly average of {name}").format(name=name or tr.number(client_id))
     return weekly_trend_png(points.mood, title, goal_points=points.goal, labels=labels)
 

@@ -20,6 +20,7 @@ from bot.dialogue.model import (
     ANSWER_TYPES,
     BUILTIN_VARIABLES,
     END,
+    STARTED_WITH,
     Ask,
     Branch,
     Dialogue,
@@ -661,7 +662,7 @@ def _check_requires(
         if step.ask.save
     }
     for p in parsed.values():
-        for name in sorted(p.dialogue.requires - saved - BUILTIN_VARIABLES):
+        for name in sorted(p.dialogue.requires - saved - BUILTIN_VARIABLES - STARTED_WITH):
             errors.append(DialogueError(p.requires_position, f"requires '{name}', but no "
                                         "dialogue saves it"))
 

@@ -19,6 +19,10 @@ END = "end"
 
 # Provided by the platform on every turn (not saved by dialogues), so any text may use them.
 BUILTIN_VARIABLES = frozenset({"name", "today", "streak.days", "streak.best", "min_age"})
+#: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
+#: lists them under `requires`, and no dialogue saves them.
+STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.client_name",
+                          "schedule.client_name"})
 
 
 @dataclass(frozen=True, order=True)

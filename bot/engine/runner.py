@@ -383,7 +383,7 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
     stops coaching with help lines; a possible one is answered as usual but followed by one
     direct safety question instead of the next step ("yes" is urgent, "no" goes on where the
     dialogue stands); worry for someone else gets help lines to pass on."""
-    signal = detect_crisis(turn.text) if turn.text is not None else None
+    signal = detect_crisis(turn.text) if turn.text is not None and turn.screened else None
     if signal is not None and signal.level is CrisisLevel.URGENT \
             and not signal.about_someone_else:
         return _urgent(state, ctx, signal)

@@ -72,6 +72,9 @@ class Turn:
     # False for text that is not an answer (a caption, an edit, a command's argument): it is
     # only checked for a crisis, and the open question stays open.
     answers: bool = True
+    # False for a coach's words to or about a client (a message, a note): not a client's own
+    # words, so not checked for a crisis of theirs.
+    screened: bool = True
 
 
 @dataclass(frozen=True)

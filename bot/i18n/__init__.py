@@ -9,6 +9,7 @@ from __future__ import annotations
 import gettext
 import io
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from functools import cache, cached_property, lru_cache
@@ -110,6 +111,64 @@ class Translator:
 
     def datetime(self, value: datetime, format: str = "medium") -> str:
         return format_datetime(value, format=format, locale=self.locale)
+
+    def weekday(self, day: int, width: str = "wide") -> str:
+        """The name of a weekday (Monday = 0) as a day on its own (``abbreviated``: short)."""
+        return str(Locale.parse(self.locale).days["stand-alone"][width][day])
+
+
+@lru_cache(maxsize=256)
+def _week(country: str | None) -> tuple[tuple[int, ...], frozenset[int]]:
+    try:
+        region = Locale.parse(f"und_{country}" if country else "und_001")
+    except (ValueError, LookupError):
+        region = Locale.parse("und_001")
+    first, start, end = region.first_week_day, region.weekend_start, region.weekend_end
+    weekend = frozenset((start + i) % 7 for i in range((end - start) % 7 + 1))
+    return tuple((first + i) % 7 for i in range(7)), weekend
+
+
+def week_order(country: str | None) -> tuple[int, ...]:
+    """The weekdays (Monday = 0) in the order a calendar of ``country`` shows them: Israel's
+    and the United States' week starts on Sunday, Italy's on Monday (CLDR, through Babel)."""
+    return _week(country)[0]
+
+
+def parse_weekdays(text: str, locale: str) -> list[int] | None:
+    """The weekdays (Monday = 0) named in ``text`` ("Monday, Thu", "pon, sri"), in the
+    language of ``locale`` or in English; None when a word names no day or none is named."""
+    names: dict[str, int] = {}
+    for code in (SOURCE_LOCALE, normalize_locale(locale)):
+        days = Locale.parse(code).days
+        for context in ("format", "stand-alone"):
+            for width in ("wide", "abbreviated", "short"):
+                for day, name in days[context][width].items():
+                    names.setdefault(str(name).casefold().rstrip("."), day)
+    found: set[int] = set()
+    for segment in _LIST_SEPARATORS.split(text.casefold()):
+        segment = segment.strip(" .")
+        if not segment:
+            continue
+        for candidate in (segment, segment[1:] if segment.startswith("ו") else segment):
+            if candidate in names:  # a whole name, even of two words ("יום שני")
+                found.add(names[candidate])
+                break
+        else:
+            words = [names.get(w.strip(".")) for w in segment.split()]
+            if any(day is None for day in words):
+                return None
+            found.update(day for day in words if day is not None)
+    return sorted(found) or None
+
+
+_LIST_SEPARATORS = re.compile(r"[,;/]|\s+(?:and|i|и|e|y|&)\s+")
+
+
+def working_days(country: str | None) -> tuple[int, ...]:
+    """The working days of ``country``'s week, in its order: Sunday to Thursday in Israel,
+    Monday to Friday in Croatia."""
+    order, weekend = _week(country)
+    return tuple(day for day in order if day not in weekend)
 
 
 @lru_cache(maxsize=4096)

@@ -167,7 +167,8 @@ async def _read_batch(conn: AsyncConnection, now: datetime, horizon: timedelta, 
     for a in (await conn.execute(
         select(Assignment.id, Assignment.client_id, Assignment.schedule, Assignment.starts_on,
                Assignment.ends_on)
-        .where(Assignment.active, Assignment.client_id.between(first, last),
+        .where(Assignment.active, Assignment.paused.is_(False),
+               Assignment.client_id.between(first, last),
                or_(Assignment.ends_on.is_(None),
                    Assignment.ends_on >= (now - timedelta(days=2)).date()))
     )).all():

@@ -28,7 +28,9 @@ Rules
   ``ends_on`` (inclusive):
   ``{"kind": "daily", "hour": 8, "days": 14}`` — every day for ``days`` days;
   ``{"kind": "weekdays", "hour": 8, "weekdays": [0, 2, 4]}`` — on those weekdays
-  (Monday = 0). Quiet hours and pause apply to them too.
+  (Monday = 0); ``{"kind": "every", "hour": 8, "every": 3}`` — every third day from
+  ``starts_on``. Any schedule may carry ``"minute"`` (0 when absent). Quiet hours and pause
+  apply to them too.
 """
 
 from __future__ import annotations
@@ -231,9 +233,12 @@ def exercise_days(schedule: Mapping[str, Any], starts_on: date, ends_on: date | 
             end = min(end, starts_on + timedelta(days=days - 1))
     day = max(first, starts_on)
     weekdays = set(schedule.get("weekdays") or ())
+    every = schedule.get("every")
     while day <= end:
         if kind == ScheduleKind.DAILY or (kind == ScheduleKind.WEEKDAYS
-                                        and day.weekday() in weekdays):
+                                        and day.weekday() in weekdays) or (
+                kind == ScheduleKind.EVERY and isinstance(every, int) and every > 0
+                and (day - starts_on).days % every == 0):
             yield day
         day += timedelta(days=1)
 
@@ -248,12 +253,14 @@ def exercises(
 ) -> list[datetime]:
     """An assignment's exercises due in ``(now, now + horizon]``."""
     hour = schedule.get("hour", profile.checkin_hour)
-    if not isinstance(hour, int) or not 0 <= hour <= 23:
+    minute = schedule.get("minute", 0)
+    if not isinstance(hour, int) or not 0 <= hour <= 23 \
+            or not isinstance(minute, int) or not 0 <= minute <= 59:
         return []
     zone = profile.zone
     first = local_date(now, zone) - timedelta(days=1)
     last = local_date(now + horizon, zone) + timedelta(days=1)
-    dues = (occurrence(day, hour * 60, profile)
+    dues = (occurrence(day, hour * 60 + minute, profile)
             for day in exercise_days(schedule, starts_on, ends_on, first, last))
     return [due for due in dues if now < due <= now + horizon and allowed(due, profile)]
 

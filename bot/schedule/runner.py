@@ -18,7 +18,7 @@ from bot.dialogue.model import DialogueSet
 from bot.loops import Supervisor, run_loop
 from bot.observability import CHECKINS_DUE, CHECKINS_SENT, OUTBOX_DEPTH, Heartbeats
 from bot.schedule.claims import DEFAULT_LEASE, default_worker_id
-from bot.schedule.digests import send_digests
+from bot.schedule.digests import deliver_coach_messages, notice_quiet_clients, send_digests
 from bot.schedule.planner import plan
 from bot.schedule.starting import claim_and_start
 from bot.store import Outbox, Retention, Store, undelivered
@@ -30,6 +30,7 @@ DIGEST_SECONDS = 5.0  # a crisis digest goes out at once
 #: A loop that has not completed a round for this long makes /healthz answer 503.
 STALE_AFTER = {"sender": 60.0, "scheduler": 180.0, "digests": 180.0}
 PLAN_EVERY_SECONDS = 60.0
+NOTICE_EVERY_SECONDS = 60.0  # quiet clients are counted in days: once a minute is plenty
 CLAIM_BATCH = 100
 PROCESSED_UPDATES_KEPT = timedelta(days=2)
 #: Someone who never agreed that their answers are kept is forgotten after this long.
@@ -47,11 +48,20 @@ async def outbox_depth(store: Store) -> int:
             select(func.count()).where(undelivered(Outbox.status))) or 0)
 
 
-def make_digests(store: Store, sender: Nudgeable) -> Callable[[], Awaitable[None]]:
-    """One round of the digest loop: queue the coach digests that are due."""
+def make_digests(store: Store, sender: Nudgeable, *,
+                 notice_every: float = NOTICE_EVERY_SECONDS) -> Callable[[], Awaitable[None]]:
+    """One round of the digest loop: notice quiet clients (at most every ``notice_every``
+    seconds), queue the coach digests that are due and the coaches' messages that waited."""
+    last_notice = -float("inf")
 
     async def digests() -> None:
-        if await send_digests(store, datetime.now(UTC)):
+        nonlocal last_notice
+        now = datetime.now(UTC)
+        if time.monotonic() - last_notice >= notice_every:
+            last_notice = time.monotonic()
+            await notice_quiet_clients(store, now)
+        queued = await send_digests(store, now) + await deliver_coach_messages(store, now)
+        if queued:
             sender.nudge()
 
     return digests
@@ -66,8 +76,9 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
     """One tick: plan (at most every ``plan_every`` seconds, and then erase who never
     consented within ``consent_within`` and prune by ``retention``), then claim and start due
     rows ``batch`` at a time until fewer come back, taking back claims older than ``lease``.
-    ``with_digests``: queue due coach digests too (when no digest loop runs them)."""
+    ``with_digests``: run a digest round too (when no digest loop runs them)."""
     last_plan = -float("inf")
+    digests = make_digests(store, sender) if with_digests else None
 
     async def tick() -> None:
         nonlocal last_plan
@@ -79,8 +90,8 @@ def make_tick(store: Store, dialogues: DialogueSet, sender: Nudgeable, *, worker
             await store.prune_processed_updates(now - PROCESSED_UPDATES_KEPT)
             await store.purge_unconsented(now - consent_within)
             await store.prune(now, retention)
-        if with_digests and await send_digests(store, now):
-            sender.nudge()
+        if digests is not None:
+            await digests()
         OUTBOX_DEPTH.set(await outbox_depth(store))
         while True:
             results = await claim_and_start(store, dialogues, now, worker_id=worker_id,

@@ -114,7 +114,8 @@ async def _start_for(t: Turn, row: Claimed) -> Start | None:
     if not row.ref.isdigit():
         return None
     assignment = await t.session.get(Assignment, int(row.ref))
-    if assignment is None or not assignment.active or assignment.client_id != t.user_id:
+    if assignment is None or not assignment.active or assignment.paused \
+            or assignment.client_id != t.user_id:
         return None
     if assignment.exercise_id is not None:
         exercise = await t.session.get(Exercise, assignment.exercise_id)

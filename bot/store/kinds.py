@@ -57,13 +57,17 @@ class CoachEventKind(StrEnum):
     EXERCISE_PARTLY = "exercise_partly"
     EXERCISE_SKIPPED = "exercise_skipped"
     CRISIS = "crisis"
+    SILENT = "silent"  # no answer for the link's ``silent_days``
+    SKIPPED_TWICE = "skipped_twice"  # the same exercise skipped twice in a row
+    GOAL_DONE = "goal_done"
 
 
 class ScheduleKind(StrEnum):
     """How an assignment repeats (its ``schedule`` JSON's ``kind``)."""
 
-    DAILY = "daily"
-    WEEKDAYS = "weekdays"
+    DAILY = "daily"  # every day, for ``days`` days
+    WEEKDAYS = "weekdays"  # on ``weekdays`` (Monday = 0)
+    EVERY = "every"  # every ``every`` days from the start
 
 
 class GroupKind(StrEnum):

@@ -170,6 +170,8 @@ class CoachLink(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     consent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     unlinked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The coach is alerted after this many days without an answer from the client.
+    silent_days: Mapped[int] = mapped_column(Integer, default=4, server_default="4")
 
     __table_args__ = (
         # At most one active link per (coach, client); unlinked history may repeat.
@@ -238,6 +240,8 @@ class Assignment(Base):
     starts_on: Mapped[date] = mapped_column(Date)
     ends_on: Mapped[date | None] = mapped_column(Date)
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    # Paused by the coach: nothing is planned until resumed (``active`` stays true).
+    paused: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # A member's copy of a group assignment (group_assignments.id); NULL: one to one.
     group_assignment_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
@@ -443,6 +447,36 @@ class KeyFingerprint(Base):
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class CoachMessage(Base):
+    """A message between a coach and a client, either way: the coach's words to the client
+    (delivered outside the client's quiet hours and crisis pause) or the client's reply."""
+
+    __tablename__ = "coach_messages"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    from_coach: Mapped[bool] = mapped_column(Boolean)
+    text: Mapped[str] = mapped_column(EncryptedText)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # NULL: waiting for a moment the client may be written to.
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index(None, "delivered_at", "created_at"),)
+
+
+class CoachNote(Base):
+    """A coach's private note about a client: shown in the coach's report only."""
+
+    __tablename__ = "coach_notes"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    text: Mapped[str] = mapped_column(EncryptedText)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 #: Columns that address a user without a foreign key: a private chat's id is its user's id,
 #: so a message to that chat is about them whoever queued it.
 ADDRESS_COLUMNS: tuple[tuple[str, str], ...] = (("outbox", "chat_id"),)
@@ -467,6 +501,10 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("outbox", "chat_id"),
     ("coach_events", "coach_id"),
     ("coach_events", "client_id"),
+    ("coach_messages", "coach_id"),
+    ("coach_messages", "client_id"),
+    ("coach_notes", "coach_id"),
+    ("coach_notes", "client_id"),
     ("groups", "coach_id"),
     ("group_members", "user_id"),
     ("group_contributions", "user_id"),

@@ -7,12 +7,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import time, timedelta
+from typing import TYPE_CHECKING
 
 from telegram import Update
 
-from bot.coaching import assignments, coach_errors, links, reports
+from bot.coaching import assignments, coach_errors, links, managing, notes, reports
 from bot.coaching.contracts import NEW_EXERCISE, ONBOARDING
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.dialogue.model import DialogueSet
@@ -22,6 +23,9 @@ from bot.i18n import Translator, translator_for
 from bot.store import Turn as StoreTurn
 from bot.store import User
 from bot.telegram.commands import CommandCall, set_coach_menus
+
+if TYPE_CHECKING:  # coach_side uses this module's helpers; it is imported when first built
+    from bot.telegram.coach_side import CoachSideHandlers
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +44,8 @@ SCHEDULES: dict[str, tuple[dict[str, object], int]] = {
 }
 # The hours a coach picks from, in the client's own time zone; "c" is the client's check-in.
 HOURS = ("c", "7", "8", "12", "18", "20")
-CUSTOM = "x"  # prefix of a coach's own exercise in button data: x<id>
+OWN_SCHEDULE = "own"  # the coach sets days, time, start and length in exercise_schedule
+CUSTOM = managing.CUSTOM_KEY  # prefix of a coach's own exercise in button data: x<id>
 # A Telegram id as typed or in button data: ASCII digits only (str.isdigit() accepts "²",
 # which int() refuses), and small enough for a BIGINT.
 _ID = re.compile(r"-?[0-9]{1,18}")
@@ -82,10 +87,19 @@ class CoachHandlers:
     respond: Respond
     admin_ids: frozenset[int]
     bot_username: Callable[[], str]
+    side: CoachSideHandlers = field(init=False)  # issue 26's commands and buttons
+
+    def __post_init__(self) -> None:
+        from bot.telegram.coach_side import CoachSideHandlers
+
+        self.side = CoachSideHandlers(self.dialogues)
 
     async def on_button(self, update: Update, data: str) -> bool:
         kind, _, rest = data.partition(":")
-        if kind == "invite":
+        side = self.side.button(data)
+        if side is not None:
+            await self.respond(update, side)
+        elif kind == "invite":
             await self.respond(update, lambda t: self._answer_invite(t, rest))
         elif kind == "assign":
             await self.respond(update, lambda t: self._assign_step(t, rest))
@@ -169,11 +183,6 @@ class CoachHandlers:
         say(t, question, tuple(Button(tr.words(c.first_name or str(c.user_id)),
                                       f"{data_prefix}:{c.user_id}") for c in clients))
 
-    async def clients(self, t: StoreTurn, argument: str) -> None:
-        tr = translator_for(t.user.locale)
-        await self._pick_client(t, tr.gettext("Your clients. Pick one to see their progress:"),
-                                "client")
-
     async def progress(self, t: StoreTurn, argument: str) -> None:
         """A coach asking for one client's progress: the report, and the weekly chart."""
         tr = translator_for(t.user.locale)
@@ -187,7 +196,8 @@ class CoachHandlers:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
                               "them."))
             return None
-        say(t, reports.progress_report(progress, tr), subject=client_id)
+        private = notes.note_lines(await notes.notes_about(t.session, t.user_id, client_id), tr)
+        say(t, "\n".join([reports.progress_report(progress, tr), *private]), subject=client_id)
         t.enqueue(t.user_id, {"photo": chart.hex(), "caption": tr.gettext(
             "Weekly trend: mood and goal, last 12 weeks")}, subject=client_id)
         return None
@@ -207,7 +217,7 @@ class CoachHandlers:
         tr = translator_for(t.user.locale)
         await self._pick_client(t, tr.gettext("Who is the exercise for?"), "assign")
 
-    async def _assign_step(self, t: StoreTurn, rest: str) -> None:
+    async def _assign_step(self, t: StoreTurn, rest: str) -> Outcome | None:
         """assign:<client> → the exercise; …:<exercise> → how often; …:<schedule> → at what
         time; …:<hour> → assigned. Every step checks again that this is the coach's client
         and the coach's exercise, so a forged button gets nowhere."""
@@ -234,9 +244,17 @@ class CoachHandlers:
             return None
         prefix = f"assign:{client_id}:{exercise}"
         if len(parts) == 2:
-            say(t, tr.gettext("How often?"), tuple(
-                Button(schedule_label(key, tr), f"{prefix}:{key}") for key in SCHEDULES))
+            say(t, tr.gettext("How often?"), (*(
+                Button(schedule_label(key, tr), f"{prefix}:{key}") for key in SCHEDULES),
+                Button(tr.gettext("Another schedule…"), f"{prefix}:{OWN_SCHEDULE}")))
             return None
+        if parts[2] == OWN_SCHEDULE and len(parts) == 3:  # any days, time, start and length
+            name = tr.words(clients[client_id].first_name or str(client_id))
+            outcome = await converse(t, self.dialogues, Start(managing.EXERCISE_SCHEDULE, {
+                managing.SCHEDULE_CLIENT: client_id, managing.SCHEDULE_EXERCISE: exercise,
+                "schedule.client_name": name}), t.now)
+            enqueue_replies(t, outcome)
+            return outcome
         if parts[2] not in SCHEDULES:
             say(t, invalid)
             return None

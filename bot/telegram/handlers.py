@@ -17,6 +17,7 @@ from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
 from bot.coaching.assignments import exercise_ids
+from bot.coaching.chart import own_trend_png
 from bot.coaching.checkins import has_active_goal
 from bot.coaching.contracts import DAILY_CHECKIN, GOAL_SETTING, ONBOARDING
 from bot.coaching.conversation import (
@@ -28,6 +29,7 @@ from bot.coaching.conversation import (
     declined_consent,
     enqueue_replies,
 )
+from bot.coaching.managing import FromCoach, assigned_to
 from bot.coaching.privacy import EXPORT_EVERY, export_document
 from bot.coaching.progress import progress_text
 from bot.coaching.safety import end_pause_when_client_writes
@@ -37,7 +39,7 @@ from bot.engine import ConversationState, Outcome, Reply, Turn
 from bot.engine.crisis import detect_crisis
 from bot.engine.runner import is_sos, sos_reply
 from bot.engine.state import Button, Command
-from bot.i18n import N_, SUPPORTED_LOCALES, normalize_locale, translator_for
+from bot.i18n import N_, SUPPORTED_LOCALES, Translator, normalize_locale, translator_for
 from bot.i18n.languages import LANGUAGE_NAMES
 from bot.observability import UpdateKind, handling_update
 from bot.schedule.planner import replan, schedule_of
@@ -299,8 +301,17 @@ class Handlers:
                         before_consent=call.before_consent)
 
     async def on_exercises(self, call: CommandCall) -> None:
-        await self._say(call.update, lambda t: exercises_reply(self.dialogues, t.user.locale),
-                        before_consent=call.before_consent)
+        """The exercises the client's coaches gave them, then those they can do alone."""
+        async def run(t: StoreTurn) -> None:
+            given = await assigned_to(t.session, t.user_id)
+            tr = translator_for(t.user.locale)
+            if given:
+                t.enqueue(t.user_id, Reply(from_coaches_text(self.dialogues, given, tr))
+                          .to_payload())
+            t.enqueue(t.user_id, exercises_reply(self.dialogues, t.user.locale).to_payload())
+            return None
+
+        await self._turn(call.update, run, before_consent=call.before_consent)
 
     async def on_delete_command(self, call: CommandCall) -> None:
         await self._say(call.update, lambda t: delete_reply(t.user.locale),
@@ -346,10 +357,14 @@ class Handlers:
         await self._turn(call.update, run, before_consent=call.before_consent)
 
     async def on_progress(self, call: CommandCall) -> None:
+        """The client's own progress: the text, and their weekly chart."""
         async def run(t: StoreTurn) -> None:
             ctx = await context_for(t.session, t.user, t.now)
             text = await progress_text(t.session, t.user, ctx)
             t.enqueue(t.user_id, Reply(text).to_payload())
+            chart = await own_trend_png(t.session, t.user_id, t.now, ctx.translator)
+            t.enqueue(t.user_id, {"photo": chart.hex(), "caption": ctx.translator.gettext(
+                "Weekly trend: mood and goal, last 12 weeks")})
             return None
 
         await self._turn(call.update, run, before_consent=call.before_consent)
@@ -471,6 +486,20 @@ def delete_reply(locale: str) -> Reply:
                             "Delete everything?"),
                  (Button(tr.gettext("Yes, delete everything"), "delete:yes"),
                   Button(tr.gettext("No, keep it"), "delete:no")))
+
+
+def from_coaches_text(dialogues: DialogueSet, given: list[FromCoach], tr: Translator) -> str:
+    """The exercises coaches assigned, each with whose it is (paused ones say so)."""
+    lines = [tr.gettext("Exercises from your coach:")]
+    for item in given:
+        dialogue = dialogues.get(item.exercise_slug or "")
+        title = tr.words(item.custom_title) if item.custom_title is not None else \
+            tr.gettext(dialogue.title) if dialogue is not None else item.exercise_slug or ""
+        line = f"• {title} ({tr.words(item.coach_name or '')})"
+        if item.paused:
+            line += " · " + tr.gettext("paused")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def exercises_reply(dialogues: DialogueSet, locale: str) -> Reply:

@@ -54,6 +54,7 @@ from bot.loops import backoff_delay, loop_failed
 from bot.observability import Heartbeats, record_send
 from bot.store import Outbox, Store, is_outage, undelivered
 from bot.store import Turn as StoreTurn
+from bot.store.kinds import OutboxKind
 from bot.telegram.pacing import PAID_BUDGET, ChatPacer, Priority, SharedBudget, TokenBucket
 from bot.telegram.shaping import keyboard, split_text
 
@@ -108,7 +109,7 @@ def _claim_statement(*, of_one_user: bool = False, replying: bool = False) -> Up
     if replying:  # a reply (or an urgent message) waits in the chat, maybe behind this row
         r = _REPLYING.c
         due = due.where(t.chat_id.in_(
-            select(r.chat_id).where(or_(r.kind == "reply", r.kind == "urgent"),
+            select(r.chat_id).where(or_(r.kind == OutboxKind.REPLY, r.kind == OutboxKind.URGENT),
                                     undelivered(r.status))))
     # Materialised: as a plain ``IN (subquery)`` PostgreSQL may rerun the LIMIT … SKIP
     # LOCKED subquery per scanned row and claim more than ``at_most`` rows.
@@ -393,11 +394,11 @@ class Sender:
             except Exception as exc:  # another replica's key, a damaged row …
                 unreadable.setdefault(type(exc).__name__, []).append(r.id)
                 continue
-            urgent = r.kind == "urgent"
+            urgent = r.kind == OutboxKind.URGENT
             claimed.append(Claimed(
                 r.id, r.user_id, r.chat_id, payload, r.attempts, r.created_at, r.parts_sent,
                 urgent, Priority.FIRST if urgent else
-                Priority.REPLY if r.kind == "reply" else priority))
+                Priority.REPLY if r.kind == OutboxKind.REPLY else priority))
 
     # ---- sending
 

@@ -59,7 +59,7 @@ async def test_the_events_table_does_not_say_a_client_had_a_crisis(db_url: str) 
             assert await events.due_digests(s, NOW + timedelta(minutes=5)) == []  # batched
         async with store.sessionmaker() as s, s.begin():
             [later] = await events.due_digests(s, NOW + timedelta(hours=1))
-        assert dict(later.clients_by_kind) == {"exercise_partly": 1}
+        assert dict(later.names_by_kind) == {"exercise_partly": ("Ana",)}
     finally:
         await store.close()
 

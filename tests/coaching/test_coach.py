@@ -434,20 +434,20 @@ async def test_digests_batch_events_per_coach(db: Store) -> None:
 
     await tx(db, happenings)
     digests = await tx(db, lambda s: events.due_digests(s, NOW))
-    assert [(d.coach_id, d.crisis, dict(d.clients_by_kind)) for d in digests] == [
-        (COACH, False, {"exercise_done": 2, "exercise_skipped": 1}),
-        (OTHER_COACH, False, {"exercise_partly": 1}),
+    assert [(d.coach_id, d.crisis, dict(d.names_by_kind)) for d in digests] == [
+        (COACH, False, {"exercise_done": ("Ana", "Bo"), "exercise_skipped": ("Bo",)}),
+        (OTHER_COACH, False, {"exercise_partly": ("Sam",)}),
     ]
     assert events.digest_text(digests[0], EN) == (
-        "News from your clients:\n• 2 clients completed exercises.\n"
-        "• 1 client skipped an exercise.")
+        f"News from your clients:\n• Completed an exercise: {FSI}Ana{PDI}, {FSI}Bo{PDI}\n"
+        f"• Skipped an exercise: {FSI}Bo{PDI}")
     assert await tx(db, lambda s: events.due_digests(s, NOW)) == []
     # Within the interval news wait; after it they go out together.
     await tx(db, lambda s: events.record_event(s, COACH, CLIENT, "exercise_partly",
                                           NOW + timedelta(minutes=10)))
     assert await tx(db, lambda s: events.due_digests(s, NOW + timedelta(minutes=30))) == []
     [later] = await tx(db, lambda s: events.due_digests(s, NOW + timedelta(hours=1)))
-    assert dict(later.clients_by_kind) == {"exercise_partly": 1}
+    assert dict(later.names_by_kind) == {"exercise_partly": ("Ana",)}
     assert all(e.notified_at is not None for e in await rows(db, CoachEvent))
 
 
@@ -465,14 +465,14 @@ async def test_a_crisis_is_reported_at_once_and_without_content(db: Store) -> No
     await tx(db, happenings)
     [digest] = await tx(db, lambda s: events.due_digests(s, soon))
     assert digest.crisis and digest.crisis_clients == ("Ana",)
-    assert not digest.clients_by_kind
+    assert not digest.names_by_kind
     text = events.digest_text(digest, EN)
     assert "Ana" in text and "crisis" in text and "disappear" not in text
     # Once the coach is told, nothing at rest says there was a crisis: the event is gone.
     assert sorted(e.kind for e in await rows(db, CoachEvent)) == [
         "exercise_done", "exercise_skipped"]
     [regular] = await tx(db, lambda s: events.due_digests(s, NOW + timedelta(hours=1)))
-    assert not regular.crisis and dict(regular.clients_by_kind) == {"exercise_skipped": 1}
+    assert not regular.crisis and dict(regular.names_by_kind) == {"exercise_skipped": ("Ana",)}
 
 
 async def test_events_need_a_known_kind(db: Store) -> None:

@@ -149,3 +149,13 @@ async def test_a_turn_without_the_streak_makes_no_streak_query(
         assert any("answers" in s and s.lstrip().startswith("SELECT") for s in statements)
     finally:
         event.remove(store.engine.sync_engine, "before_cursor_execute", record)
+
+
+async def test_a_holiday_pauses_everything_until_a_date_in_the_clients_zone(
+        store: Store, dialogues: DialogueSet) -> None:
+    await say(store, dialogues, Start("set_timezone"), *texts("Jerusalem"))
+    outcome = await say(store, dialogues, Start("reminders"), *texts("5", "2026-12-20"))
+    user = await store.get_user(USER)
+    assert user is not None
+    assert user.paused_until == datetime(2026, 12, 19, 22, 0, tzinfo=UTC)  # local midnight
+    assert "Enjoy the break" in outcome.replies[-1].text

@@ -24,7 +24,7 @@ import pytest
 
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.dialogue.expr import Value, variables_read
-from bot.dialogue.model import END, Ask, Dialogue, Step
+from bot.dialogue.model import END, STARTED_WITH, Ask, Dialogue, Step
 from bot.engine import Context, ConversationState, Outcome, Turn, handle, start
 from bot.engine.answers import Invalid, parse_answer
 from bot.engine.conditions import evaluate
@@ -91,8 +91,11 @@ def initial_variables(dialogues: DialogueSet, dialogue: Dialogue,
     asks = {s.ask.save: s.ask for d in dialogues.dialogues.values() for s in d.steps.values()
             if s.ask.save}
     names = sorted(dialogue.requires)
-    choices = []
+    choices: list[list[Value]] = []
     for name in names:
+        if name in STARTED_WITH:  # handed in by the platform: a name
+            choices.append([NAME])
+            continue
         values = [parse_answer(asks[name], raw, ctx.translator, TODAY)
                   for raw in raw_samples(asks[name])]
         assert not any(isinstance(v, Invalid) for v in values), name

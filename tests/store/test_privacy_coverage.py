@@ -18,6 +18,8 @@ from bot.store import (
     Base,
     CoachEvent,
     CoachLink,
+    CoachMessage,
+    CoachNote,
     Conversation,
     Exercise,
     Goal,
@@ -94,7 +96,8 @@ async def _populate(store: Store) -> None:
         assignment = Assignment(coach_id=COACH, client_id=CLIENT, exercise_slug="breathing",
                                 exercise_id=exercise.id, schedule={"kind": "daily"},
                                 starts_on=date(2026, 1, 5), ends_on=date(2026, 1, 9),
-                                active=True, created_at=NOW, group_assignment_id=for_group.id)
+                                active=True, paused=True, created_at=NOW,
+                                group_assignment_id=for_group.id)
         s.add(assignment)
         await s.flush()
         s.add(PlannedCheckin(user_id=CLIENT, kind="exercise", ref=str(assignment.id),
@@ -119,6 +122,12 @@ async def _populate(store: Store) -> None:
                      payload={"text": COACH_WORDS}, status="pending", **outbox))
         s.add(CoachEvent(coach_id=COACH, client_id=CLIENT, kind="crisis", created_at=NOW,
                          notified_at=NOW))
+        s.add(CoachMessage(coach_id=COACH, client_id=CLIENT, from_coach=True,
+                           text=f"to {WORDS}", created_at=NOW, delivered_at=NOW))
+        s.add(CoachMessage(coach_id=COACH, client_id=CLIENT, from_coach=False,
+                           text=f"{WORDS} replied", created_at=NOW, delivered_at=NOW))
+        s.add(CoachNote(coach_id=COACH, client_id=CLIENT, text=f"{WORDS} note",
+                        created_at=NOW))
         s.add(SendBudget(id=1, next_slot=NOW))
         s.add(KeyFingerprint(fingerprint="f" * 64, recorded_at=NOW))
 

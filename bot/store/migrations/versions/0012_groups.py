@@ -1,7 +1,7 @@
 """Team and group coaching (issue 27): groups, their members, group assignments.
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0009
 Create Date: 2026-12-04
 
 ``groups`` (a coach's team or cohort, its invite code and optionally its linked Telegram
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0012"
-down_revision: str | None = "0010"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,320 @@
+"""The coach's side of issue 26 on Telegram: /message and the client's "Reply to my coach",
+the /clients overview, /assignments with pause, resume, change and cancel, and /note.
+
+Every command and button checks again, in the domain layer, that the client is this coach's
+and the assignment theirs, so forged button data and arguments get nowhere. Writing (a
+message, a reply, a note, a schedule) happens in dialogues, which keep the conversation state
+in the database like any other."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.coaching import links, managing, messages, notes, noticing
+from bot.coaching.conversation import Start, converse, enqueue_replies
+from bot.dialogue.model import DialogueSet
+from bot.engine import Outcome
+from bot.engine.state import Button
+from bot.i18n import N_, Translator, translator_for
+from bot.store import Turn as StoreTurn
+from bot.store import User
+from bot.telegram.coach import parse_id, say
+
+#: Button data prefixes (with ":<id>"): each names what the button does.
+MESSAGE = messages.ANSWER_BUTTON  # message:<client>: write to that client
+REPLY = messages.REPLY_BUTTON  # coachreply:<coach>: the client answers their coach
+NOTE = "note"  # note:<client>
+ASSIGNMENTS = "asg"  # asg:<client>: that client's assignments
+ACT = "asgdo"  # asgdo:<action>:<assignment>: pause, resume, cancel
+CHANGE = "asgchange"  # asgchange:<assignment>
+QUIET = "quiet"  # quiet:<client>:<days>: alert the coach after that many quiet days
+BUTTONS = frozenset({MESSAGE, REPLY, NOTE, ASSIGNMENTS, ACT, CHANGE, QUIET})
+QUIET_CHOICES = (2, 3, 4, 7, 14)
+
+TurnFn = Callable[[StoreTurn], Awaitable[Outcome | None]]
+
+
+def _not_yours(t: StoreTurn) -> None:
+    say(t, translator_for(t.user.locale).gettext(
+        "I can't find that client among yours. Send /clients to see them."))
+
+
+def _only_coaches(t: StoreTurn) -> None:
+    say(t, translator_for(t.user.locale).gettext(
+        "Only coaches can do this. If you are a coach, ask the bot's administrator to set "
+        "you up."))
+
+
+def _name(tr: Translator, name: str | None, user_id: int) -> str:
+    return tr.words(name or tr.number(user_id))
+
+
+@dataclass
+class CoachSideHandlers:
+    dialogues: DialogueSet
+
+    # -- commands: (turn, the text after the command) --------------------------------------
+
+    async def message(self, t: StoreTurn, argument: str) -> Outcome | None:
+        """/message [name]: write to a client (picked from buttons when not named)."""
+        return await self._for_client(t, argument, MESSAGE, self._start_message, N_PICK_MESSAGE)
+
+    async def note(self, t: StoreTurn, argument: str) -> Outcome | None:
+        """/note [name]: a private note about a client."""
+        return await self._for_client(t, argument, NOTE, self._start_note, N_PICK_NOTE)
+
+    async def assignments(self, t: StoreTurn, argument: str) -> Outcome | None:
+        """/assignments [name]: a client's assignments, each with its buttons."""
+        return await self._for_client(t, argument, ASSIGNMENTS, self._list_assignments,
+                                      N_PICK_ASSIGNMENTS)
+
+    async def clients(self, t: StoreTurn, argument: str) -> Outcome | None:
+        """/clients: per client the last activity, assignments and what needs attention;
+        then buttons to see one's progress."""
+        if not t.user.is_coach:
+            _only_coaches(t)
+            return None
+        tr = translator_for(t.user.locale)
+        found = await noticing.overview(t.session, t.user_id, t.now)
+        if not found:
+            say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
+            return None
+        lines = [tr.gettext("Your clients:")]
+        for seen, linked_at in found:
+            lines.append(overview_line(seen, linked_at, t.now, tr))
+        buttons = tuple(Button(_name(tr, seen.first_name, seen.client_id),
+                               f"client:{seen.client_id}") for seen, _ in found)
+        say(t, "\n".join(lines) + "\n\n" + tr.gettext("Pick one to see their progress:"),
+            buttons)
+        return None
+
+    # -- buttons -------------------------------------------------------------------------------
+
+    def button(self, data: str) -> Callable[[StoreTurn], Awaitable[Outcome | None]] | None:
+        """The work of a button of this module, or None when the data is not one of them."""
+        kind, _, rest = data.partition(":")
+        if kind not in BUTTONS:
+            return None
+        if kind == ACT:
+            action, _, number = rest.partition(":")
+            return lambda t: self._act(t, action, number)
+        if kind == CHANGE:
+            return lambda t: self._change(t, rest)
+        if kind == QUIET:
+            client, _, days = rest.partition(":")
+            return lambda t: self._set_quiet_days(t, client, days)
+        if kind == REPLY:
+            return lambda t: self._start_reply(t, rest)
+        start = {MESSAGE: self._start_message, NOTE: self._start_note,
+                 ASSIGNMENTS: self._list_assignments}[kind]
+        return lambda t: self._with_client_id(t, rest, start)
+
+    # -- the steps -----------------------------------------------------------------------------
+
+    async def _for_client(self, t: StoreTurn, argument: str, prefix: str,
+                          then: Callable[[StoreTurn, User], Awaitable[Outcome | None]],
+                          question: str) -> Outcome | None:
+        if not t.user.is_coach:
+            _only_coaches(t)
+            return None
+        tr = translator_for(t.user.locale)
+        if argument.strip():
+            client = await self._find_client(t, argument)
+            if client is None:
+                _not_yours(t)
+                return None
+            return await then(t, client)
+        clients = await links.clients_of(t.session, t.user_id)
+        if not clients:
+            say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
+            return None
+        say(t, tr.gettext(question), tuple(
+            Button(_name(tr, c.first_name, c.user_id), f"{prefix}:{c.user_id}")
+            for c in clients))
+        return None
+
+    async def _find_client(self, t: StoreTurn, argument: str) -> User | None:
+        """The coach's client named or numbered by ``argument``, else None."""
+        wanted, number = argument.strip().casefold(), parse_id(argument)
+        for client in await links.clients_of(t.session, t.user_id):
+            if client.user_id == number or (client.first_name or "").casefold() == wanted:
+                return await t.session.get(User, client.user_id)
+        return None
+
+    async def _with_client_id(self, t: StoreTurn, raw: str,
+                              then: Callable[[StoreTurn, User], Awaitable[Outcome | None]]
+                              ) -> Outcome | None:
+        client_id = parse_id(raw)
+        if not t.user.is_coach:
+            _only_coaches(t)
+            return None
+        if client_id is None or not await links.is_linked(t.session, t.user_id, client_id):
+            _not_yours(t)
+            return None
+        client = await t.session.get(User, client_id)
+        if client is None:
+            _not_yours(t)
+            return None
+        return await then(t, client)
+
+    async def _run(self, t: StoreTurn, start: Start) -> Outcome:
+        outcome = await converse(t, self.dialogues, start, t.now)
+        enqueue_replies(t, outcome)
+        return outcome
+
+    async def _start_message(self, t: StoreTurn, client: User) -> Outcome:
+        tr = translator_for(t.user.locale)
+        return await self._run(t, Start(messages.MESSAGE_CLIENT, {
+            messages.TO_CLIENT: client.id,
+            messages.TO_CLIENT_NAME: tr.words(client.first_name or tr.number(client.id))}))
+
+    async def _start_note(self, t: StoreTurn, client: User) -> Outcome:
+        tr = translator_for(t.user.locale)
+        return await self._run(t, Start(notes.COACH_NOTE, {
+            notes.NOTE_CLIENT: client.id,
+            notes.NOTE_CLIENT_NAME: tr.words(client.first_name or tr.number(client.id))}))
+
+    async def _start_reply(self, t: StoreTurn, raw: str) -> Outcome | None:
+        """The client pressed "Reply to my coach": only to a coach they share with now."""
+        tr = translator_for(t.user.locale)
+        coach_id = parse_id(raw)
+        coach = await t.session.get(User, coach_id) if coach_id is not None else None
+        if coach is None or not await links.is_linked(t.session, coach.id, t.user_id):
+            say(t, tr.gettext("You no longer share your progress with that coach, so I "
+                              "could not pass your reply on."))
+            return None
+        return await self._run(t, Start(messages.REPLY_TO_COACH, {
+            messages.TO_COACH: coach.id,
+            messages.TO_COACH_NAME: tr.words(coach.first_name or tr.number(coach.id))}))
+
+    async def _list_assignments(self, t: StoreTurn, client: User) -> None:
+        tr = translator_for(t.user.locale)
+        found = await managing.assignments_of(t.session, t.user_id, client.id)
+        name = _name(tr, client.first_name, client.id)
+        days = await noticing.silent_days(t.session, t.user_id, client.id)
+        say(t, tr.ngettext("I tell you when {client} has not answered for {count} day. "
+                           "Change it:", "I tell you when {client} has not answered for "
+                           "{count} days. Change it:", days).format(
+                               client=name, count=tr.number(days)),
+            tuple(Button(tr.number(n), f"{QUIET}:{client.id}:{n}") for n in QUIET_CHOICES),
+            subject=client.id)
+        if not found:
+            say(t, tr.gettext("{client} has no assignments from you. Send /assign to give "
+                              "them an exercise.").format(client=name), subject=client.id)
+            return
+        say(t, tr.gettext("Assignments of {client}:").format(client=name), subject=client.id)
+        country = managing.client_country(client)
+        for view in found:
+            say(t, self._assignment_text(view, country, tr), assignment_buttons(view, tr),
+                subject=client.id)
+
+    def _assignment_text(self, view: managing.AssignmentView, country: str | None,
+                         tr: Translator) -> str:
+        dialogue = self.dialogues.get(view.exercise_slug or "")
+        title = tr.words(view.custom_title) if view.custom_title is not None else \
+            tr.gettext(dialogue.title) if dialogue is not None else view.exercise_slug or ""
+        when = managing.describe_schedule(view.schedule, view.starts_on, view.ends_on, country,
+                                          tr)
+        return f"{title}\n{when}" + ("\n" + tr.gettext("Paused.") if view.paused else "")
+
+    async def _act(self, t: StoreTurn, raw_action: str, raw_id: str) -> None:
+        tr = translator_for(t.user.locale)
+        assignment_id = parse_id(raw_id)
+        try:
+            action = managing.AssignmentAction(raw_action)
+            if assignment_id is None:
+                raise managing.NotYourClient("not an id")
+            view = await managing.act_on_assignment(t.session, t.user_id, assignment_id,
+                                                    action)
+        except (ValueError, managing.NotYourClient):
+            say(t, tr.gettext("That assignment is not one of yours any more. Send "
+                              "/assignments to see them."))
+            return
+        done = {
+            managing.AssignmentAction.PAUSE: tr.gettext(
+                "Paused: nothing more of it is sent until you resume it."),
+            managing.AssignmentAction.RESUME: tr.gettext(
+                "Resumed: it is planned again from now on."),
+            managing.AssignmentAction.CANCEL: tr.gettext(
+                "Cancelled: nothing more of it is sent."),
+        }[action]
+        say(t, done, assignment_buttons(view, tr) if view.active else (),
+            subject=view.client_id)
+
+    async def _set_quiet_days(self, t: StoreTurn, raw_client: str, raw_days: str) -> None:
+        tr = translator_for(t.user.locale)
+        client_id, days = parse_id(raw_client), parse_id(raw_days)
+        try:
+            if client_id is None or days is None or not t.user.is_coach:
+                raise noticing.NotYourClient("forged")
+            await noticing.set_silent_days(t.session, t.user_id, client_id, days)
+        except (noticing.NotYourClient, ValueError):
+            _not_yours(t)
+            return
+        say(t, tr.ngettext("Done: I tell you after {count} quiet day.",
+                           "Done: I tell you after {count} quiet days.", days).format(
+                               count=tr.number(days)), subject=client_id)
+
+    async def _change(self, t: StoreTurn, raw_id: str) -> Outcome | None:
+        tr = translator_for(t.user.locale)
+        assignment_id = parse_id(raw_id)
+        found = None
+        if assignment_id is not None and t.user.is_coach:
+            try:
+                found = await managing.owned(t.session, t.user_id, assignment_id)
+            except managing.NotYourClient:
+                found = None
+        if found is None:
+            say(t, tr.gettext("That assignment is not one of yours any more. Send "
+                              "/assignments to see them."))
+            return None
+        client = await t.session.get(User, found.client_id)
+        name = _name(tr, client.first_name if client else None, found.client_id)
+        return await self._run(t, Start(managing.EXERCISE_SCHEDULE, {
+            managing.SCHEDULE_ASSIGNMENT: found.id, "schedule.client_name": name}))
+
+
+N_PICK_MESSAGE = N_("Who would you like to write to?")
+N_PICK_NOTE = N_("Which client is the note about?")
+N_PICK_ASSIGNMENTS = N_("Whose assignments would you like to see?")
+
+
+def assignment_buttons(view: managing.AssignmentView, tr: Translator) -> tuple[Button, ...]:
+    A = managing.AssignmentAction
+    toggle = (Button(tr.gettext("Resume"), f"{ACT}:{A.RESUME.value}:{view.id}") if view.paused
+              else Button(tr.gettext("Pause"), f"{ACT}:{A.PAUSE.value}:{view.id}"))
+    return (toggle, Button(tr.gettext("Change"), f"{CHANGE}:{view.id}"),
+            Button(tr.gettext("Cancel"), f"{ACT}:{A.CANCEL.value}:{view.id}"))
+
+
+def overview_line(seen: noticing.ClientOverview, linked_at: datetime, now: datetime,
+                  tr: Translator) -> str:
+    """One client in /clients: name, last activity, assignments, what needs attention."""
+    parts = [_name(tr, seen.first_name, seen.client_id)]
+    if seen.last_activity is None:
+        parts.append(tr.gettext("no answer yet"))
+    else:
+        parts.append(tr.gettext("last active: {date}").format(
+            date=tr.date(seen.last_activity.date(), "short")))
+    parts.append(tr.ngettext("{count} assigned exercise", "{count} assigned exercises",
+                             seen.assignments).format(count=tr.number(seen.assignments)))
+    if seen.paused_assignments:
+        parts.append(tr.ngettext("{count} paused", "{count} paused",
+                                 seen.paused_assignments).format(
+            count=tr.number(seen.paused_assignments)))
+    # Issue 25's open actions go here once commitments are rows (seen.open_actions).
+    attention: list[str] = []
+    quiet = seen.quiet_for(now, linked_at)
+    if quiet >= seen.silent_days:
+        attention.append(tr.ngettext("quiet for {count} day", "quiet for {count} days",
+                                     quiet).format(count=tr.number(quiet)))
+    if seen.skipped_twice:
+        attention.append(tr.gettext("skipped the same exercise twice"))
+    if seen.in_crisis_pause:
+        attention.append(tr.gettext("paused after signs of a crisis"))
+    line = "• " + " · ".join(parts)
+    if attention:
+        line += "\n  ⚠ " + "; ".join(attention)
+    return line
