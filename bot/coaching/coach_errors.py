@@ -38,3 +38,23 @@ class InvalidSchedule(CoachError, ValueError):
 class UnknownExercise(CoachError, ValueError):
     """The exercise is not one of the known exercise dialogues."""
 
+
+
+class NotYourGroup(CoachError):
+    """No such group of this coach (or no such group at all: same error)."""
+
+
+class JoinProblem(Enum):
+    UNKNOWN = "unknown"  # no such group, or its coach is no coach any more
+    OWN = "own"  # the group's coach opening its own link
+    ALREADY_MEMBER = "already_member"
+
+
+class JoinError(CoachError):
+    def __init__(self, problem: JoinProblem) -> None:
+        super().__init__(f"join refused: {problem.value}")
+        self.problem = problem
+
+
+class InvalidGroupName(CoachError, ValueError):
+    """A group's name is empty or too long."""

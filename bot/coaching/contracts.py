@@ -29,6 +29,9 @@ CARE_CHECKIN = "care_checkin"  # the dialogue of the day after a crisis
 SESSION_PREP = "session_prep"  # the day before a coaching session
 SESSION_RECAP = "session_recap"  # when a coaching session is over
 SESSION_PLACE = "session_place"  # the last step of a coach's /schedule
+GROUP_GOAL = "group_goal"  # the coach writes the team's goal
+GROUP_CONTRIBUTION = "group_contribution"  # a member's own part in it, in private
+GROUP_ANSWER = "group_answer"  # a member's answer to the week's question, in private
 
 CONSENT = "profile.consent"
 ADULT = "profile.adult"
@@ -80,6 +83,13 @@ CONTRACTS: tuple[Contract, ...] = (
              "is made of its commitment", {"recap.commitment": "text", "recap.by": "date"}),
     Contract(SESSION_PLACE, "a coach's /schedule ends in it, and the sessions are made when "
              "it ends", {"session.place": "text"}),
+    Contract(GROUP_GOAL, "a coach's /groups starts it for a team; its goal is stored", {
+        "group.goal": "text", "group.goal_save": "yes_no"}),
+    Contract(GROUP_CONTRIBUTION, "a team's shared goal starts it for each member", {
+        "contribution.what": "text", "contribution.commitment": "text",
+        "contribution.share": "yes_no"}),
+    Contract(GROUP_ANSWER, "the week's question in a group's chat starts it", {
+        "group.answer": "text", "group.answer_share": "yes_no"}),
 )
 
 

@@ -27,6 +27,7 @@ from bot.coaching.contracts import (
     WEEKLY_REVIEW,
 )
 from bot.coaching.events import event_for_status, notify_coaches
+from bot.coaching.groups import apply_group_dialogues
 from bot.coaching.markers import marker_of
 from bot.coaching.safety import pause_after_crisis, record_signal
 from bot.coaching.sessions import apply_new_sessions
@@ -301,6 +302,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     if outcome.saved or outcome.finished:
         await record_commitments(t.session, user.id, outcome, ctx.today, now)
     await apply_new_exercise(t, outcome)
+    await apply_group_dialogues(t, outcome)
     told = [*await messages.apply_messages(t, outcome, now),
             *await notes.apply_note(t, outcome, now),
             *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues)),

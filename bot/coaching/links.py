@@ -219,7 +219,7 @@ async def unlink(
         link.unlinked_at = now
         coaches.append(link.coach_id)
     if coaches:
-        await _stop_assignments(session, client_id, coaches)
+        await stop_assignments(session, client_id, coaches)
         await _cancel_sessions(session, client_id, coaches, now)
         await session.execute(
             delete(CoachEvent).where(
@@ -253,8 +253,10 @@ async def _cancel_sessions(session: AsyncSession, client_id: int, coaches: list[
         .execution_options(synchronize_session=False))
 
 
-async def _stop_assignments(session: AsyncSession, client_id: int, coaches: list[int]) -> None:
-    of_these = and_(Assignment.client_id == client_id, Assignment.coach_id.in_(coaches))
+async def stop_assignments(session: AsyncSession, client_id: int, coaches: list[int]) -> None:
+    # A group's assignments go on: they come with the membership, not with this link.
+    of_these = and_(Assignment.client_id == client_id, Assignment.coach_id.in_(coaches),
+                    Assignment.group_assignment_id.is_(None))
     ids = select(cast(Assignment.id, String)).where(of_these, Assignment.active.is_(True))
     await session.execute(
         update(PlannedCheckin)

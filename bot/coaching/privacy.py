@@ -43,6 +43,11 @@ TABLE_LABELS: dict[str, str] = {
     "coach_messages": N_("Messages between you and your coach through me, both ways."),
     "coach_notes": N_("Notes your coach wrote about you for themselves. You see them here "
                       "because they are about you."),
+    "groups": N_("The groups you coach, if you are a coach: their names and links."),
+    "group_contributions": N_("What you said you would contribute and commit to for your "
+                              "team's shared goal, and whether your coach may see it."),
+    "group_members": N_("The groups you joined or left, when, and what you let the coach "
+                        "see."),
 }
 
 

@@ -20,11 +20,16 @@ async def blocked_the_bot(store: Store, *, user_id: int, chat_id: int, outbox_id
     are unreachable, their planned check-ins are cancelled, and that message and every
     other still queued for the chat fail with ``error``."""
     async with store.sessionmaker() as session, session.begin():
-        await session.execute(update(User).where(User.id == user_id).values(reachable=False))
-        await session.execute(
-            update(PlannedCheckin)
-            .where(PlannedCheckin.user_id == user_id, PlannedCheckin.status.in_(_NOT_STARTED))
-            .values(status="cancelled").execution_options(synchronize_session=False))
+        # A group chat that removed the bot (a post its coach or a member queued) stops only
+        # its own messages: whoever queued them did not block the bot.
+        if chat_id == user_id:
+            await session.execute(update(User).where(User.id == user_id)
+                                  .values(reachable=False))
+            await session.execute(
+                update(PlannedCheckin)
+                .where(PlannedCheckin.user_id == user_id,
+                       PlannedCheckin.status.in_(_NOT_STARTED))
+                .values(status="cancelled").execution_options(synchronize_session=False))
         await session.execute(
             update(Outbox)
             .where(Outbox.chat_id == chat_id,

@@ -5,6 +5,7 @@ Imports only SQLAlchemy, Alembic, cryptography and the standard library.
 
 from .engine import DEFAULT_URL, database_url
 from .keys import KeyMismatchError
+from .kinds import GroupKind, Visibility
 from .migrate import ensure_schema, upgrade
 from .models import (
     ActionSource,
@@ -21,6 +22,10 @@ from .models import (
     Conversation,
     Exercise,
     Goal,
+    Group,
+    GroupAssignment,
+    GroupContribution,
+    GroupMember,
     Invite,
     KeyFingerprint,
     Outbox,
@@ -68,6 +73,11 @@ __all__ = [
     "DecryptionError",
     "Exercise",
     "Goal",
+    "Group",
+    "GroupAssignment",
+    "GroupContribution",
+    "GroupKind",
+    "GroupMember",
     "Invite",
     "KeyFingerprint",
     "KeyMismatchError",
@@ -84,6 +94,7 @@ __all__ = [
     "User",
     "UserGone",
     "UserView",
+    "Visibility",
     "database_url",
     "ensure_schema",
     "is_outage",

@@ -75,6 +75,18 @@ class ScheduleKind(StrEnum):
     EVERY = "every"  # every ``every`` days from the start
 
 
+class GroupKind(StrEnum):
+    TEAM = "team"  # a team coached towards a shared result
+    COHORT = "cohort"  # people with similar goals going through a programme together
+
+
+class Visibility(StrEnum):
+    """What a group's member lets its coach see of their own progress."""
+
+    FIGURES = "figures"  # only counted in the group's figures (at least three people)
+    PROGRESS = "progress"  # also their own progress, as a one-to-one client's
+
+
 def one_of(column: str, values: type[StrEnum]) -> str:
     """The CHECK constraint's SQL: ``column IN ('a', 'b')``, in the enum's order."""
     return f"{column} IN (" + ", ".join(f"'{member.value}'" for member in values) + ")"

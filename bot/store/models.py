@@ -32,8 +32,10 @@ from .kinds import (
     CheckinStatus,
     CoachEventKind,
     GoalStatus,
+    GroupKind,
     OutboxKind,
     OutboxStatus,
+    Visibility,
     one_of,
 )
 from .types import EncryptedInt, EncryptedJSON, EncryptedText, UTCDateTime, utcnow
@@ -246,6 +248,8 @@ class Assignment(Base):
     # Paused by the coach: nothing is planned until resumed (``active`` stays true).
     paused: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # A member's copy of a group assignment (group_assignments.id); NULL: one to one.
+    group_assignment_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
 
     __table_args__ = (
         CheckConstraint(
@@ -253,6 +257,87 @@ class Assignment(Base):
         ),
         Index(None, "client_id", "active"),
     )
+
+
+class Group(Base):
+    """A coach's team or cohort. Its figures for windows that start before
+    ``withheld_before`` are not shown (a member's data was erased since: see
+    bot/coaching/group_figures.py)."""
+
+    __tablename__ = "groups"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    name: Mapped[str] = mapped_column(EncryptedText)
+    kind: Mapped[str] = mapped_column(String(16))
+    invite_code: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The group's own Telegram chat, linked by its coach; its language.
+    chat_id: Mapped[int | None] = mapped_column(BigInteger, unique=True)
+    chat_locale: Mapped[str] = mapped_column(String(35), default="en", server_default="en")
+    withheld_before: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A team's goal, set by the coach with the team (group_goal dialogue); when reached.
+    shared_goal: Mapped[str | None] = mapped_column(EncryptedText)
+    goal_reached_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (CheckConstraint(one_of("kind", GroupKind), name="kind"),)
+
+
+class GroupMember(Base):
+    """A person's membership of a group, joined by their own consent in private."""
+
+    __tablename__ = "group_members"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    group_id: Mapped[int] = mapped_column(BigId, ForeignKey("groups.id", ondelete="CASCADE"),
+                                          index=True)
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    visibility: Mapped[str] = mapped_column(String(16))
+    joined_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    left_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The coach link this membership made (Visibility.PROGRESS), ended when they leave.
+    link_id: Mapped[int | None] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        CheckConstraint(one_of("visibility", Visibility), name="visibility"),
+        Index("uq_group_members_active", "group_id", "user_id", unique=True,
+              sqlite_where=text("left_at IS NULL"), postgresql_where=text("left_at IS NULL")),
+    )
+
+
+class GroupContribution(Base):
+    """A member's own contribution and commitment to their team's shared goal, said in
+    private; the coach sees it only when ``shared``."""
+
+    __tablename__ = "group_contributions"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    group_id: Mapped[int] = mapped_column(BigId, ForeignKey("groups.id", ondelete="CASCADE"),
+                                          index=True)
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    contribution: Mapped[str] = mapped_column(EncryptedText)
+    commitment: Mapped[str] = mapped_column(EncryptedText)
+    shared: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class GroupAssignment(Base):
+    """An exercise assigned to a whole group: each member gets their own copy (an
+    ``Assignment``), planned in their own zone; a member who joins later gets one too."""
+
+    __tablename__ = "group_assignments"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    group_id: Mapped[int] = mapped_column(BigId, ForeignKey("groups.id", ondelete="CASCADE"),
+                                          index=True)
+    exercise_slug: Mapped[str] = mapped_column(String(64))
+    exercise_id: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("exercises.id", ondelete="CASCADE"))
+    schedule: Mapped[dict[str, Any]] = mapped_column(JSON)
+    starts_on: Mapped[date] = mapped_column(Date)
+    ends_on: Mapped[date | None] = mapped_column(Date)
+    active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class PlannedCheckin(Base):
@@ -514,4 +599,7 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("coach_messages", "client_id"),
     ("coach_notes", "coach_id"),
     ("coach_notes", "client_id"),
+    ("groups", "coach_id"),
+    ("group_members", "user_id"),
+    ("group_contributions", "user_id"),
 )

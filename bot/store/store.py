@@ -18,7 +18,18 @@ from dataclasses import dataclass, fields
 from datetime import date, datetime, time, timedelta
 from typing import Any, TypeAlias, TypeVar, cast
 
-from sqlalchemy import String, Table, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    String,
+    Table,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    union,
+    update,
+)
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, make_url
@@ -41,6 +52,8 @@ from .models import (
     Conversation,
     Exercise,
     Goal,
+    Group,
+    GroupMember,
     Invite,
     Outbox,
     PlannedCheckin,
@@ -191,6 +204,8 @@ class Retention:
     #: when they last wrote or answered, or a coach's link with them ended, whichever is
     #: later; never while a coach's link with them is active. Then they are erased.
     client_history: timedelta = timedelta(days=365)
+    #: Memberships of a group that ended; the group's figures look 4 weeks back.
+    left_groups: timedelta = timedelta(days=60)
 
 
 @dataclass(frozen=True)
@@ -624,6 +639,8 @@ class Store:
                     Invite.used_at < now - retention.invites,
                     Invite.expires_at < now - retention.invites))),
                 ("ended_links", delete(CoachLink).where(CoachLink.unlinked_at < links_end)),
+                ("left_groups", delete(GroupMember).where(
+                    GroupMember.left_at < now - retention.left_groups)),
             ):
                 result = await session.execute(
                     statement.execution_options(synchronize_session=False))
@@ -768,8 +785,11 @@ async def erase(session: AsyncSession, user_id: int) -> None:
     await session.execute(delete(Outbox).where(or_(
         Outbox.user_id == user_id, Outbox.chat_id == user_id,
         Outbox.subject_user_id == user_id)))
-    counterparts = select(CoachLink.client_id).where(CoachLink.coach_id == user_id) \
-        .union(select(CoachLink.coach_id).where(CoachLink.client_id == user_id))
+    counterparts = union(
+        select(CoachLink.client_id).where(CoachLink.coach_id == user_id),
+        select(CoachLink.coach_id).where(CoachLink.client_id == user_id),
+        select(Group.coach_id).join(GroupMember, GroupMember.group_id == Group.id)
+        .where(GroupMember.user_id == user_id))  # and their groups' member lists
     await session.execute(delete(Outbox).where(
         Outbox.user_id.in_(counterparts),
         Outbox.status.in_((OutboxStatus.SENT, OutboxStatus.FAILED))))
@@ -790,6 +810,14 @@ async def erase(session: AsyncSession, user_id: int) -> None:
     )
     await session.execute(
         delete(Invite).where(or_(Invite.coach_id == user_id, Invite.used_by == user_id))
+    )
+    # Their data leaves their groups' figures; the weeks that counted them are withheld
+    # from now on, so figures before and after cannot be compared (group_figures.py).
+    await session.execute(
+        update(Group)
+        .where(Group.id.in_(select(GroupMember.group_id).where(GroupMember.user_id == user_id)))
+        .values(withheld_before=utcnow())
+        .execution_options(synchronize_session=False)
     )
     await session.execute(
         update(ProcessedUpdate)

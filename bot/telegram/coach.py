@@ -234,7 +234,7 @@ class CoachHandlers:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
                               "them."))
             return None
-        choices = await self._exercise_choices(t, tr)
+        choices = await self.exercise_choices(t, tr)
         if len(parts) == 1:
             say(t, tr.gettext("Which exercise?"), tuple(
                 Button(title, f"assign:{client_id}:{key}") for key, title in choices.items()))
@@ -281,7 +281,7 @@ class CoachHandlers:
             subject=client_id)
         return None
 
-    async def _exercise_choices(self, t: StoreTurn, tr: Translator) -> dict[str, str]:
+    async def exercise_choices(self, t: StoreTurn, tr: Translator) -> dict[str, str]:
         """Button key → title: the library's exercises, then the coach's own."""
         library = {e: tr.gettext(self.dialogues[e].title)
                    for e in assignments.exercise_ids(self.dialogues)}

@@ -35,7 +35,7 @@ class Audience(Enum):
     CLIENT = "client"
     COACH = "coach"
     ADMIN = "admin"
-    GROUP = "group"  # group chats: no command yet (the bot refuses groups)
+    GROUP = "group"  # group chats: every command there gets a pointer to the private chat
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,8 @@ COMMANDS = CommandRegistry(
     BotCommandSpec("export", C, lambda h, c: h.on_export(c), N_("Download all your data")),
     BotCommandSpec("delete", C, lambda h, c: h.on_delete_command(c),
                    N_("Delete all your data"), before_consent=True),
+    BotCommandSpec("leave", C, lambda h, c: h.in_turn(c, h.groups.leave),
+                   N_("Leave a group")),
     BotCommandSpec("help", C, lambda h, c: h.on_help(c), N_("What I can do")),
     BotCommandSpec("start", C, lambda h, c: h.on_start(c), before_consent=True),
     BotCommandSpec("back", C, lambda h, c: h.engine_command(c, "back")),
@@ -161,6 +163,10 @@ COMMANDS = CommandRegistry(
                    N_("Write an exercise of your own")),
     BotCommandSpec("progress", CO, _progress, N_("A client's progress: /progress name"),
                    in_menu=False),  # the client's /progress is in the menu already
+    BotCommandSpec("newgroup", CO, lambda h, c: h.in_turn(c, h.groups.new_group),
+                   N_("Make a group (a team or a cohort): /newgroup name")),
+    BotCommandSpec("groups", CO, lambda h, c: h.in_turn(c, h.groups.list_groups),
+                   N_("Your groups: members, figures, assigning to everyone")),
     BotCommandSpec("makecoach", AD, lambda h, c: h.coach.make_coach(c)),
 )
 

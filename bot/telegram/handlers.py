@@ -50,6 +50,7 @@ from bot.store import Turn as StoreTurn
 from bot.store.types import utcnow
 from bot.telegram.coach import CoachHandlers, TurnFn
 from bot.telegram.commands import COMMANDS, CommandCall, help_text, set_coach_menu
+from bot.telegram.groups import GroupHandlers
 from bot.telegram.sessions import SessionFlows
 
 log = logging.getLogger(__name__)
@@ -74,10 +75,14 @@ class Handlers:
     min_age: int = DEFAULT_MIN_AGE
     coach: CoachHandlers = field(init=False)
     sessions: SessionFlows = field(init=False)
+    groups: GroupHandlers = field(init=False)
 
     def __post_init__(self) -> None:
         self.coach = CoachHandlers(self.dialogues, self._turn, self.admin_ids, self.bot_username)
         self.sessions = SessionFlows(self.dialogues)
+        self.groups = GroupHandlers(self.store, self._turn, self.bot_username,
+                                    lambda: exercise_ids(self.dialogues),
+                                    self.coach.exercise_choices, self.dialogues)
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -204,7 +209,7 @@ class Handlers:
 
     async def _dispatch(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if not self._private(update):
-            await self._refuse_group(update, context)
+            await self._in_group(update, context)
             return
         if update.callback_query is not None:
             await self._on_button(update)
@@ -231,6 +236,21 @@ class Handlers:
             await self._on_command(update, message)
         else:
             await self._converse(update, Turn(text=message.text))
+
+    async def _in_group(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A group chat: a linked group's own business (see groups.py); a crisis in what the
+        bot sees there (with privacy mode on: commands, mentions, replies to it) is answered
+        in private with the crisis path and nothing in the group; otherwise a refusal."""
+        if await self.groups.on_group_chat(update):
+            return
+        message = update.message or update.edited_message
+        text = None if message is None else message.text or message.caption
+        if text is not None and update.effective_user is not None:
+            words = text.partition(" ")[2] if text.startswith("/") else text
+            if detect_crisis(words):
+                await self._converse(update, Turn(text=words, answers=False))
+                return
+        await self._refuse_group(update, context)
 
     async def _refuse_group(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         chat, user = update.effective_chat, update.effective_user
@@ -304,7 +324,8 @@ class Handlers:
                         before_consent=call.before_consent)
 
     async def on_start(self, call: CommandCall) -> None:
-        if not await self.coach.on_start_payload(call.update, call.argument):
+        if not await self.coach.on_start_payload(call.update, call.argument) \
+                and not await self.groups.on_start_payload(call.update, call.argument):
             await self._on_start(call.update, call.before_consent)
 
     async def _on_start(self, update: Update, before_consent: bool) -> None:
@@ -402,7 +423,7 @@ class Handlers:
             await self._turn(update, lambda t: self.sessions.step(t, value))
         elif kind == ACTION_BUTTON:
             await self._turn(update, lambda t: self.sessions.action_button(t, value))
-        elif await self.coach.on_button(update, data):
+        elif await self.coach.on_button(update, data) or await self.groups.on_button(update, data):
             return
         else:
             await self._converse(update, Turn(button=data))

@@ -568,11 +568,14 @@ class FakeBotApi:
         message = self._user_message(self._known_user(user_id), "private", None, content)
         return self._enqueue({"message": message})
 
-    def press_button(self, user_id: int, message_id: int, data: str) -> int:
-        """The user presses the inline button with callback `data` on a message the bot sent."""
-        message = self._messages.get((user_id, message_id))
+    def press_button(self, user_id: int, message_id: int, data: str, *,
+                     chat_id: int | None = None) -> int:
+        """The user presses the inline button with callback `data` on a message the bot sent
+        (to their private chat, or to the group chat ``chat_id``)."""
+        chat = user_id if chat_id is None else chat_id
+        message = self._messages.get((chat, message_id))
         if message is None or not message["from"]["is_bot"]:
-            raise AssertionError(f"the bot sent no message {message_id} to chat {user_id}")
+            raise AssertionError(f"the bot sent no message {message_id} to chat {chat}")
         if data not in _callback_datas(message):
             raise AssertionError(
                 f"message {message_id} has no button with callback_data {data!r}; "
@@ -589,6 +592,39 @@ class FakeBotApi:
             "data": data,
         }
         return self._enqueue({"callback_query": query})
+
+    def bot_membership(self, chat_id: int, by_user: int, status: str, *,
+                       chat_type: str = "group") -> int:
+        """`by_user` adds the bot to a group chat (``status`` "member" or "administrator")
+        or removes it ("left", "kicked"): a ``my_chat_member`` update, as Telegram sends."""
+        user = self._known_user(by_user)
+        chat = self._chats.setdefault(chat_id, {"id": chat_id, "type": chat_type,
+                                                "title": "Test group"})
+        before = "left" if status in ("member", "administrator") else "member"
+
+        def member(state: str) -> JSON:
+            extra: JSON = {"until_date": 0} if state == "kicked" else {}
+            if state == "administrator":
+                extra = {"can_be_edited": False, "is_anonymous": False,
+                         "can_manage_chat": True, "can_delete_messages": True,
+                         "can_manage_video_chats": True, "can_restrict_members": True,
+                         "can_promote_members": False, "can_change_info": True,
+                         "can_invite_users": True, "can_post_stories": False,
+                         "can_edit_stories": False, "can_delete_stories": False}
+            return {"status": state, "user": self._bot_user(), **extra}
+
+        return self._enqueue({"my_chat_member": {
+            "chat": chat, "from": user, "date": int(time.time()),
+            "old_chat_member": member(before), "new_chat_member": member(status)}})
+
+    def migrate_group(self, chat_id: int, new_chat_id: int, by_user: int) -> int:
+        """A group becomes a supergroup: the service message in the old chat that carries
+        ``migrate_to_chat_id``."""
+        message = self._user_message(self._known_user(by_user), "group", chat_id,
+                                     {"migrate_to_chat_id": new_chat_id})
+        self._chats[new_chat_id] = {"id": new_chat_id, "type": "supergroup",
+                                    "title": "Test group"}
+        return self._enqueue({"message": message})
 
     def send_raw(self, update: JSON) -> int:
         """Enqueue any update dict (unknown types, fuzzing); update_id is added if missing."""

@@ -13,8 +13,10 @@ from bot.store.kinds import (
     CheckinKind,
     CheckinStatus,
     GoalStatus,
+    GroupKind,
     OutboxKind,
     OutboxStatus,
+    Visibility,
     one_of,
 )
 from bot.store.models import Base, Outbox, User
@@ -29,6 +31,8 @@ COLUMNS: dict[tuple[str, str], type[StrEnum]] = {
     ("actions", "source"): ActionSource,
     ("coaching_sessions", "mode"): SessionMode,
     ("coaching_sessions", "status"): SessionStatus,
+    ("groups", "kind"): GroupKind,
+    ("group_members", "visibility"): Visibility,
 }
 # coach_events.kind (CoachEventKind) is encrypted at rest, so that a crisis event does not
 # show as one: the code that records it checks it, the database cannot.

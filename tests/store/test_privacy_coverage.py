@@ -27,6 +27,10 @@ from bot.store import (
     Conversation,
     Exercise,
     Goal,
+    Group,
+    GroupAssignment,
+    GroupContribution,
+    GroupMember,
     Invite,
     KeyFingerprint,
     Outbox,
@@ -44,8 +48,10 @@ CLIENT, COACH, OTHER = 41, 42, 43
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 WORDS = "CLIENT-WORDS"  # in every value that is the client's, or about them
 COACH_WORDS = "COACH-WORDS"
-#: Tables that hold nothing about a person: key fingerprints, the shared send budget.
-NOT_PERSONAL: frozenset[str] = frozenset({"key_fingerprints", "send_budget"})
+#: Tables that hold nothing about a person: key fingerprints, the shared send budget; which
+#: exercise a group does (it goes with its group, which goes with its coach).
+NOT_PERSONAL: frozenset[str] = frozenset({"key_fingerprints", "send_budget",
+                                          "group_assignments"})
 
 
 async def _populate(store: Store) -> None:
@@ -75,10 +81,29 @@ async def _populate(store: Store) -> None:
                             instructions=f"{COACH_WORDS} how", questions=["q"])
         s.add(exercise)
         await s.flush()
+        group = Group(coach_id=COACH, name=f"{COACH_WORDS} team", kind="team",
+                      invite_code="g-code", created_at=NOW, chat_id=-100, chat_locale="it",
+                      withheld_before=NOW, shared_goal=f"{COACH_WORDS} goal",
+                      goal_reached_at=NOW)
+        s.add(group)
+        await s.flush()
+        s.add(GroupMember(group_id=group.id, user_id=CLIENT, visibility="progress",
+                          joined_at=NOW, left_at=NOW, link_id=1))
+        s.add(GroupMember(group_id=group.id, user_id=OTHER, visibility="figures",
+                          joined_at=NOW))
+        s.add(GroupContribution(group_id=group.id, user_id=CLIENT, contribution=f"{WORDS} part",
+                                commitment=f"{WORDS} by Friday", shared=True, created_at=NOW))
+        for_group = GroupAssignment(group_id=group.id, exercise_slug="breathing",
+                                    exercise_id=exercise.id, schedule={"kind": "daily"},
+                                    starts_on=date(2026, 1, 5), ends_on=date(2026, 1, 9),
+                                    active=True, created_at=NOW)
+        s.add(for_group)
+        await s.flush()
         assignment = Assignment(coach_id=COACH, client_id=CLIENT, exercise_slug="breathing",
                                 exercise_id=exercise.id, schedule={"kind": "daily"},
                                 starts_on=date(2026, 1, 5), ends_on=date(2026, 1, 9),
-                                active=True, paused=True, created_at=NOW)
+                                active=True, paused=True, created_at=NOW,
+                                group_assignment_id=for_group.id)
         s.add(assignment)
         await s.flush()
         s.add(PlannedCheckin(user_id=CLIENT, kind="exercise", ref=str(assignment.id),
@@ -191,7 +216,7 @@ async def test_rows_past_their_lifetime_go_and_a_clients_history_stays(store: St
     later = NOW + timedelta(days=1, minutes=1)
     counts = await store.prune(later, Retention())
     assert counts == {"sent_messages": 3, "coach_events": 0, "finished_checkins": 0,
-                      "invites": 0, "ended_links": 0, "client_history": 0}
+                      "invites": 0, "ended_links": 0, "client_history": 0, "left_groups": 0}
     rows = await _all_rows(store)
     assert [r["status"] for r in rows["outbox"]] == ["pending", "pending"]  # not yet sent
     much_later = NOW + timedelta(days=61)
@@ -201,7 +226,7 @@ async def test_rows_past_their_lifetime_go_and_a_clients_history_stays(store: St
                              status="planned"))
     counts = await store.prune(much_later, Retention())
     assert counts == {"sent_messages": 0, "coach_events": 1, "finished_checkins": 1,
-                      "invites": 1, "ended_links": 1, "client_history": 0}
+                      "invites": 1, "ended_links": 1, "client_history": 0, "left_groups": 1}
     rows = await _all_rows(store)
     # The client's own history and what is still to come stay.
     for table in ("users", "goals", "answers", "conversations", "assignments"):

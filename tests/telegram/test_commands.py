@@ -23,9 +23,9 @@ from bot.telegram.commands import (
 EN = translator_for("en")
 CLIENT_COMMANDS = ["sos", "checkin", "goal", "progress", "exercises", "reminders", "timezone",
                    "language", "cancel", "actions", "sessions", "brief", "coach", "export",
-                   "delete", "help"]
+                   "delete", "leave", "help"]
 COACH_COMMANDS = ["invite", "clients", "message", "assign", "assignments", "note", "schedule",
-                  "newexercise"]
+                  "newexercise", "newgroup", "groups"]
 
 
 async def nothing(h: Any, c: Any) -> None:

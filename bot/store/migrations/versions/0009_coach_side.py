@@ -3,7 +3,7 @@ silence threshold per link, and pausing an assignment. (The new kinds of coach a
 change: since 0007 the kind is encrypted text, checked by the code that records it.)
 
 Revision ID: 0009
-Revises: 0010 (after main's 0010; the integrator may re-chain)
+Revises: 0008
 Create Date: 2026-12-04
 
 Columns are added with a plain ADD COLUMN, never in batch mode: on SQLite that would recreate
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0009"
-down_revision: str | None = "0010"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

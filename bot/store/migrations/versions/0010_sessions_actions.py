@@ -3,7 +3,7 @@
 coach's held-or-missed prompt); ``coach_links.brief_consent``: whether the coach gets the
 client's preparation before a session.
 
-Revision ID: 0008
+Revision ID: 0010
 Revises: 0009
 Create Date: 2026-12-04
 """
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008"
+revision: str = "0010"
 down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

@@ -1,6 +1,6 @@
 """One send budget for all replicas, and replies before bulk.
 
-Revision ID: 0010
+Revision ID: 0008
 Revises: 0007
 Create Date: 2026-12-04
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010"
+revision: str = "0008"
 down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

@@ -1,0 +1,486 @@
+"""Teams and cohorts: a coach's groups, joining by one's own consent, leaving, the group's
+assignments (one copy per member, planned in the member's own zone like any assignment),
+and the group's linked Telegram chat.
+
+Every function takes the caller's session and an explicit ``now`` and never commits. A
+coach reaches a group only through ``coach_group`` (their own), a member only through
+an active membership: forged ids get the same error as ids that do not exist.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy import String, and_, cast, exists, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.coaching.assignments import validate_schedule
+from bot.coaching.coach_errors import (
+    InvalidGroupName,
+    InvalidSchedule,
+    JoinError,
+    JoinProblem,
+    NotACoach,
+    NotYourGroup,
+    UnknownExercise,
+)
+from bot.coaching.contracts import (
+    CUSTOM_EXERCISE,
+    GROUP_ANSWER,
+    GROUP_CONTRIBUTION,
+    GROUP_GOAL,
+)
+from bot.coaching.links import active_link, is_coach, stop_assignments
+from bot.engine import Outcome, Reply
+from bot.engine.state import Button
+from bot.i18n import N_, translator_for
+from bot.store import (
+    Assignment,
+    CoachLink,
+    Exercise,
+    Group,
+    GroupAssignment,
+    GroupContribution,
+    GroupKind,
+    GroupMember,
+    PlannedCheckin,
+    User,
+    Visibility,
+)
+from bot.store import Turn as StoreTurn
+
+MAX_NAME = 64
+CODE_BYTES = 24  # as a one-to-one invite: 192 bits
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    id: int
+    name: str
+    kind: GroupKind
+    members: int
+    chat_linked: bool
+
+
+@dataclass(frozen=True)
+class Member:
+    user_id: int
+    first_name: str | None
+    visibility: Visibility
+    joined_at: datetime
+
+
+@dataclass(frozen=True)
+class Membership:
+    group_id: int
+    group_name: str
+    coach_name: str | None
+
+
+def current(member: Any = GroupMember) -> Any:
+    return member.left_at.is_(None)
+
+
+# -- the coach's groups -------------------------------------------------------------------
+
+
+def clean_name(name: str) -> str:
+    name = " ".join(name.split())
+    if not name or len(name) > MAX_NAME:
+        raise InvalidGroupName(f"a group's name has 1 to {MAX_NAME} characters")
+    return name
+
+
+async def create_group(session: AsyncSession, coach_id: int, name: str, kind: GroupKind,
+                       now: datetime) -> Group:
+    if not await is_coach(session, coach_id):
+        raise NotACoach("only coaches can make groups")
+    group = Group(coach_id=coach_id, name=clean_name(name), kind=kind.value,
+                  invite_code=secrets.token_urlsafe(CODE_BYTES), created_at=now)
+    session.add(group)
+    await session.flush()
+    return group
+
+
+async def coach_group(session: AsyncSession, coach_id: int, group_id: int) -> Group:
+    """The coach's own group, or NotYourGroup."""
+    group = await session.scalar(select(Group).where(Group.id == group_id,
+                                                     Group.coach_id == coach_id))
+    if group is None:
+        raise NotYourGroup("no such group of yours")
+    return group
+
+
+async def groups_of(session: AsyncSession, coach_id: int) -> list[GroupSummary]:
+    members = (select(func.count()).where(GroupMember.group_id == Group.id, current())
+               .scalar_subquery())
+    rows = await session.execute(select(Group, members).where(Group.coach_id == coach_id)
+                                 .order_by(Group.id))
+    return [GroupSummary(g.id, g.name, GroupKind(g.kind), n, g.chat_id is not None)
+            for g, n in rows]
+
+
+async def members_of(session: AsyncSession, coach_id: int, group_id: int) -> list[Member]:
+    await coach_group(session, coach_id, group_id)
+    rows = await session.execute(
+        select(User.id, User.first_name, GroupMember.visibility, GroupMember.joined_at)
+        .join(GroupMember, GroupMember.user_id == User.id)
+        .where(GroupMember.group_id == group_id, current())
+        .order_by(GroupMember.joined_at, User.id))
+    return [Member(uid, name, Visibility(v), at) for uid, name, v, at in rows]
+
+
+# -- joining and leaving ------------------------------------------------------------------
+
+
+async def group_for_code(session: AsyncSession, code: str, user_id: int) -> Group:
+    """The group this link invites ``user_id`` to, or JoinError (nothing changed)."""
+    group = await session.scalar(
+        select(Group).join(User, User.id == Group.coach_id)
+        .where(Group.invite_code == code, User.is_coach.is_(True)))
+    if group is None:
+        raise JoinError(JoinProblem.UNKNOWN)
+    if group.coach_id == user_id:
+        raise JoinError(JoinProblem.OWN)
+    if await session.scalar(select(exists().where(
+            GroupMember.group_id == group.id, GroupMember.user_id == user_id, current()))):
+        raise JoinError(JoinProblem.ALREADY_MEMBER)
+    return group
+
+
+async def join(session: AsyncSession, code: str, user_id: int, visibility: Visibility,
+               now: datetime) -> Group:
+    """Join by the group's link, consent given now. With ``Visibility.PROGRESS`` the coach
+    also follows the member's own progress, through a one-to-one link made for it (unless
+    one is there already). The group's current assignments are copied for the member."""
+    group = await group_for_code(session, code, user_id)
+    member = GroupMember(group_id=group.id, user_id=user_id, visibility=visibility.value,
+                         joined_at=now)
+    if visibility is Visibility.PROGRESS and not await session.scalar(
+            select(exists().where(active_link(group.coach_id, user_id)))):
+        link = CoachLink(coach_id=group.coach_id, client_id=user_id, created_at=now,
+                         consent_at=now)
+        session.add(link)
+        await session.flush()
+        member.link_id = link.id
+    session.add(member)
+    await session.flush()  # the partial unique index refuses a concurrent second join
+    for assignment in await _current_assignments(session, group.id, now.date()):
+        _copy_for(session, assignment, group.coach_id, user_id, now)
+    await session.flush()
+    return group
+
+
+async def memberships(session: AsyncSession, user_id: int) -> list[Membership]:
+    rows = await session.execute(
+        select(Group.id, Group.name, User.first_name)
+        .join(GroupMember, GroupMember.group_id == Group.id)
+        .join(User, User.id == Group.coach_id)
+        .where(GroupMember.user_id == user_id, current()).order_by(Group.id))
+    return [Membership(gid, name, coach) for gid, name, coach in rows]
+
+
+async def leave(session: AsyncSession, user_id: int, group_id: int, now: datetime) -> bool:
+    """Leave a group: its assignments stop for them, and a link the membership made ends
+    unless another of the coach's groups still asks for it. False: not a member."""
+    member = await session.scalar(select(GroupMember).where(
+        GroupMember.group_id == group_id, GroupMember.user_id == user_id, current()))
+    if member is None:
+        return False
+    member.left_at = now
+    group = await session.get(Group, group_id)
+    assert group is not None
+    copies = select(cast(Assignment.id, String)).where(
+        Assignment.client_id == user_id, Assignment.group_assignment_id.in_(
+            select(GroupAssignment.id).where(GroupAssignment.group_id == group_id)))
+    await _stop(session, user_id, copies)
+    if member.link_id is not None:
+        await _end_link(session, member, group.coach_id, now)
+    await session.flush()
+    return True
+
+
+async def _end_link(session: AsyncSession, member: GroupMember, coach_id: int,
+                    now: datetime) -> None:
+    still_wanted = await session.scalar(select(exists().where(
+        GroupMember.user_id == member.user_id, current(), GroupMember.id != member.id,
+        GroupMember.visibility == Visibility.PROGRESS.value,
+        GroupMember.group_id.in_(select(Group.id).where(Group.coach_id == coach_id)))))
+    if still_wanted:
+        return
+    ended = await session.execute(
+        update(CoachLink).where(CoachLink.id == member.link_id,
+                                CoachLink.unlinked_at.is_(None))
+        .values(unlinked_at=now).execution_options(synchronize_session=False))
+    if getattr(ended, "rowcount", 0):
+        await stop_assignments(session, member.user_id, [coach_id])
+
+
+async def _stop(session: AsyncSession, user_id: int, assignment_ids: Any) -> None:
+    await session.execute(
+        update(PlannedCheckin)
+        .where(PlannedCheckin.user_id == user_id, PlannedCheckin.kind == "exercise",
+               PlannedCheckin.status.in_(("planned", "claimed")),
+               PlannedCheckin.ref.in_(assignment_ids))
+        .values(status="cancelled").execution_options(synchronize_session=False))
+    await session.execute(
+        update(Assignment).where(cast(Assignment.id, String).in_(assignment_ids))
+        .values(active=False).execution_options(synchronize_session=False))
+
+
+# -- the group's assignments --------------------------------------------------------------
+
+
+async def assign_to_group(
+    session: AsyncSession,
+    coach_id: int,
+    group_id: int,
+    exercise_slug: str,
+    schedule: Mapping[str, Any],
+    starts_on: date,
+    ends_on: date | None,
+    now: datetime,
+    known_exercises: Collection[str],
+    custom_exercise_id: int | None = None,
+) -> tuple[int, int]:
+    """Assign an exercise to the whole group in one step: each current member gets their
+    own copy, planned at the schedule's hour in their own zone. Returns (the group
+    assignment's id, how many members got it)."""
+    group = await coach_group(session, coach_id, group_id)
+    if custom_exercise_id is not None:
+        own = await session.scalar(select(Exercise.id).where(
+            Exercise.id == custom_exercise_id, Exercise.coach_id == coach_id))
+        if own is None:
+            raise UnknownExercise("no such exercise of yours")
+        exercise_slug = CUSTOM_EXERCISE
+    elif exercise_slug not in known_exercises:
+        raise UnknownExercise(f"no exercise {exercise_slug!r}")
+    clean = validate_schedule(schedule)
+    if ends_on is not None and ends_on < starts_on:
+        raise InvalidSchedule("the assignment ends before it starts")
+    assignment = GroupAssignment(group_id=group.id, exercise_slug=exercise_slug,
+                                 exercise_id=custom_exercise_id, schedule=clean,
+                                 starts_on=starts_on, ends_on=ends_on, created_at=now)
+    session.add(assignment)
+    await session.flush()
+    members = (await session.scalars(select(GroupMember.user_id).where(
+        GroupMember.group_id == group.id, current()))).all()
+    for member in members:
+        _copy_for(session, assignment, coach_id, member, now)
+    await session.flush()
+    return assignment.id, len(members)
+
+
+async def _current_assignments(session: AsyncSession, group_id: int,
+                               today: date) -> list[GroupAssignment]:
+    return list((await session.scalars(select(GroupAssignment).where(
+        GroupAssignment.group_id == group_id, GroupAssignment.active.is_(True),
+        (GroupAssignment.ends_on.is_(None)) | (GroupAssignment.ends_on >= today))
+        .order_by(GroupAssignment.id))).all())
+
+
+def _copy_for(session: AsyncSession, assignment: GroupAssignment, coach_id: int,
+              member_id: int, now: datetime) -> None:
+    """A member's own copy; a late joiner's starts today (the days before are past)."""
+    session.add(Assignment(
+        coach_id=coach_id, client_id=member_id, exercise_slug=assignment.exercise_slug,
+        exercise_id=assignment.exercise_id, schedule=dict(assignment.schedule),
+        starts_on=max(assignment.starts_on, now.date()), ends_on=assignment.ends_on,
+        active=True, created_at=now, group_assignment_id=assignment.id))
+
+
+async def group_exercise_refs(session: AsyncSession, group_id: int) -> list[int]:
+    """The ids of the members' copies of this group's assignments."""
+    return list((await session.scalars(select(Assignment.id).where(
+        Assignment.group_assignment_id.in_(
+            select(GroupAssignment.id).where(GroupAssignment.group_id == group_id))))).all())
+
+
+# -- the group's own chat -----------------------------------------------------------------
+
+
+async def link_chat(session: AsyncSession, code: str, coach_id: int, chat_id: int,
+                    locale: str) -> Group:
+    """Link a Telegram group chat to the coach's group whose link ``code`` is; only the
+    group's coach can. A chat serves one group at a time."""
+    group = await session.scalar(select(Group).where(Group.invite_code == code,
+                                                     Group.coach_id == coach_id))
+    if group is None or not await is_coach(session, coach_id):
+        raise NotYourGroup("no such group of yours")
+    await session.execute(update(Group).where(Group.chat_id == chat_id, Group.id != group.id)
+                          .values(chat_id=None).execution_options(synchronize_session=False))
+    group.chat_id, group.chat_locale = chat_id, locale
+    await session.flush()
+    return group
+
+
+async def group_of_chat(session: AsyncSession, chat_id: int) -> Group | None:
+    group: Group | None = await session.scalar(select(Group).where(Group.chat_id == chat_id))
+    return group
+
+
+async def unlink_chat(session: AsyncSession, chat_id: int) -> bool:
+    done = await session.execute(update(Group).where(Group.chat_id == chat_id)
+                                 .values(chat_id=None)
+                                 .execution_options(synchronize_session=False))
+    return bool(getattr(done, "rowcount", 0))
+
+
+async def move_chat(session: AsyncSession, old_chat_id: int, new_chat_id: int) -> bool:
+    """A group became a supergroup (``migrate_to_chat_id``): its link follows."""
+    done = await session.execute(update(Group).where(Group.chat_id == old_chat_id)
+                                 .values(chat_id=new_chat_id)
+                                 .execution_options(synchronize_session=False))
+    return bool(getattr(done, "rowcount", 0))
+
+
+async def session_attendees(session: AsyncSession, coach_id: int, group_id: int) -> list[int]:
+    """Who a group session is for: the current members of the coach's own group. The seam
+    for group sessions (issue 25's sessions, not merged here yet): a session for the group
+    is then planned for each of them, at their own local time, as a one-to-one one is."""
+    await coach_group(session, coach_id, group_id)
+    return list((await session.scalars(select(GroupMember.user_id).where(
+        GroupMember.group_id == group_id, current()).order_by(GroupMember.user_id))).all())
+
+
+async def is_member(session: AsyncSession, user_id: int, group_id: int) -> bool:
+    return bool(await session.scalar(select(exists().where(and_(
+        GroupMember.group_id == group_id, GroupMember.user_id == user_id, current())))))
+
+
+
+# -- a team's shared goal -----------------------------------------------------------------
+
+
+#: The questions a group's chat gets, one a week in turn (by ISO week number).
+GROUP_QUESTIONS = (
+    N_("What did you learn from each other this week?"),
+    N_("What is one thing the group did well this week?"),
+    N_("What would make next week easier for the group?"),
+    N_("What are you proud of this week, as a group?"),
+)
+
+
+def week_question(now: datetime) -> int:
+    """The index of this week's question in ``GROUP_QUESTIONS``."""
+    return now.isocalendar().week % len(GROUP_QUESTIONS)
+
+
+async def set_shared_goal(session: AsyncSession, coach_id: int, group_id: int, goal: str,
+                          ) -> tuple[Group, list[tuple[int, str]]]:
+    """The coach's team gets its shared goal; returns it with the (id, locale) of its
+    members, who are then asked in private for their own contribution."""
+    group = await coach_group(session, coach_id, group_id)
+    group.shared_goal, group.goal_reached_at = goal, None
+    rows = await session.execute(
+        select(User.id, User.locale).join(GroupMember, GroupMember.user_id == User.id)
+        .where(GroupMember.group_id == group.id, current()).order_by(User.id))
+    await session.flush()
+    return group, [(uid, locale) for uid, locale in rows]
+
+
+async def member_goal(session: AsyncSession, user_id: int, group_id: int) -> str | None:
+    """The shared goal of a group ``user_id`` is in, or None (no goal, or not a member)."""
+    if not await is_member(session, user_id, group_id):
+        return None
+    goal: str | None = await session.scalar(select(Group.shared_goal)
+                                            .where(Group.id == group_id))
+    return goal
+
+
+async def record_contribution(session: AsyncSession, user_id: int, group_id: int,
+                              contribution: str, commitment: str, shared: bool,
+                              now: datetime) -> bool:
+    """A member's contribution and commitment (the latest one counts); False when they
+    are no member any more."""
+    if not await is_member(session, user_id, group_id):
+        return False
+    session.add(GroupContribution(group_id=group_id, user_id=user_id,
+                                  contribution=contribution, commitment=commitment,
+                                  shared=shared, created_at=now))
+    await session.flush()
+    return True
+
+
+@dataclass(frozen=True)
+class SharedContribution:
+    first_name: str | None
+    contribution: str
+    commitment: str
+
+
+async def shared_contributions(session: AsyncSession, coach_id: int,
+                               group_id: int) -> list[SharedContribution]:
+    """Each current member's latest contribution, only where they chose to share it."""
+    await coach_group(session, coach_id, group_id)
+    rows = await session.execute(
+        select(GroupContribution, User.first_name)
+        .join(User, User.id == GroupContribution.user_id)
+        .join(GroupMember, and_(GroupMember.user_id == GroupContribution.user_id,
+                                GroupMember.group_id == group_id, current()))
+        .where(GroupContribution.group_id == group_id)
+        .order_by(GroupContribution.user_id, GroupContribution.id))
+    latest: dict[int, SharedContribution | None] = {}
+    for contribution, name in rows:
+        latest[contribution.user_id] = SharedContribution(
+            name, contribution.contribution, contribution.commitment) \
+            if contribution.shared else None
+    return [c for c in latest.values() if c is not None]
+
+
+async def reach_goal(session: AsyncSession, coach_id: int, group_id: int,
+                     now: datetime) -> Group:
+    group = await coach_group(session, coach_id, group_id)
+    group.goal_reached_at = now
+    await session.flush()
+    return group
+
+
+def contribution_offer(group_id: int, group_name: str, locale: str) -> Reply:
+    """The invitation to say, in private, what one's own part in the team's goal is."""
+    tr = translator_for(locale)
+    return Reply(tr.gettext("The team “{group}” has a shared goal now. What will your own part "
+                            "in it be? Only you decide whether your coach sees your answer.")
+                 .format(group=tr.words(group_name)),
+                 (Button(tr.gettext("Say what my part is"), f"gcontrib:{group_id}"),))
+
+
+async def apply_group_dialogues(t: StoreTurn, outcome: Outcome) -> None:
+    """A coach who saved their team's goal: it is stored and each member is asked, in
+    their own language; a member who finished their contribution: it is stored."""
+    variables = outcome.state.variables
+    group_id = variables.get("group.id")
+    if not isinstance(group_id, int) or isinstance(group_id, bool):
+        return
+    if GROUP_GOAL in outcome.finished and variables.get("group.goal_save") is True \
+            and isinstance(variables.get("group.goal"), str):
+        try:
+            group, members = await set_shared_goal(t.session, t.user_id, group_id,
+                                                   str(variables["group.goal"]))
+        except NotYourGroup:
+            return
+        for member, locale in members:
+            t.enqueue(member, contribution_offer(group.id, group.name, locale).to_payload())
+    elif GROUP_ANSWER in outcome.finished and variables.get("group.answer_share") is True \
+            and isinstance(variables.get("group.answer"), str):
+        await _post_answer(t, group_id, str(variables["group.answer"]))
+    elif GROUP_CONTRIBUTION in outcome.finished:
+        await record_contribution(
+            t.session, t.user_id, group_id, str(variables.get("contribution.what") or ""),
+            str(variables.get("contribution.commitment") or ""),
+            variables.get("contribution.share") is True, t.now)
+
+
+async def _post_answer(t: StoreTurn, group_id: int, answer: str) -> None:
+    """A member's answer to the week's question, on their yes, in their group's chat."""
+    group = await t.session.get(Group, group_id)
+    if group is None or group.chat_id is None or not await is_member(t.session, t.user_id,
+                                                                     group_id):
+        return
+    tr = translator_for(group.chat_locale)
+    t.enqueue(group.chat_id, Reply(tr.gettext("{name} answers: {answer}").format(
+        name=tr.words(t.user.first_name or ""), answer=tr.words(answer))).to_payload())

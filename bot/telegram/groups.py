@@ -1,0 +1,487 @@
+"""Groups on Telegram: a coach's /newgroup, /groups (members, figures, assigning to the
+whole group, linking the group's chat), a member's joining in private and /leave; and the
+group's own Telegram chat, where the bot posts only what is for everyone.
+
+Every button is checked again in the domain layer (the coach's own group, the member's own
+membership), so forged button data gets nowhere. In a group chat the bot never shows what
+anyone wrote to it privately, and answers a command only with a pointer to the private chat.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from babel.numbers import format_percent
+from sqlalchemy import select
+from telegram import ChatMemberUpdated, Update
+from telegram.constants import ChatMemberStatus
+from telegram.error import TelegramError
+
+from bot.coaching import coach_errors, contracts, group_figures, groups
+from bot.coaching.conversation import Start, converse, enqueue_replies
+from bot.dialogue.model import DialogueSet
+from bot.engine import Outcome, Reply
+from bot.engine.state import Button
+from bot.i18n import N_, Translator, normalize_locale, translator_for
+from bot.store import Group, GroupKind, Store, User, Visibility
+from bot.store import Turn as StoreTurn
+from bot.telegram.coach import CUSTOM, SCHEDULES, Respond, parse_id, say, schedule_label
+
+log = logging.getLogger(__name__)
+
+JOIN_PREFIX = "group_"  # /start payload of a group's link: group_<code>
+CHAT_PREFIX = "gchat_"  # /startgroup payload that links a group chat: gchat_<code>
+HOURS = ("7", "8", "12", "18", "20")  # each member's own local time
+KIND_LABELS = {GroupKind.TEAM: N_("Team"), GroupKind.COHORT: N_("Cohort")}
+WITHHELD = "—"
+
+
+def _week_line(week: group_figures.WeekFigures, tr: Translator) -> str:
+    def shown(value: float | None, fmt: Callable[[float], str]) -> str:
+        return WITHHELD if value is None else tr.isolate(fmt(value))
+
+    return tr.gettext("{date} · answered: {answered} of {members} · exercises done: "
+                      "{completion} · average mood: {mood}").format(
+        date=tr.isolate(tr.date(week.window.start.date(), "short")),
+        answered=shown(week.participation, lambda v: tr.number(int(v))),
+        members=tr.isolate(tr.number(week.cohort_size)),
+        completion=shown(week.completion, lambda v: format_percent(v, locale=tr.locale)),
+        mood=shown(week.mood, lambda v: tr.number(round(v, 1))))
+
+
+@dataclass
+class GroupHandlers:
+    store: Store
+    respond: Respond
+    bot_username: Callable[[], str]
+    known_exercises: Callable[[], frozenset[str]]
+    exercise_choices: Callable[[StoreTurn, Translator], Awaitable[dict[str, str]]]
+    dialogues: DialogueSet
+
+    def _link(self, payload: str, *, group_chat: bool = False) -> str:
+        return f"https://t.me/{self.bot_username()}?{'startgroup' if group_chat else 'start'}" \
+               f"={payload}"
+
+    async def on_button(self, update: Update, data: str) -> bool:
+        kind, _, rest = data.partition(":")
+        steps: dict[str, Callable[[StoreTurn, str], Awaitable[Outcome | None]]] = {
+            "gjoin": self._answer_join, "gleave": self._leave, "grp": self._show,
+            "gkind": self._set_kind, "gas": self._assign_step, "gchat": self._chat_link,
+            "ggoal": self._set_goal, "gcontrib": self._contribute, "gdone": self._celebrate,
+            "gq": self._post_question,
+        }
+        step = steps.get(kind)
+        if step is None:
+            return False
+        await self.respond(update, lambda t: step(t, rest))
+        return True
+
+    async def on_start_payload(self, update: Update, payload: str) -> bool:
+        if not payload.startswith(JOIN_PREFIX):
+            return False
+        code = payload[len(JOIN_PREFIX):]
+        await self.respond(update, lambda t: self._offer_join(t, code))
+        return True
+
+    # -- the coach ------------------------------------------------------------------------
+
+    async def new_group(self, t: StoreTurn, argument: str) -> None:
+        tr = translator_for(t.user.locale)
+        try:
+            group = await groups.create_group(t.session, t.user_id, argument, GroupKind.TEAM,
+                                              t.now)
+        except coach_errors.NotACoach:
+            say(t, tr.gettext("Only coaches can make groups. If you are a coach, ask the "
+                              "bot's administrator to set you up."))
+            return None
+        except coach_errors.InvalidGroupName:
+            say(t, tr.gettext("Send /newgroup followed by the group's name (up to 64 "
+                              "characters), for example: /newgroup Sales team"))
+            return None
+        say(t, tr.gettext("The group “{group}” is ready. Send this link to its members: each "
+                          "of them joins in a private chat with me.\n{link}\n\nIs it a team "
+                          "working towards a shared result, or a cohort going through a "
+                          "programme together?").format(
+                group=tr.words(group.name), link=self._link(JOIN_PREFIX + group.invite_code)),
+            tuple(Button(tr.gettext(KIND_LABELS[k]), f"gkind:{group.id}:{k.value}")
+                  for k in GroupKind))
+        return None
+
+    async def _own_group(self, t: StoreTurn, raw_id: str) -> Group | None:
+        tr = translator_for(t.user.locale)
+        group_id = parse_id(raw_id)
+        try:
+            if group_id is None:
+                raise coach_errors.NotYourGroup()
+            return await groups.coach_group(t.session, t.user_id, group_id)
+        except coach_errors.NotYourGroup:
+            say(t, tr.gettext("I can't find that group among yours. Send /groups to see "
+                              "them."))
+            return None
+
+    async def _set_kind(self, t: StoreTurn, rest: str) -> None:
+        raw_id, _, kind = rest.partition(":")
+        if kind not in {k.value for k in GroupKind}:
+            raw_id = ""
+        group = await self._own_group(t, raw_id)
+        if group is not None:
+            group.kind = kind
+            say(t, translator_for(t.user.locale).gettext("Saved. Send /groups to see your "
+                                                         "groups."))
+
+    async def list_groups(self, t: StoreTurn, argument: str) -> None:
+        tr = translator_for(t.user.locale)
+        if not t.user.is_coach:
+            say(t, tr.gettext("Only coaches can make groups. If you are a coach, ask the "
+                              "bot's administrator to set you up."))
+            return None
+        mine = await groups.groups_of(t.session, t.user_id)
+        if not mine:
+            say(t, tr.gettext("You have no groups yet. Send /newgroup followed by a name to "
+                              "make one."))
+            return None
+        say(t, tr.gettext("Your groups. Pick one to see its members and figures:"), tuple(
+            Button(f"{tr.words(g.name)} ({tr.number(g.members)})", f"grp:{g.id}")
+            for g in mine))
+        return None
+
+    async def _show(self, t: StoreTurn, rest: str) -> None:
+        """One group: its members (names, and who shares their own progress), the link to
+        join, and its weekly figures as the rule in group_figures allows."""
+        tr = translator_for(t.user.locale)
+        group = await self._own_group(t, rest)
+        if group is None:
+            return
+        members = await groups.members_of(t.session, t.user_id, group.id)
+        weeks = await group_figures.group_week_figures(t.session, t.user_id, group.id, t.now)
+        lines = [f"{tr.words(group.name)} · {tr.gettext(KIND_LABELS[GroupKind(group.kind)])}",
+                 tr.gettext("Members: {count}").format(count=tr.isolate(tr.number(len(members))))]
+        for m in members:
+            name = tr.words(m.first_name or str(m.user_id))
+            lines.append(f"• {name}" if m.visibility is Visibility.FIGURES else
+                         "• " + tr.gettext("{name} (also shares their own progress)").format(
+                             name=name))
+        lines += ["", tr.gettext("Link to join:\n{link}").format(
+            link=self._link(JOIN_PREFIX + group.invite_code)), "",
+            tr.gettext("By week (a figure shows only when at least 3 members contributed; "
+                       "— means withheld):")]
+        lines += [_week_line(w, tr) for w in weeks]
+        buttons = [Button(tr.gettext("Assign an exercise to the group"), f"gas:{group.id}"),
+                   Button(tr.gettext("Link the group's Telegram chat"), f"gchat:{group.id}")]
+        if group.chat_id is not None:
+            buttons.append(Button(tr.gettext("Post this week's question in the group's chat"),
+                                  f"gq:{group.id}"))
+        if GroupKind(group.kind) is GroupKind.TEAM:
+            lines += ["", *await self._goal_lines(t, group, tr)]
+            buttons.append(Button(tr.gettext("Set the team's shared goal"), f"ggoal:{group.id}"))
+            if group.shared_goal and group.goal_reached_at is None:
+                buttons.append(Button(tr.gettext("The team reached its goal"),
+                                      f"gdone:{group.id}"))
+        say(t, "\n".join(lines), tuple(buttons))
+
+    @staticmethod
+    async def _goal_lines(t: StoreTurn, group: Group, tr: Translator) -> list[str]:
+        """The team's goal, and the contributions members chose to share (their words)."""
+        if not group.shared_goal:
+            return [tr.gettext("No shared goal yet.")]
+        lines = [tr.gettext("Shared goal: {goal}").format(goal=tr.words(group.shared_goal))]
+        for c in await groups.shared_contributions(t.session, t.user_id, group.id):
+            lines.append("• " + tr.gettext("{name} will contribute: {contribution}; commits "
+                                           "to: {commitment}").format(
+                name=tr.words(c.first_name or ""), contribution=tr.words(c.contribution),
+                commitment=tr.words(c.commitment)))
+        return lines
+
+    async def _set_goal(self, t: StoreTurn, rest: str) -> Outcome | None:
+        group = await self._own_group(t, rest)
+        if group is None:
+            return None
+        outcome = await converse(t, self.dialogues, Start(contracts.GROUP_GOAL,
+                                                          {"group.id": group.id}), t.now)
+        enqueue_replies(t, outcome)
+        return outcome
+
+    async def _contribute(self, t: StoreTurn, rest: str) -> Outcome | None:
+        group_id = parse_id(rest)
+        goal = None if group_id is None else await groups.member_goal(t.session, t.user_id,
+                                                                       group_id)
+        if goal is None:
+            say(t, translator_for(t.user.locale).gettext("You are not in that group."))
+            return None
+        outcome = await converse(t, self.dialogues, Start(contracts.GROUP_CONTRIBUTION, {
+            "group.id": group_id, "group.goal": goal}), t.now)
+        enqueue_replies(t, outcome)
+        return outcome
+
+    async def _post_question(self, t: StoreTurn, rest: str) -> None:
+        """This week's question in the group's linked chat, in its language; members answer
+        in private (the button opens it there) and share only on their yes."""
+        group = await self._own_group(t, rest)
+        if group is None:
+            return
+        tr, own = translator_for(group.chat_locale), translator_for(t.user.locale)
+        if group.chat_id is None:
+            say(t, own.gettext("Link the group's Telegram chat first."))
+            return
+        index = groups.week_question(t.now)
+        t.enqueue(group.chat_id, Reply(
+            tr.gettext("This week's question: {question}\nAnswer me in private; I share your "
+                       "answer here only if you say so.").format(
+                question=tr.gettext(groups.GROUP_QUESTIONS[index])),
+            (Button(tr.gettext("Answer in private"), f"gqa:{group.id}:{index}"),)).to_payload())
+        say(t, own.gettext("Done: the question is in the group's chat."))
+
+    async def on_group_button(self, update: Update, data: str) -> bool:
+        """A button pressed in a group chat: the week's question, answered in private."""
+        kind, _, rest = data.partition(":")
+        raw_group, _, raw_index = rest.partition(":")
+        group_id, index = parse_id(raw_group), parse_id(raw_index)
+        if kind != "gqa" or group_id is None or index is None \
+                or not 0 <= index < len(groups.GROUP_QUESTIONS):
+            return False
+        await self.respond(update, lambda t: self._answer_question(t, group_id, index))
+        return True
+
+    async def _answer_question(self, t: StoreTurn, group_id: int, index: int) -> Outcome | None:
+        tr = translator_for(t.user.locale)
+        if not await groups.is_member(t.session, t.user_id, group_id):
+            say(t, tr.gettext("You are not in that group."))
+            return None
+        say(t, tr.gettext("This week's question for your group: {question}").format(
+            question=tr.gettext(groups.GROUP_QUESTIONS[index])))
+        outcome = await converse(t, self.dialogues, Start(contracts.GROUP_ANSWER,
+                                                          {"group.id": group_id}), t.now)
+        enqueue_replies(t, outcome)
+        return outcome
+
+    async def _celebrate(self, t: StoreTurn, rest: str) -> None:
+        """The team reached its goal: a celebration in the group's own chat (its language),
+        or, without one, to each member in private (theirs)."""
+        group = await self._own_group(t, rest)
+        if group is None or not group.shared_goal:
+            return
+        group = await groups.reach_goal(t.session, t.user_id, group.id, t.now)
+        goal = group.shared_goal or ""
+
+        def celebration(locale: str) -> dict[str, object]:
+            tr = translator_for(locale)
+            return Reply(tr.gettext("Congratulations, {group}! You reached your shared goal: "
+                                    "{goal}").format(group=tr.words(group.name),
+                                                     goal=tr.words(goal))).to_payload()
+
+        if group.chat_id is not None:
+            t.enqueue(group.chat_id, celebration(group.chat_locale))
+        else:
+            for member in await groups.members_of(t.session, t.user_id, group.id):
+                locale = await t.session.scalar(select(User.locale)
+                                                .where(User.id == member.user_id))
+                t.enqueue(member.user_id, celebration(locale or "en"))
+        say(t, translator_for(t.user.locale).gettext("Done: the team hears it from me."))
+
+    async def _chat_link(self, t: StoreTurn, rest: str) -> None:
+        group = await self._own_group(t, rest)
+        if group is None:
+            return
+        tr = translator_for(t.user.locale)
+        say(t, tr.gettext("Add me to the group's Telegram chat with this link. There I post "
+                          "only what is for everyone, never what anyone writes to me in "
+                          "private:\n{link}").format(
+            link=self._link(CHAT_PREFIX + group.invite_code, group_chat=True)))
+
+    async def _assign_step(self, t: StoreTurn, rest: str) -> None:
+        """gas:<group> → the exercise; …:<exercise> → how often; …:<schedule> → at what
+        local hour; …:<hour> → assigned to every member. Each step checks the group again."""
+        tr = translator_for(t.user.locale)
+        parts = rest.split(":")
+        invalid = tr.gettext("That button is no longer valid. Send /groups to start again.")
+        if len(parts) > 4:
+            say(t, invalid)
+            return
+        group = await self._own_group(t, parts[0])
+        if group is None:
+            return
+        choices = await self.exercise_choices(t, tr)
+        prefix = f"gas:{group.id}"
+        if len(parts) == 1:
+            say(t, tr.gettext("Which exercise for the whole group?"), tuple(
+                Button(title, f"{prefix}:{key}") for key, title in choices.items()))
+            return
+        exercise = parts[1]
+        if exercise not in choices:
+            say(t, invalid)
+            return
+        prefix += f":{exercise}"
+        if len(parts) == 2:
+            say(t, tr.gettext("How often?"), tuple(
+                Button(schedule_label(key, tr), f"{prefix}:{key}") for key in SCHEDULES))
+            return
+        if parts[2] not in SCHEDULES:
+            say(t, invalid)
+            return
+        if len(parts) == 3:
+            say(t, tr.gettext("At what time? It is each member's own local time."), tuple(
+                Button(tr.time(datetime(2000, 1, 1, int(h))), f"{prefix}:{parts[2]}:{h}")
+                for h in HOURS))
+            return
+        if parts[3] not in HOURS:
+            say(t, invalid)
+            return
+        schedule, days = SCHEDULES[parts[2]]
+        today = t.now.date()
+        custom = int(exercise[len(CUSTOM):]) if exercise.startswith(CUSTOM) else None
+        await groups.assign_to_group(
+            t.session, t.user_id, group.id, exercise, {**schedule, "hour": int(parts[3])},
+            today, today + timedelta(days=days - 1), t.now, self.known_exercises(),
+            custom_exercise_id=custom)
+        say(t, tr.gettext("Assigned “{exercise}” to the group “{group}”. Each member gets it "
+                          "at their own local time, and whoever joins later gets it too.")
+            .format(exercise=tr.words(choices[exercise]), group=tr.words(group.name)))
+
+    # -- the member ------------------------------------------------------------------------
+
+    async def _offer_join(self, t: StoreTurn, code: str) -> None:
+        tr = translator_for(t.user.locale)
+        try:
+            group = await groups.group_for_code(t.session, code, t.user_id)
+        except coach_errors.JoinError as exc:
+            say(t, _join_problem(exc.problem, tr))
+            return None
+        coach = await t.session.get(User, group.coach_id)
+        coach_name = tr.words((coach.first_name if coach else None) or "")
+        say(t, tr.gettext(
+            "{coach} invites you to join the group “{group}”. What you write to me stays "
+            "private: your coach sees only the group's figures, and only when at least three "
+            "members contributed, never yours alone. You can also let {coach} follow your own "
+            "progress (goals, check-ins, exercise reflections), as a personal coach would. "
+            "You can leave at any time with /leave.").format(
+                coach=coach_name, group=tr.words(group.name)), (
+            Button(tr.gettext("Join: group figures only"), f"gjoin:f:{code}"),
+            Button(tr.gettext("Join and share my progress"), f"gjoin:p:{code}"),
+            Button(tr.gettext("No, thanks"), "gjoin:no")), subject=group.coach_id)
+        return None
+
+    async def _answer_join(self, t: StoreTurn, rest: str) -> None:
+        tr = translator_for(t.user.locale)
+        answer, _, code = rest.partition(":")
+        visibility = {"f": Visibility.FIGURES, "p": Visibility.PROGRESS}.get(answer)
+        if visibility is None:
+            say(t, tr.gettext("Fine, you have not joined."))
+            return None
+        try:
+            group = await groups.join(t.session, code, t.user_id, visibility, t.now)
+        except coach_errors.JoinError as exc:
+            say(t, _join_problem(exc.problem, tr))
+            return None
+        say(t, tr.gettext("Welcome to “{group}”! The exercises your coach gives the group "
+                          "come to you here, in private, at your own local time. To leave, "
+                          "send /leave.").format(group=tr.words(group.name)))
+        return None
+
+    async def leave(self, t: StoreTurn, argument: str) -> None:
+        tr = translator_for(t.user.locale)
+        mine = await groups.memberships(t.session, t.user_id)
+        if not mine:
+            say(t, tr.gettext("You are not in any group."))
+            return None
+        say(t, tr.gettext("Which group do you want to leave?"), tuple(
+            Button(tr.words(m.group_name), f"gleave:{m.group_id}") for m in mine))
+        return None
+
+    async def _leave(self, t: StoreTurn, rest: str) -> None:
+        tr = translator_for(t.user.locale)
+        group_id = parse_id(rest)
+        names = {m.group_id: m.group_name for m in await groups.memberships(t.session,
+                                                                             t.user_id)}
+        if group_id is None or group_id not in names or not await groups.leave(
+                t.session, t.user_id, group_id, t.now):
+            say(t, tr.gettext("You are not in that group."))
+            return
+        say(t, tr.gettext("Done: you have left “{group}”. Its exercises stop for you.")
+            .format(group=tr.words(names[group_id])))
+
+    # -- the group's own chat ----------------------------------------------------------------
+
+    async def on_group_chat(self, update: Update) -> bool:
+        """Membership changes, upgrades and commands in group chats. True when handled;
+        False leaves the update to the caller (a refusal, or a crisis check)."""
+        chat = update.effective_chat
+        if chat is None:
+            return True
+        if update.my_chat_member is not None:
+            await self._membership_changed(update.my_chat_member)
+            return True
+        query = update.callback_query
+        if query is not None:
+            try:
+                await query.answer()
+            except TelegramError as exc:
+                log.info("callback query not answered: %s", type(exc).__name__)
+            await self.on_group_button(update, query.data or "")
+            return True
+        message = update.message
+        if message is not None and message.migrate_to_chat_id is not None:
+            async with self.store.sessionmaker() as s, s.begin():
+                await groups.move_chat(s, chat.id, message.migrate_to_chat_id)
+            return True
+        text = message.text if message is not None else None
+        if message is None or text is None or not text.startswith("/"):
+            return False
+        name, _, argument = text[1:].partition(" ")
+        payload = argument.strip()
+        if name.split("@")[0].lower() == "start" and payload.startswith(CHAT_PREFIX):
+            await self._link_chat(update, payload[len(CHAT_PREFIX):])
+            return True
+        async with self.store.sessionmaker() as s:
+            group = await groups.group_of_chat(s, chat.id)
+            locale = group.chat_locale if group is not None else None
+        if group is None:
+            return False  # not linked by a coach: refused like any group
+        await self._say_in_chat(update, chat.id, translator_for(locale).gettext(
+            "Let's talk in private, where what you write stays between us: {link}").format(
+                link=f"https://t.me/{self.bot_username()}"))
+        return True
+
+    async def _link_chat(self, update: Update, code: str) -> None:
+        chat, user = update.effective_chat, update.effective_user
+        assert chat is not None
+        locale = normalize_locale(user.language_code if user else None)
+        tr = translator_for(locale)
+        try:
+            async with self.store.sessionmaker() as s, s.begin():
+                if user is None:
+                    raise coach_errors.NotYourGroup()
+                group = await groups.link_chat(s, code, user.id, chat.id, locale)
+                name = group.name
+        except coach_errors.NotYourGroup:
+            await self._say_in_chat(update, chat.id, tr.gettext(
+                "Only the group's coach can link this chat to a coaching group."))
+            return
+        await self._say_in_chat(update, chat.id, tr.gettext(
+            "Hello, “{group}”! Here I post only what is for everyone. Everything personal "
+            "happens in private chats with me.").format(group=tr.words(name)))
+
+    async def _membership_changed(self, change: ChatMemberUpdated) -> None:
+        """Removed from a group: its link ends (added: nothing yet, a coach links it)."""
+        if change.new_chat_member.status in (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED):
+            async with self.store.sessionmaker() as s, s.begin():
+                if await groups.unlink_chat(s, change.chat.id):
+                    log.info("removed from a linked group chat; link ended")
+
+    @staticmethod
+    async def _say_in_chat(update: Update, chat_id: int, text: str) -> None:
+        try:
+            await update.get_bot().send_message(chat_id, text)
+        except TelegramError as exc:
+            log.warning("could not answer in a group: %s", type(exc).__name__)
+
+
+def _join_problem(problem: coach_errors.JoinProblem, tr: Translator) -> str:
+    if problem is coach_errors.JoinProblem.ALREADY_MEMBER:
+        return tr.gettext("You are already in this group.")
+    if problem is coach_errors.JoinProblem.OWN:
+        return tr.gettext("This is the link to your own group: send it to its members.")
+    return tr.gettext("This group link is not valid any more. Please ask your coach for a "
+                      "new one.")

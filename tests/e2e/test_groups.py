@@ -1,0 +1,223 @@
+"""Groups on Telegram through the fake Bot API: a coach makes a group, people join in
+private, the coach links the group's own chat (``my_chat_member`` when the bot is added
+and removed, ``migrate_to_chat_id``), commands there get a pointer to the private chat, and
+a crisis seen there is answered in private only."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.coaching.links import make_coach
+from tests.e2e.conftest import RunningBot, bot_running, settings_for
+from tests.fakes.bot_api import FakeBotApi
+
+COACH, ANA, BO, CI, STRANGER = 501, 502, 503, 504, 505
+CHAT, SUPERGROUP, UNLINKED = -700, -100700, -800
+
+
+@pytest.fixture
+async def group_bot(fake_bot_api: FakeBotApi, tmp_path: Path,
+                    db_url: str) -> AsyncIterator[RunningBot]:
+    """The bot on SQLite and on PostgreSQL."""
+    settings = settings_for(fake_bot_api, tmp_path, database_url=db_url, allow_plaintext=True)
+    async with bot_running(fake_bot_api, settings) as bot:
+        yield bot
+
+
+async def quiet(bot: RunningBot, chat_id: int, count: int) -> None:
+    """The chat still has exactly ``count`` messages a moment later."""
+    await asyncio.sleep(0.8)
+    assert len(bot.fake.messages_to(chat_id)) == count, [
+        m.text for m in bot.fake.messages_to(chat_id)]
+
+
+async def test_a_group_from_the_link_to_its_own_chat(group_bot: RunningBot) -> None:
+    running_bot = group_bot
+    fake = running_bot.fake
+    async with running_bot.store.sessionmaker() as session, session.begin():
+        await make_coach(session, COACH)
+    coach = running_bot.user(COACH, first_name="Marta")
+    made = await coach.send("/newgroup Sales team")
+    found = re.search(r"start=(group_[A-Za-z0-9_-]+)", made[0].text or "")
+    assert found is not None and "Sales team" in (made[0].text or "")
+    await coach.press("Team")
+
+    members = [running_bot.user(uid, first_name=name) for uid, name in
+               ((ANA, "Ana"), (BO, "Bo"), (CI, "Ci"))]
+    await running_bot.agree(ANA, BO, CI, STRANGER)
+    for member, choice in zip(members, ("Join: group figures only",
+                                        "Join and share my progress",
+                                        "Join: group figures only"), strict=True):
+        offer = await member.send(f"/start {found.group(1)}")
+        assert "\u2068Marta\u2069 invites you to join the group" in (offer[0].text or "")
+        welcome = await member.press(choice)
+        assert "Welcome to" in (welcome[0].text or "")
+    again = await members[0].send(f"/start {found.group(1)}")
+    assert again[0].text == "You are already in this group."
+
+    await coach.send("/groups")
+    shown = await coach.press("\u2068Sales team\u2069 (3)")
+    view = shown[0].text or ""
+    assert "Members: 3" in view and "\u2068Bo\u2069 (also shares their own progress)" in view
+    linking = await coach.press("Link the group's Telegram chat")
+    chat_link = re.search(r"startgroup=(gchat_[A-Za-z0-9_-]+)", linking[0].text or "")
+    assert chat_link is not None
+
+    # Someone else adds the bot to a group and tries the coach's link: refused.
+    fake.bot_membership(UNLINKED, STRANGER, "member")
+    fake.send_text(STRANGER, f"/start {chat_link.group(1)}", chat_type="group",
+                   chat_id=UNLINKED)
+    refused = await fake.wait_for_messages(UNLINKED, 1)
+    assert "Only the group's coach can link" in (refused[0].text or "")
+    fake.send_text(ANA, "/checkin", chat_type="group", chat_id=UNLINKED, first_name="Ana")
+    unlinked = await fake.wait_for_messages(UNLINKED, 2)
+    assert "only talk in private chats" in (unlinked[1].text or "")
+
+    # The coach adds the bot (Telegram's startgroup link sends /start with the payload).
+    fake.bot_membership(CHAT, COACH, "administrator")
+    fake.send_text(COACH, f"/start@{fake.bot_username} {chat_link.group(1)}",
+                   chat_type="group", chat_id=CHAT, first_name="Marta")
+    hello = await fake.wait_for_messages(CHAT, 1)
+    assert (hello[0].text or "").startswith("Hello, “\u2068Sales team\u2069”!")
+
+    # A command there: a pointer to the private chat, nothing else.
+    fake.send_text(BO, "/progress", chat_type="group", chat_id=CHAT, first_name="Bo")
+    pointer = await fake.wait_for_messages(CHAT, 2)
+    assert f"https://t.me/{fake.bot_username}" in (pointer[1].text or "")
+    # A crisis seen there is answered in private, and not a word in the group.
+    private_before = len(fake.messages_to(CI))
+    fake.send_text(CI, f"@{fake.bot_username} i want to kill myself tonight, i have the "
+                   "pills ready", chat_type="group", chat_id=CHAT, first_name="Ci")
+    helped = await fake.wait_for_messages(CI, private_before + 1)
+    assert any("pausing our coaching" in (m.text or "") for m in helped[private_before:])
+    await quiet(running_bot, CHAT, 2)
+
+    # The team's shared goal, each member's part in private, a celebration in the chat.
+    await coach.send("/groups")
+    await coach.press("\u2068Sales team\u2069 (3)")
+    await coach.press("Set the team's shared goal")
+    await coach.send("Ship the new onboarding by June")
+    saved = await coach.press("Yes")
+    assert saved[-1].text == "Saved. Each member now gets the question in private."
+    bo = members[1]
+    offer = await bo.replies()
+    assert "has a shared goal now" in (offer[-1].text or "")
+    await bo.press("Say what my part is")
+    await bo.send("I write the guide")
+    await bo.send("A first draft by Friday")
+    await bo.press("Yes")
+    await coach.send("/groups")
+    view = (await coach.press("\u2068Sales team\u2069 (3)"))[0].text or ""
+    assert "\u2068Bo\u2069 will contribute: \u2068I write the guide\u2069" in view
+    assert "Ana" not in view.split("Shared goal")[1]  # Ana said nothing: nothing shown
+    await coach.press("The team reached its goal")
+    party = await fake.wait_for_messages(CHAT, 3)
+    assert (party[2].text or "").startswith("Congratulations, \u2068Sales team\u2069!")
+    assert "I write the guide" not in " ".join(m.text or "" for m in party)
+
+    # This week's question in the chat; answered in private, shared there on a yes only.
+    await coach.send("/groups")
+    await coach.press("\u2068Sales team\u2069 (3)")
+    await coach.press("Post this week's question in the group's chat")
+    question = (await fake.wait_for_messages(CHAT, 4))[3]
+    assert (question.text or "").startswith("This week's question: ")
+    data = (question.reply_markup or {})["inline_keyboard"][0][0]["callback_data"]
+    for member, words, share in ((members[0], "We listen better", "Yes"),
+                                 (members[2], "My private doubt", "No")):
+        fake.press_button(member.user_id, question.message_id, data, chat_id=CHAT)
+        asked = await member.replies()
+        assert asked[-1].text == "Take a moment. What is your answer?"
+        await member.send(words)
+        await member.press(share)
+    posted = await fake.wait_for_messages(CHAT, 5)
+    assert posted[4].text == "\u2068Ana\u2069 answers: \u2068We listen better\u2069"
+    await quiet(running_bot, CHAT, 5)  # the answer without a yes stays private
+    fake.press_button(STRANGER, question.message_id, data, chat_id=CHAT)
+    stranger_said = await running_bot.user(STRANGER).replies()
+    assert stranger_said[-1].text == "You are not in that group."
+
+    # The group becomes a supergroup: the link follows it.
+    fake.migrate_group(CHAT, SUPERGROUP, COACH)
+    await asyncio.sleep(0.5)
+    fake.send_text(ANA, "/help", chat_type="supergroup", chat_id=SUPERGROUP, first_name="Ana")
+    moved = await fake.wait_for_messages(SUPERGROUP, 1)
+    assert "Let's talk in private" in (moved[0].text or "")
+    # Removed from the group: the link ends, and the bot refuses the chat again.
+    fake.bot_membership(SUPERGROUP, COACH, "kicked", chat_type="supergroup")
+    await asyncio.sleep(0.5)
+    fake.send_text(ANA, "/help", chat_type="supergroup", chat_id=SUPERGROUP, first_name="Ana")
+    gone = await fake.wait_for_messages(SUPERGROUP, 2)
+    assert "only talk in private chats" in (gone[1].text or "")
+
+    # A member leaves with /leave; a forged leave of a group they are not in gets nothing.
+    await members[0].send("/leave")
+    left = await members[0].press("\u2068Sales team\u2069")
+    assert left[0].text == ("Done: you have left “\u2068Sales team\u2069”. Its exercises stop "
+                            "for you.")
+    stranger = running_bot.user(STRANGER)
+    await stranger.send("/leave")
+    assert stranger.messages[-1].text == "You are not in any group."
+
+
+async def forge(bot: RunningBot, user_id: int, data: str) -> str:
+    """``user_id`` sends a callback query with ``data`` on a message the bot sent them, as
+    a modified client can; returns the bot's answer."""
+    fake = bot.fake
+    last = fake.messages_to(user_id)[-1]
+    fake.send_raw({"callback_query": {
+        "id": f"forged-{user_id}-{data}", "from": {"id": user_id, "is_bot": False,
+                                                 "first_name": "X", "language_code": "en"},
+        "message": fake._messages[(user_id, last.message_id)],
+        "chat_instance": "1", "data": data}})
+    answer = await fake.wait_for_messages(user_id, len(fake.messages_to(user_id)) + 1)
+    return answer[-1].text or ""
+
+
+async def test_forged_buttons_of_another_group_get_nowhere(group_bot: RunningBot) -> None:
+    bot = group_bot
+    async with bot.store.sessionmaker() as session, session.begin():
+        await make_coach(session, COACH)
+        await make_coach(session, STRANGER)
+    coach, other = bot.user(COACH, first_name="Marta"), bot.user(STRANGER, first_name="Oz")
+    made = await coach.send("/newgroup Sales team")
+    code = re.search(r"start=(group_[A-Za-z0-9_-]+)", made[0].text or "")
+    theirs = await other.send("/newgroup Other team")
+    other_code = re.search(r"start=(group_[A-Za-z0-9_-]+)", theirs[0].text or "")
+    assert code is not None and other_code is not None
+    team_id = int((made[0].reply_markup or {})["inline_keyboard"][0][0]["callback_data"]
+                  .split(":")[1])
+    await bot.agree(ANA, BO)
+    ana, bo = bot.user(ANA, first_name="Ana"), bot.user(BO, first_name="Bo")
+    await ana.send(f"/start {code.group(1)}")
+    await ana.press("Join: group figures only")
+    await bo.send(f"/start {other_code.group(1)}")
+    await bo.press("Join: group figures only")
+    await coach.send("/groups")
+    await coach.press("\u2068Sales team\u2069 (1)")
+    await coach.press("Set the team's shared goal")
+    await coach.send("Ship it")
+    await coach.press("Yes")
+    await ana.replies()
+
+    not_yours = "I can't find that group among yours. Send /groups to see them."
+    # Another coach: the group's view, assigning to it, its goal, its chat link, its kind.
+    for data in (f"grp:{team_id}", f"gas:{team_id}:action_sprint:d7:8", f"ggoal:{team_id}",
+                 f"gchat:{team_id}", f"gkind:{team_id}:cohort", f"gdone:{team_id}",
+                 "grp:-1", "grp:99999999999999999999"):
+        assert await forge(bot, STRANGER, data) == not_yours, data
+    assert await forge(bot, STRANGER, "gas:1:2:3:4:5") == (
+        "That button is no longer valid. Send /groups to start again.")
+    # A member of another group: its goal dialogue, leaving it.
+    assert await forge(bot, BO, f"gcontrib:{team_id}") == "You are not in that group."
+    assert await forge(bot, BO, f"gleave:{team_id}") == "You are not in that group."
+    # A removed member.
+    await ana.send("/leave")
+    await ana.press("\u2068Sales team\u2069")
+    assert await forge(bot, ANA, f"gcontrib:{team_id}") == "You are not in that group."
+    # A member is no coach of their group.
+    assert await forge(bot, BO, f"grp:{team_id}") == not_yours
