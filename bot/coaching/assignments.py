@@ -79,6 +79,31 @@ async def own_exercises(session: AsyncSession, coach_id: int) -> list[tuple[int,
     return [(row.id, row.title) for row in rows]
 
 
+async def checked_exercise(session: AsyncSession, coach_id: int, exercise_slug: str,
+                           known_exercises: Collection[str],
+                           custom_exercise_id: int | None) -> str:
+    """The slug an assignment runs: a library exercise, or ``custom_exercise`` for one of this
+    coach's own (never another coach's)."""
+    if custom_exercise_id is not None:
+        own = await session.scalar(select(Exercise.id).where(
+            Exercise.id == custom_exercise_id, Exercise.coach_id == coach_id))
+        if own is None:
+            raise UnknownExercise("no such exercise of yours")
+        return CUSTOM_EXERCISE
+    if exercise_slug not in known_exercises:
+        raise UnknownExercise(f"no exercise {exercise_slug!r}")
+    return exercise_slug
+
+
+def checked_schedule(schedule: Mapping[str, Any], starts_on: date,
+                     ends_on: date | None) -> dict[str, Any]:
+    """The schedule, validated, for an assignment running from ``starts_on`` to ``ends_on``."""
+    clean = validate_schedule(schedule)
+    if ends_on is not None and ends_on < starts_on:
+        raise InvalidSchedule("the assignment ends before it starts")
+    return clean
+
+
 async def assign_exercise(
     session: AsyncSession,
     coach_id: int,
@@ -95,17 +120,9 @@ async def assign_exercise(
     id, run by the `custom_exercise` dialogue), to a client of this coach; returns the
     assignment id."""
     await linked_since(session, coach_id, client_id)
-    if custom_exercise_id is not None:
-        own = await session.scalar(select(Exercise.id).where(
-            Exercise.id == custom_exercise_id, Exercise.coach_id == coach_id))
-        if own is None:
-            raise UnknownExercise("no such exercise of yours")
-        exercise_slug = CUSTOM_EXERCISE
-    elif exercise_slug not in known_exercises:
-        raise UnknownExercise(f"no exercise {exercise_slug!r}")
-    clean = validate_schedule(schedule)
-    if ends_on is not None and ends_on < starts_on:
-        raise InvalidSchedule("the assignment ends before it starts")
+    exercise_slug = await checked_exercise(session, coach_id, exercise_slug, known_exercises,
+                                           custom_exercise_id)
+    clean = checked_schedule(schedule, starts_on, ends_on)
     assignment = Assignment(
         coach_id=coach_id,
         client_id=client_id,

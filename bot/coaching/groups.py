@@ -18,18 +18,15 @@ from typing import Any
 from sqlalchemy import String, and_, cast, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.assignments import validate_schedule
+from bot.coaching.assignments import checked_exercise, checked_schedule
 from bot.coaching.coach_errors import (
     InvalidGroupName,
-    InvalidSchedule,
     JoinError,
     JoinProblem,
     NotACoach,
     NotYourGroup,
-    UnknownExercise,
 )
 from bot.coaching.contracts import (
-    CUSTOM_EXERCISE,
     GROUP_ANSWER,
     GROUP_CONTRIBUTION,
     GROUP_GOAL,
@@ -41,7 +38,6 @@ from bot.i18n import N_, translator_for
 from bot.store import (
     Assignment,
     CoachLink,
-    Exercise,
     Group,
     GroupAssignment,
     GroupContribution,
@@ -251,17 +247,9 @@ async def assign_to_group(
     own copy, planned at the schedule's hour in their own zone. Returns (the group
     assignment's id, how many members got it)."""
     group = await coach_group(session, coach_id, group_id)
-    if custom_exercise_id is not None:
-        own = await session.scalar(select(Exercise.id).where(
-            Exercise.id == custom_exercise_id, Exercise.coach_id == coach_id))
-        if own is None:
-            raise UnknownExercise("no such exercise of yours")
-        exercise_slug = CUSTOM_EXERCISE
-    elif exercise_slug not in known_exercises:
-        raise UnknownExercise(f"no exercise {exercise_slug!r}")
-    clean = validate_schedule(schedule)
-    if ends_on is not None and ends_on < starts_on:
-        raise InvalidSchedule("the assignment ends before it starts")
+    exercise_slug = await checked_exercise(session, coach_id, exercise_slug, known_exercises,
+                                           custom_exercise_id)
+    clean = checked_schedule(schedule, starts_on, ends_on)
     assignment = GroupAssignment(group_id=group.id, exercise_slug=exercise_slug,
                                  exercise_id=custom_exercise_id, schedule=clean,
                                  starts_on=starts_on, ends_on=ends_on, created_at=now)
