@@ -34,6 +34,7 @@ def text_of(messages: list) -> str:  # type: ignore[type-arg]
     return "\n".join(m.text or "" for m in messages)
 
 
+@pytest.mark.timed
 @pytest.mark.usefixtures("fixed_detector")
 async def test_help_overtakes_a_flood_and_what_was_queued_is_held_back(
     running_bot: RunningBot

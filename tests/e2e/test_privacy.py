@@ -7,6 +7,8 @@ import asyncio
 import gc
 import json
 
+import pytest
+
 from tests.e2e.conftest import RunningBot, TelegramUser
 
 COACH, CLIENT = 8001, 8002
@@ -17,6 +19,7 @@ async def consented(user: TelegramUser) -> None:
     await user.send("/cancel")
 
 
+@pytest.mark.timed
 async def test_a_large_export_does_not_hold_up_other_chats(running_bot: RunningBot) -> None:
     from datetime import UTC, datetime
 
