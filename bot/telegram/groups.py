@@ -65,27 +65,6 @@ class GroupHandlers:
         return f"https://t.me/{self.bot_username()}?{'startgroup' if group_chat else 'start'}" \
                f"={payload}"
 
-    async def on_button(self, update: Update, data: str) -> bool:
-        kind, _, rest = data.partition(":")
-        steps: dict[str, Callable[[StoreTurn, str], Awaitable[Outcome | None]]] = {
-            "gjoin": self._answer_join, "gleave": self._leave, "grp": self._show,
-            "gkind": self._set_kind, "gas": self._assign_step, "gchat": self._chat_link,
-            "ggoal": self._set_goal, "gcontrib": self._contribute, "gdone": self._celebrate,
-            "gq": self._post_question,
-        }
-        step = steps.get(kind)
-        if step is None:
-            return False
-        await self.respond(update, lambda t: step(t, rest))
-        return True
-
-    async def on_start_payload(self, update: Update, payload: str) -> bool:
-        if not payload.startswith(JOIN_PREFIX):
-            return False
-        code = payload[len(JOIN_PREFIX):]
-        await self.respond(update, lambda t: self._offer_join(t, code))
-        return True
-
     # -- the coach ------------------------------------------------------------------------
 
     async def new_group(self, t: StoreTurn, argument: str) -> None:
@@ -122,7 +101,7 @@ class GroupHandlers:
                               "them."))
             return None
 
-    async def _set_kind(self, t: StoreTurn, rest: str) -> None:
+    async def set_kind(self, t: StoreTurn, rest: str) -> None:
         raw_id, _, kind = rest.partition(":")
         if kind not in {k.value for k in GroupKind}:
             raw_id = ""
@@ -134,10 +113,6 @@ class GroupHandlers:
 
     async def list_groups(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
-        if not t.user.is_coach:
-            say(t, tr.gettext("Only coaches can make groups. If you are a coach, ask the "
-                              "bot's administrator to set you up."))
-            return None
         mine = await groups.groups_of(t.session, t.user_id)
         if not mine:
             say(t, tr.gettext("You have no groups yet. Send /newgroup followed by a name to "
@@ -148,7 +123,7 @@ class GroupHandlers:
             for g in mine))
         return None
 
-    async def _show(self, t: StoreTurn, rest: str) -> None:
+    async def show(self, t: StoreTurn, rest: str) -> None:
         """One group: its members (names, and who shares their own progress), the link to
         join, and its weekly figures as the rule in group_figures allows."""
         tr = translator_for(t.user.locale)
@@ -195,7 +170,7 @@ class GroupHandlers:
                 commitment=tr.words(c.commitment)))
         return lines
 
-    async def _set_goal(self, t: StoreTurn, rest: str) -> Outcome | None:
+    async def set_goal(self, t: StoreTurn, rest: str) -> Outcome | None:
         group = await self._own_group(t, rest)
         if group is None:
             return None
@@ -204,7 +179,7 @@ class GroupHandlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    async def _contribute(self, t: StoreTurn, rest: str) -> Outcome | None:
+    async def contribute(self, t: StoreTurn, rest: str) -> Outcome | None:
         group_id = parse_id(rest)
         goal = None if group_id is None else await groups.member_goal(t.session, t.user_id,
                                                                        group_id)
@@ -216,7 +191,7 @@ class GroupHandlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    async def _post_question(self, t: StoreTurn, rest: str) -> None:
+    async def post_question(self, t: StoreTurn, rest: str) -> None:
         """This week's question in the group's linked chat, in its language; members answer
         in private (the button opens it there) and share only on their yes."""
         group = await self._own_group(t, rest)
@@ -257,7 +232,7 @@ class GroupHandlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    async def _celebrate(self, t: StoreTurn, rest: str) -> None:
+    async def celebrate(self, t: StoreTurn, rest: str) -> None:
         """The team reached its goal: a celebration in the group's own chat (its language),
         or, without one, to each member in private (theirs)."""
         group = await self._own_group(t, rest)
@@ -281,7 +256,7 @@ class GroupHandlers:
                 t.enqueue(member.user_id, celebration(locale or "en"))
         say(t, translator_for(t.user.locale).gettext("Done: the team hears it from me."))
 
-    async def _chat_link(self, t: StoreTurn, rest: str) -> None:
+    async def chat_link(self, t: StoreTurn, rest: str) -> None:
         group = await self._own_group(t, rest)
         if group is None:
             return
@@ -291,7 +266,7 @@ class GroupHandlers:
                           "private:\n{link}").format(
             link=self._link(CHAT_PREFIX + group.invite_code, group_chat=True)))
 
-    async def _assign_step(self, t: StoreTurn, rest: str) -> None:
+    async def assign_step(self, t: StoreTurn, rest: str) -> None:
         """gas:<group> → the exercise; …:<exercise> → how often; …:<schedule> → at what
         local hour; …:<hour> → assigned to every member. Each step checks the group again."""
         tr = translator_for(t.user.locale)
@@ -342,7 +317,7 @@ class GroupHandlers:
 
     # -- the member ------------------------------------------------------------------------
 
-    async def _offer_join(self, t: StoreTurn, code: str) -> None:
+    async def offer_join(self, t: StoreTurn, code: str) -> None:
         tr = translator_for(t.user.locale)
         try:
             group = await groups.group_for_code(t.session, code, t.user_id)
@@ -363,7 +338,7 @@ class GroupHandlers:
             Button(tr.gettext("No, thanks"), "gjoin:no")), subject=group.coach_id)
         return None
 
-    async def _answer_join(self, t: StoreTurn, rest: str) -> None:
+    async def answer_join(self, t: StoreTurn, rest: str) -> None:
         tr = translator_for(t.user.locale)
         answer, _, code = rest.partition(":")
         visibility = {"f": Visibility.FIGURES, "p": Visibility.PROGRESS}.get(answer)
@@ -390,7 +365,7 @@ class GroupHandlers:
             Button(tr.words(m.group_name), f"gleave:{m.group_id}") for m in mine))
         return None
 
-    async def _leave(self, t: StoreTurn, rest: str) -> None:
+    async def leave_button(self, t: StoreTurn, rest: str) -> None:
         tr = translator_for(t.user.locale)
         group_id = parse_id(rest)
         names = {m.group_id: m.group_name for m in await groups.memberships(t.session,
