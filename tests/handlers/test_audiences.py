@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from bot.coaching.links import make_coach
 from bot.i18n import translator_for
 from bot.store import CoachLink, Group, Invite, User
 from bot.telegram.buttons import BUTTONS, REFUSALS, START_LINKS, Route
 from bot.telegram.commands import COMMANDS, Audience, BotCommandSpec
+from tests.flows import forge, make_coaches
 from tests.inprocess import ClientUser, InProcessBot
 
 CLIENT, COACH = 701, 702
@@ -27,11 +27,7 @@ COACH_BUTTONS = [r for r in BUTTONS.routes if r.audience is Audience.COACH]
 
 async def pressed(user: ClientUser, data: str) -> str:
     """A press of a button with ``data`` that the bot never sent ``user`` (forged)."""
-    user.fake.send_raw({"callback_query": {
-        "id": data, "chat_instance": "1", "data": data,
-        "from": {"id": user.user_id, "is_bot": False, "first_name": user.first_name},
-        "message": {"message_id": 1, "date": 0, "text": "x",
-                    "chat": {"id": user.user_id, "type": "private"}}}})
+    forge(user.bot, user.user_id, data, first_name=user.first_name)
     return (await user.replies())[0].text or ""
 
 
@@ -87,8 +83,7 @@ async def test_before_consent_the_gate_asks_for_consent_first(bot: InProcessBot)
 
 
 async def test_a_coach_passes_the_gate(bot: InProcessBot) -> None:
-    async with bot.store.sessionmaker() as session, session.begin():
-        await make_coach(session, COACH)
+    await make_coaches(bot, COACH)
     coach = bot.user(COACH)
     answer = await coach.send("/clients")
     assert answer[0].text == "You have no linked clients yet. Send /invite to invite one."

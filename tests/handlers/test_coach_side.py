@@ -5,14 +5,13 @@ private note; and another coach trying every new button and command with forged 
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import select
 
-from bot.coaching.links import make_coach
 from bot.schedule.digests import notice_quiet_clients
 from bot.store import Assignment, CoachLink, CoachNote, PlannedCheckin, User
+from tests.flows import forge, link, make_coaches
 from tests.inprocess import ClientUser, InProcessBot
 
 COACH, CLIENT, OTHER_COACH = 501, 502, 503
@@ -21,27 +20,13 @@ LUCA, MARTA = "\u2068Luca\u2069", "\u2068Marta\u2069"
 
 async def linked(bot: InProcessBot) -> tuple[ClientUser, ClientUser, ClientUser]:
     """Marta coaches Luca; Eve is another coach."""
-    async with bot.store.sessionmaker() as session, session.begin():
-        await make_coach(session, COACH)
-        await make_coach(session, OTHER_COACH)
+    await make_coaches(bot, COACH, OTHER_COACH)
     coach = bot.user(COACH, first_name="Marta")
     client = bot.user(CLIENT, first_name="Luca")
     other = bot.user(OTHER_COACH, first_name="Eve")
-    invite = (await coach.send("/invite"))[0].text or ""
-    code = re.search(r"start=(invite_[A-Za-z0-9_-]+)", invite)
-    assert code is not None
     await bot.agree(CLIENT)
-    await client.send(f"/start {code.group(1)}")
-    await client.press("Yes, share")
+    await link(coach, client)
     return coach, client, other
-
-
-def forge(bot: InProcessBot, user_id: int, data: str) -> None:
-    bot.fake.send_raw({"callback_query": {
-        "id": data, "chat_instance": "1", "data": data,
-        "from": {"id": user_id, "is_bot": False, "first_name": "Eve"},
-        "message": {"message_id": 1, "date": 0, "text": "x",
-                    "chat": {"id": user_id, "type": "private"}}}})
 
 
 async def test_a_coach_writes_and_the_client_replies(bot: InProcessBot) -> None:

@@ -4,7 +4,6 @@ their language (Hebrew, and Catalan); the recap's commitment becomes an action."
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,7 +11,6 @@ from babel.dates import format_skeleton
 from icalendar import Calendar
 from sqlalchemy import select, update
 
-from bot.coaching.links import make_coach
 from bot.schedule.planning import zone_of
 from bot.store import (
     CoachingSession,
@@ -21,6 +19,7 @@ from bot.store import (
     PlannedCheckin,
     User,
 )
+from tests.flows import link, make_coaches
 from tests.inprocess import InProcessBot
 
 COACH, CLIENT = 501, 502
@@ -44,16 +43,11 @@ async def _due_now(bot: InProcessBot, kind: str) -> None:
 async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
         bot: InProcessBot, language: str) -> None:
     zone, words, tomorrow_word = CLIENTS[language]
-    async with bot.store.sessionmaker() as session, session.begin():
-        await make_coach(session, COACH)
+    await make_coaches(bot, COACH)
     coach = bot.user(COACH, first_name="Marta", language_code="it")
     client = bot.user(CLIENT, first_name="Noa", language_code=language)
-    invite = (await coach.send("/invite"))[0].text or ""
-    code = re.search(r"start=(invite_[A-Za-z0-9_-]+)", invite)
-    assert code is not None
     await bot.agree(CLIENT)
-    await client.send(f"/start {code.group(1)}")
-    await client.press(client.button_labels()[0])  # yes, share
+    await link(coach, client, accept=None)  # "yes, share" in their language
     async with bot.store.sessionmaker() as session, session.begin():
         for user_id, where in ((COACH, "Europe/Rome"), (CLIENT, zone)):
             person = await session.get(User, user_id)
