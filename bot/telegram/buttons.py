@@ -23,7 +23,7 @@ from bot.i18n import N_
 from bot.telegram import coach_side
 from bot.telegram.coach import INVITE_PREFIX
 from bot.telegram.commands import Audience
-from bot.telegram.groups import JOIN_PREFIX
+from bot.telegram.groups import CHAT_PREFIX, JOIN_PREFIX
 
 if TYPE_CHECKING:  # the handlers import this registry; it names them only for typing
     from bot.telegram.handlers import Handlers
@@ -142,5 +142,16 @@ BUTTONS = Routes(
 START_LINKS = Routes(
     Route(INVITE_PREFIX, C, lambda h, p: h.in_press(p, h.coach.offer_invite)),
     Route(JOIN_PREFIX, C, lambda h, p: h.in_press(p, h.groups.offer_join)),
+    separator=None,
+)
+
+# In a group chat: the week's question's button (answered in private), and the link that
+# adds the bot to the group's chat (``/startgroup``, which Telegram sends there as /start).
+GROUP_BUTTONS = Routes(
+    Route("gqa", Audience.GROUP, lambda h, p: h.groups.answer_in_private(p.update, p.value)),
+    separator=BUTTON_SEPARATOR,
+)
+GROUP_START_LINKS = Routes(
+    Route(CHAT_PREFIX, Audience.GROUP, lambda h, p: h.groups.link_chat(p.update, p.value)),
     separator=None,
 )

@@ -209,16 +209,14 @@ class GroupHandlers:
             (Button(tr.gettext("Answer in private"), f"gqa:{group.id}:{index}"),)).to_payload())
         say(t, own.gettext("Done: the question is in the group's chat."))
 
-    async def on_group_button(self, update: Update, data: str) -> bool:
-        """A button pressed in a group chat: the week's question, answered in private."""
-        kind, _, rest = data.partition(":")
+    async def answer_in_private(self, update: Update, rest: str) -> None:
+        """The week's question's button in the group chat (``gqa:<group>:<question>``):
+        answered in private. Data that names no question does nothing."""
         raw_group, _, raw_index = rest.partition(":")
         group_id, index = parse_id(raw_group), parse_id(raw_index)
-        if kind != "gqa" or group_id is None or index is None \
-                or not 0 <= index < len(groups.GROUP_QUESTIONS):
-            return False
+        if group_id is None or index is None or not 0 <= index < len(groups.GROUP_QUESTIONS):
+            return
         await self.respond(update, lambda t: self._answer_question(t, group_id, index))
-        return True
 
     async def _answer_question(self, t: StoreTurn, group_id: int, index: int) -> Outcome | None:
         tr = translator_for(t.user.locale)
@@ -380,22 +378,17 @@ class GroupHandlers:
     # -- the group's own chat ----------------------------------------------------------------
 
     async def on_group_chat(self, update: Update) -> bool:
-        """Membership changes, upgrades and commands in group chats. True when handled;
-        False leaves the update to the caller (a refusal, or a crisis check)."""
+        """Membership changes, upgrades and commands in group chats (its buttons and /start
+        links come from the registries first). True when handled; False leaves the update to
+        the caller (a refusal, or a crisis check)."""
         chat = update.effective_chat
         if chat is None:
             return True
         if update.my_chat_member is not None:
             await self._membership_changed(update.my_chat_member)
             return True
-        query = update.callback_query
-        if query is not None:
-            try:
-                await query.answer()
-            except TelegramError as exc:
-                log.info("callback query not answered: %s", type(exc).__name__)
-            await self.on_group_button(update, query.data or "")
-            return True
+        if update.callback_query is not None:
+            return True  # the buttons in group chats: buttons.GROUP_BUTTONS, by the handlers
         message = update.message
         if message is not None and message.migrate_to_chat_id is not None:
             async with self.store.sessionmaker() as s, s.begin():
@@ -404,11 +397,6 @@ class GroupHandlers:
         text = message.text if message is not None else None
         if message is None or text is None or not text.startswith("/"):
             return False
-        name, _, argument = text[1:].partition(" ")
-        payload = argument.strip()
-        if name.split("@")[0].lower() == "start" and payload.startswith(CHAT_PREFIX):
-            await self._link_chat(update, payload[len(CHAT_PREFIX):])
-            return True
         async with self.store.sessionmaker() as s:
             group = await groups.group_of_chat(s, chat.id)
             locale = group.chat_locale if group is not None else None
@@ -419,7 +407,7 @@ class GroupHandlers:
                 link=f"https://t.me/{self.bot_username()}"))
         return True
 
-    async def _link_chat(self, update: Update, code: str) -> None:
+    async def link_chat(self, update: Update, code: str) -> None:
         chat, user = update.effective_chat, update.effective_user
         assert chat is not None
         locale = normalize_locale(user.language_code if user else None)

@@ -46,7 +46,15 @@ from bot.schedule.planner import replan, schedule_of
 from bot.store import Store, off_the_loop
 from bot.store import Turn as StoreTurn
 from bot.store.types import utcnow
-from bot.telegram.buttons import BUTTONS, REFUSALS, START_LINKS, Press, Route
+from bot.telegram.buttons import (
+    BUTTONS,
+    GROUP_BUTTONS,
+    GROUP_START_LINKS,
+    REFUSALS,
+    START_LINKS,
+    Press,
+    Route,
+)
 from bot.telegram.coach import CoachHandlers, TurnFn
 from bot.telegram.coach_side import PressStep
 from bot.telegram.commands import COMMANDS, Audience, CommandCall, help_text, set_coach_menu
@@ -241,7 +249,7 @@ class Handlers:
         """A group chat: a linked group's own business (see groups.py); a crisis in what the
         bot sees there (with privacy mode on: commands, mentions, replies to it) is answered
         in private with the crisis path and nothing in the group; otherwise a refusal."""
-        if await self.groups.on_group_chat(update):
+        if await self._group_route(update) or await self.groups.on_group_chat(update):
             return
         message = update.message or update.edited_message
         text = None if message is None else message.text or message.caption
@@ -251,6 +259,32 @@ class Handlers:
                 await self._converse(update, Turn(text=words, answers=False))
                 return
         await self._refuse_group(update, context)
+
+    async def _group_route(self, update: Update) -> bool:
+        """A button pressed in a group chat, or a /start link opened there: from the
+        registries (buttons.py). True when it was one (an unknown button does nothing)."""
+        if update.effective_chat is None:
+            return False  # nothing to do there (groups.on_group_chat says so)
+        query = update.callback_query
+        if query is not None:
+            try:
+                await query.answer()
+            except TelegramError as exc:
+                log.info("callback query not answered: %s", type(exc).__name__)
+            found = GROUP_BUTTONS.find(query.data or "")
+            if found is not None:
+                await self.dispatch(found[0], Press(update, query.data or "", found[1]))
+            return True
+        text = update.message.text if update.message is not None else None
+        if text is None or not text.startswith("/"):
+            return False
+        name, _, argument = text[1:].partition(" ")
+        link = GROUP_START_LINKS.find(argument.strip()) \
+            if name.split("@")[0].lower() == "start" else None
+        if link is None:
+            return False
+        await self.dispatch(link[0], Press(update, argument.strip(), link[1]))
+        return True
 
     async def _refuse_group(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         chat, user = update.effective_chat, update.effective_user

@@ -8,7 +8,14 @@ from sqlalchemy import func, select
 
 from bot.i18n import translator_for
 from bot.store import CoachLink, Group, Invite, User
-from bot.telegram.buttons import BUTTONS, REFUSALS, START_LINKS, Route
+from bot.telegram.buttons import (
+    BUTTONS,
+    GROUP_BUTTONS,
+    GROUP_START_LINKS,
+    REFUSALS,
+    START_LINKS,
+    Route,
+)
 from bot.telegram.commands import COMMANDS, Audience, BotCommandSpec
 from tests.flows import forge, make_coaches
 from tests.inprocess import ClientUser, InProcessBot
@@ -100,6 +107,12 @@ def test_routes_find_their_prefix_and_nothing_else() -> None:
     group = START_LINKS.find("group_xyz")
     assert group is not None and group[1] == "xyz"
     assert START_LINKS.find("hello") is None
+    in_group = GROUP_BUTTONS.find("gqa:5:0")
+    assert in_group is not None and in_group[0].audience is Audience.GROUP
+    assert GROUP_BUTTONS.find("grp:5") is None  # a private chat's button does nothing there
+    chat_link = GROUP_START_LINKS.find("gchat_code")
+    assert chat_link is not None and chat_link[1] == "code"
+    assert START_LINKS.find("gchat_code") is None
 
 
 def test_a_prefix_is_declared_once() -> None:
