@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # the handlers import this registry; it names them only for t
     from bot.telegram.handlers import Handlers
 
 BUTTON_SEPARATOR = ":"
+#: The choice of address, after /language: ``address:<AddressForm>``.
+ADDRESS_BUTTON = "address"
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ def _side(step: Callable[[coach_side.CoachSideHandlers], coach_side.PressStep]
 # Inline buttons: ``<prefix>:<value>``.
 BUTTONS = Routes(
     Route("lang", C, lambda h, p: h.on_language_button(p)),
+    Route(ADDRESS_BUTTON, C, lambda h, p: h.on_address_button(p)),
     Route("delete", C, lambda h, p: h.on_delete_button(p)),
     Route("exercise", C, lambda h, p: h.on_exercise_button(p)),
     # A client's (can't make it, the brief) and a coach's (held, moved …): each step checks.
