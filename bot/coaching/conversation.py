@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching import managing, messages, notes, noticing
+from bot.coaching import managing, measures, messages, notes, noticing
 from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, record_commitments
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import checkin_days, user_zone
@@ -23,6 +23,7 @@ from bot.coaching.contracts import (
     EXERCISE_STATUS,
     GOAL_SETTING,
     NEW_EXERCISE,
+    NEW_MEASURE,
     STREAK_VARIABLES,
     WEEKLY_REVIEW,
 )
@@ -51,7 +52,8 @@ PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES)
 #: belong, never kept as the user's answers, and taken out of the conversation once it has
 #: left the dialogue.
 CARRIED = {messages.MESSAGE_CLIENT: "message.", messages.REPLY_TO_COACH: "reply.",
-           notes.COACH_NOTE: "note.", managing.EXERCISE_SCHEDULE: "schedule."}
+           notes.COACH_NOTE: "note.", managing.EXERCISE_SCHEDULE: "schedule.",
+           NEW_MEASURE: "measure."}
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,7 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome) -> None:
 #: crisis check of a client's messages does not apply to them (the detector took "Thinking of
 #: you" for a sign of crisis, which stopped the message and sent the coach help lines).
 COACH_WRITING = frozenset({messages.MESSAGE_CLIENT, notes.COACH_NOTE,
-                           managing.EXERCISE_SCHEDULE})
+                           managing.EXERCISE_SCHEDULE, NEW_MEASURE})
 
 
 def forget_carried(outcome: Outcome) -> Outcome:
@@ -306,6 +308,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     told = [*await messages.apply_messages(t, outcome, now),
             *await notes.apply_note(t, outcome, now),
             *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues)),
+            *await measures.apply_measures(t, outcome, now),
             *(Reply(text) for text in await apply_new_sessions(t, outcome, now))]
     outcome = forget_carried(replace(outcome, replies=(*outcome.replies, *told)))
     t.set_state(outcome.state.to_dict())

@@ -24,7 +24,7 @@ from bot.engine import Outcome, Reply
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
 from bot.i18n import Translator, parse_weekdays, translator_for, week_order, working_days
-from bot.store import Assignment, Exercise, PlannedCheckin, User
+from bot.store import Assignment, Exercise, Measure, PlannedCheckin, User
 from bot.store import Turn as StoreTurn
 
 __all__ = [
@@ -76,13 +76,14 @@ async def assignments_of(session: AsyncSession, coach_id: int,
     if not await is_linked(session, coach_id, client_id):
         raise NotYourClient("no active link to this client")
     rows = await session.execute(
-        select(Assignment, Exercise.title)
+        select(Assignment, Exercise.title, Measure.name)
         .outerjoin(Exercise, Exercise.id == Assignment.exercise_id)
+        .outerjoin(Measure, Measure.id == Assignment.measure_id)
         .where(Assignment.coach_id == coach_id, Assignment.client_id == client_id,
                Assignment.active.is_(True))
         .order_by(Assignment.created_at, Assignment.id))
-    return [AssignmentView(a.id, a.client_id, a.exercise_slug, title, a.schedule,
-                           a.starts_on, a.ends_on, a.paused) for a, title in rows]
+    return [AssignmentView(a.id, a.client_id, a.exercise_slug, title or measure, a.schedule,
+                           a.starts_on, a.ends_on, a.paused) for a, title, measure in rows]
 
 
 async def owned(session: AsyncSession, coach_id: int, assignment_id: int) -> Assignment:
@@ -108,13 +109,16 @@ async def assigned_to(session: AsyncSession, client_id: int) -> list[FromCoach]:
     """The client's active assignments from coaches they still share with, oldest first."""
     coach = aliased(User)
     rows = await session.execute(
-        select(coach.first_name, Assignment.exercise_slug, Exercise.title, Assignment.paused)
+        select(coach.first_name, Assignment.exercise_slug, Exercise.title, Measure.name,
+               Assignment.paused)
         .join(coach, coach.id == Assignment.coach_id)
         .outerjoin(Exercise, Exercise.id == Assignment.exercise_id)
+        .outerjoin(Measure, Measure.id == Assignment.measure_id)
         .where(Assignment.client_id == client_id, Assignment.active.is_(True),
                active_link(Assignment.coach_id, Assignment.client_id))
         .order_by(Assignment.created_at, Assignment.id))
-    return [FromCoach(name, slug, title, paused) for name, slug, title, paused in rows]
+    return [FromCoach(name, slug, title or measure, paused)
+            for name, slug, title, measure, paused in rows]
 
 
 async def _cancel_planned(session: AsyncSession, assignment: Assignment) -> None:

@@ -26,7 +26,8 @@ BUILTIN_VARIABLES = frozenset({
 #: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
 #: lists them under `requires`, and no dialogue saves them.
 STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.client_name",
-                          "schedule.client_name"})
+                          "schedule.client_name", "measure.client_name", "tracked.id",
+                          "tracked.name"})
 
 
 @dataclass(frozen=True, order=True)

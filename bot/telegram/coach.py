@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from telegram import Update
 
-from bot.coaching import assignments, coach_errors, links, managing, notes, reports
+from bot.coaching import assignments, coach_errors, links, managing, measures, notes, reports
 from bot.coaching.contracts import NEW_EXERCISE, ONBOARDING
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.coaching.sessions import brief_question
@@ -201,6 +201,11 @@ class CoachHandlers:
         say(t, "\n".join([reports.progress_report(progress, tr), *private]), subject=client_id)
         t.enqueue(t.user_id, {"photo": chart.hex(), "caption": tr.gettext(
             "Weekly trend: mood and goal, last 12 weeks")}, subject=client_id)
+        client = await t.session.get(User, client_id)
+        if client is not None:
+            for payload in await measures.measure_reports(t.session, client, tr,
+                                                          coach_id=t.user_id):
+                t.enqueue(t.user_id, payload, subject=client_id)
         return None
 
     async def _find_client(self, t: StoreTurn, argument: str) -> int | None:

@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.coaching import links, managing, messages, notes, noticing
+from bot.coaching import links, managing, measures, messages, notes, noticing
+from bot.coaching.contracts import NEW_MEASURE
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome
@@ -26,11 +27,12 @@ from bot.telegram.coach import parse_id, say
 MESSAGE = messages.ANSWER_BUTTON  # message:<client>: write to that client
 REPLY = messages.REPLY_BUTTON  # coachreply:<coach>: the client answers their coach
 NOTE = "note"  # note:<client>
+MEASURE = "measure"  # measure:<client>: define a measure for that client
 ASSIGNMENTS = "asg"  # asg:<client>: that client's assignments
 ACT = "asgdo"  # asgdo:<action>:<assignment>: pause, resume, cancel
 CHANGE = "asgchange"  # asgchange:<assignment>
 QUIET = "quiet"  # quiet:<client>:<days>: alert the coach after that many quiet days
-BUTTONS = frozenset({MESSAGE, REPLY, NOTE, ASSIGNMENTS, ACT, CHANGE, QUIET})
+BUTTONS = frozenset({MESSAGE, REPLY, NOTE, MEASURE, ASSIGNMENTS, ACT, CHANGE, QUIET})
 QUIET_CHOICES = (2, 3, 4, 7, 14)
 
 TurnFn = Callable[[StoreTurn], Awaitable[Outcome | None]]
@@ -64,6 +66,11 @@ class CoachSideHandlers:
     async def note(self, t: StoreTurn, argument: str) -> Outcome | None:
         """/note [name]: a private note about a client."""
         return await self._for_client(t, argument, NOTE, self._start_note, N_PICK_NOTE)
+
+    async def measure(self, t: StoreTurn, argument: str) -> Outcome | None:
+        """/measure [name]: a scale or number to ask a client for on a schedule."""
+        return await self._for_client(t, argument, MEASURE, self._start_measure,
+                                      N_PICK_MEASURE)
 
     async def assignments(self, t: StoreTurn, argument: str) -> Outcome | None:
         """/assignments [name]: a client's assignments, each with its buttons."""
@@ -108,7 +115,7 @@ class CoachSideHandlers:
         if kind == REPLY:
             return lambda t: self._start_reply(t, rest)
         start = {MESSAGE: self._start_message, NOTE: self._start_note,
-                 ASSIGNMENTS: self._list_assignments}[kind]
+                 MEASURE: self._start_measure, ASSIGNMENTS: self._list_assignments}[kind]
         return lambda t: self._with_client_id(t, rest, start)
 
     # -- the steps -----------------------------------------------------------------------------
@@ -175,6 +182,12 @@ class CoachSideHandlers:
         return await self._run(t, Start(notes.COACH_NOTE, {
             notes.NOTE_CLIENT: client.id,
             notes.NOTE_CLIENT_NAME: tr.words(client.first_name or tr.number(client.id))}))
+
+    async def _start_measure(self, t: StoreTurn, client: User) -> Outcome:
+        tr = translator_for(t.user.locale)
+        return await self._run(t, Start(NEW_MEASURE, {
+            measures.NEW_CLIENT: client.id,
+            measures.NEW_CLIENT_NAME: tr.words(client.first_name or tr.number(client.id))}))
 
     async def _start_reply(self, t: StoreTurn, raw: str) -> Outcome | None:
         """The client pressed "Reply to my coach": only to a coach they share with now."""
@@ -279,6 +292,7 @@ class CoachSideHandlers:
 N_PICK_MESSAGE = N_("Who would you like to write to?")
 N_PICK_NOTE = N_("Which client is the note about?")
 N_PICK_ASSIGNMENTS = N_("Whose assignments would you like to see?")
+N_PICK_MEASURE = N_("Whom is the measure for?")
 
 
 def assignment_buttons(view: managing.AssignmentView, tr: Translator) -> tuple[Button, ...]:

@@ -16,6 +16,7 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
+from bot.coaching import measures
 from bot.coaching.actions import BUTTON as ACTION_BUTTON
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.chart import own_trend_png
@@ -371,6 +372,11 @@ class Handlers:
             chart = await own_trend_png(t.session, t.user_id, t.now, ctx.translator)
             t.enqueue(t.user_id, {"photo": chart.hex(), "caption": ctx.translator.gettext(
                 "Weekly trend: mood and goal, last 12 weeks")})
+            wheel = await measures.wheel_summary(t.session, t.user_id, ctx.translator)
+            if wheel is not None:
+                t.enqueue(t.user_id, Reply(wheel).to_payload())
+            for payload in await measures.measure_reports(t.session, t.user, ctx.translator):
+                t.enqueue(t.user_id, payload)
             return None
 
         await self._turn(call.update, run, before_consent=call.before_consent)

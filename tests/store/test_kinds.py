@@ -14,8 +14,10 @@ from bot.store.kinds import (
     CheckinStatus,
     GoalStatus,
     GroupKind,
+    MeasureKind,
     OutboxKind,
     OutboxStatus,
+    ProgrammeStatus,
     Visibility,
     one_of,
 )
@@ -33,6 +35,8 @@ COLUMNS: dict[tuple[str, str], type[StrEnum]] = {
     ("coaching_sessions", "status"): SessionStatus,
     ("groups", "kind"): GroupKind,
     ("group_members", "visibility"): Visibility,
+    ("measures", "kind"): MeasureKind,
+    ("programme_runs", "status"): ProgrammeStatus,
 }
 # coach_events.kind (CoachEventKind) is encrypted at rest, so that a crisis event does not
 # show as one: the code that records it checks it, the database cannot.
