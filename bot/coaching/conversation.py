@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching import managing, measures, messages, notes, noticing
+from bot.coaching import coach_dialogues, managing, measures, messages, notes, noticing
 from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, record_commitments
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import checkin_days, user_zone
@@ -264,6 +264,11 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     conversation (the consent answer itself is the first one kept)."""
     user = t.user
     state = ConversationState.from_dict(t.state)
+    running = [frame.dialogue for frame in state.stack]
+    if isinstance(action, Start):
+        running.append(action.dialogue_id)
+    dialogues = await coach_dialogues.with_coach_dialogues(t.session, dialogues, running,
+                                                           user.id)
     if isinstance(action, Turn) and user.is_coach and state.stack \
             and state.stack[-1].dialogue in COACH_WRITING:
         action = replace(action, screened=False)

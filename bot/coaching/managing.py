@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from bot.coaching.assignments import assign_exercise, validate_schedule
+from bot.coaching.coach_dialogues import row_id
 from bot.coaching.coach_errors import InvalidSchedule, NotYourClient, UnknownExercise
 from bot.coaching.links import active_link, is_linked
 from bot.dialogue.expr import Value
@@ -24,7 +25,7 @@ from bot.engine import Outcome, Reply
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
 from bot.i18n import Translator, parse_weekdays, translator_for, week_order, working_days
-from bot.store import Assignment, Exercise, Measure, PlannedCheckin, User
+from bot.store import Assignment, CoachDialogue, Exercise, Measure, PlannedCheckin, User
 from bot.store import Turn as StoreTurn
 
 __all__ = [
@@ -82,8 +83,23 @@ async def assignments_of(session: AsyncSession, coach_id: int,
         .where(Assignment.coach_id == coach_id, Assignment.client_id == client_id,
                Assignment.active.is_(True))
         .order_by(Assignment.created_at, Assignment.id))
-    return [AssignmentView(a.id, a.client_id, a.exercise_slug, title or measure, a.schedule,
-                           a.starts_on, a.ends_on, a.paused) for a, title, measure in rows]
+    found = [(a, title or measure) for a, title, measure in rows]
+    titles = await _coach_dialogue_titles(session, [a.exercise_slug for a, _ in found])
+    return [AssignmentView(a.id, a.client_id, a.exercise_slug,
+                           title or titles.get(a.exercise_slug or ""), a.schedule,
+                           a.starts_on, a.ends_on, a.paused) for a, title in found]
+
+
+async def _coach_dialogue_titles(session: AsyncSession,
+                                 slugs: list[str | None]) -> dict[str, str]:
+    """The titles of the coaches' own dialogues among these slugs (their run ids)."""
+    titles: dict[str, str] = {}
+    for slug in slugs:
+        number = row_id(slug or "")
+        row = await session.get(CoachDialogue, number) if number is not None else None
+        if slug and row is not None:
+            titles[slug] = row.title
+    return titles
 
 
 async def owned(session: AsyncSession, coach_id: int, assignment_id: int) -> Assignment:
@@ -117,8 +133,10 @@ async def assigned_to(session: AsyncSession, client_id: int) -> list[FromCoach]:
         .where(Assignment.client_id == client_id, Assignment.active.is_(True),
                active_link(Assignment.coach_id, Assignment.client_id))
         .order_by(Assignment.created_at, Assignment.id))
-    return [FromCoach(name, slug, title or measure, paused)
-            for name, slug, title, measure, paused in rows]
+    found = list(rows)
+    titles = await _coach_dialogue_titles(session, [slug for _, slug, _, _, _ in found])
+    return [FromCoach(name, slug, title or measure or titles.get(slug or ""), paused)
+            for name, slug, title, measure, paused in found]
 
 
 async def _cancel_planned(session: AsyncSession, assignment: Assignment) -> None:

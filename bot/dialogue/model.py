@@ -104,6 +104,9 @@ class Dialogue:
     requires: frozenset[str] = field(default_factory=frozenset)
     kind: Literal["dialogue", "exercise"] = "dialogue"
     reads: frozenset[str] = field(default_factory=frozenset)  # variables its steps read
+    # Written in one language (a coach's own, ``language: hr``): its texts are shown as
+    # written and are not in the catalogs. None: English source texts, translated.
+    language: str | None = None
 
     @property
     def restart_step(self) -> str:

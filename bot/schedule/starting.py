@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching.coach_dialogues import with_coach_dialogues
 from bot.coaching.contracts import (
     CARE_CHECKIN,
     CHECKIN_MARKER,
@@ -169,6 +170,9 @@ async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
         if verdict is not None:
             return verdict, None
     action = await _start_for(t, row)
+    if action is not None:  # a coach's own dialogue joins the set for its client's turn
+        dialogues = await with_coach_dialogues(t.session, dialogues, [action.dialogue_id],
+                                               t.user_id)
     if action is None or action.dialogue_id not in dialogues:
         log.warning("check-in %s (%s): nothing to start", row.id, row.kind)
         return Outcome.CANCELLED, None

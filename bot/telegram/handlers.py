@@ -231,6 +231,9 @@ class Handlers:
                 return
         if edited:
             return  # an edit of an earlier answer: that answer already counted
+        if message.document is not None and await self._from_coach(update) \
+                and await self.coach.on_document(update):
+            return
         if message.text is None:
             await self._on_non_text(update)
         elif message.text.startswith("/"):
@@ -274,6 +277,11 @@ class Handlers:
             return None
 
         await self._turn(update, run, before_consent=True)
+
+    async def _from_coach(self, update: Update) -> bool:
+        user = update.effective_user
+        stored = await self.store.get_user(user.id) if user is not None else None
+        return stored is not None and stored.is_coach
 
     async def _on_non_text(self, update: Update) -> None:
         await self._converse(update, Resume(), note=N_(
