@@ -125,7 +125,7 @@ async def with_coach_dialogues(session: AsyncSession, dialogues: DialogueSet,
             extra[dialogue_id] = found
     if not extra:
         return dialogues
-    return DialogueSet({**dialogues.dialogues, **extra})
+    return replace(dialogues, dialogues={**dialogues.dialogues, **extra})
 
 
 async def dialogues_of(session: AsyncSession, coach_id: int) -> list[CoachDialogue]:

@@ -14,7 +14,15 @@ from datetime import UTC, date, datetime, time, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching import coach_dialogues, managing, measures, messages, notes, noticing
+from bot.coaching import (
+    coach_dialogues,
+    managing,
+    measures,
+    messages,
+    notes,
+    noticing,
+    programmes,
+)
 from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, record_commitments
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import checkin_days, user_zone
@@ -295,6 +303,9 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value,
                         marker=marker_of(answer.variable))
         event = event_for_status(answer.value) if answer.variable == EXERCISE_STATUS else None
+        if answer.variable == EXERCISE_STATUS:
+            await programmes.step_done(t.session, user.id, answer.dialogue, answer.value,
+                                       ctx.today, now)
         if event is not None:
             await notify_coaches(t.session, user.id, event, now)
             if await noticing.skipped_again(t.session, user.id, answer.dialogue,

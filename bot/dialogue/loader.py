@@ -30,6 +30,7 @@ from bot.dialogue.model import (
     Position,
     Step,
 )
+from bot.dialogue.programmes import PROGRAMMES_DIR, Programme, check_programmes
 from bot.dialogue.template import TemplateError, placeholders
 
 _ID = re.compile(r"[a-z][a-z0-9_]*\Z")
@@ -678,9 +679,11 @@ def _check_requires(
 
 
 def dialogue_files(path: Path) -> list[Path]:
+    """The dialogue files under ``path`` (not the programmes, in their own folder)."""
     if path.is_file():
         return [path]
-    return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+                  and p.relative_to(path).parts[0] != PROGRAMMES_DIR)
 
 
 def check_dialogues(
@@ -715,9 +718,15 @@ def check_dialogues(
         _check_silent_loops(p, errors)
     _check_requires(parsed, errors)
     _check_call_cycles(parsed, errors)
+    programmes: dict[str, Programme] = {}
+    if path.is_dir():
+        exercises = (i for i, p in parsed.items()
+                     if p.dialogue.kind == "exercise" and not p.dialogue.requires)
+        programmes, problems = check_programmes(path, exercises, display=display)
+        errors.extend(DialogueError(p.position, p.message) for p in problems)
     if errors:
         return None, sorted(set(errors))
-    return DialogueSet({i: p.dialogue for i, p in parsed.items()}), []
+    return DialogueSet({i: p.dialogue for i, p in parsed.items()}, programmes), []
 
 
 def parse_dialogue_file(raw: bytes, display: str) -> tuple[Dialogue | None, list[DialogueError]]:

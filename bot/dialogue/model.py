@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # programmes.py uses this module's Position
+    from bot.dialogue.programmes import Programme
 
 from bot.dialogue.expr import Expr
 
@@ -117,6 +120,8 @@ class Dialogue:
 @dataclass(frozen=True)
 class DialogueSet:
     dialogues: Mapping[str, Dialogue]
+    # The programmes beside them (dialogues/programmes/): Programme objects by id.
+    programmes: Mapping[str, Programme] = field(default_factory=dict)
 
     @cached_property
     def choice_labels(self) -> Mapping[str, Mapping[str, str]]:

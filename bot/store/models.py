@@ -257,6 +257,8 @@ class Assignment(Base):
     measure_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
     # One step of a programme given to the client (programme_runs.id); NULL: on its own.
     programme_run_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    # A programme step the client reported done (or partly): the next step may start.
+    done_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
         CheckConstraint(

@@ -159,6 +159,8 @@ COMMANDS = CommandRegistry(
                    N_("A private note about a client")),
     BotCommandSpec("measure", CO, lambda h, c: h.in_turn(c, h.coach.side.measure),
                    N_("Ask a client for a rating or a number on a schedule")),
+    BotCommandSpec("programme", CO, lambda h, c: h.in_turn(c, h.coach.side.programme),
+                   N_("Give a client a programme of exercises over weeks")),
     BotCommandSpec("schedule", CO, lambda h, c: h.in_turn(c, h.sessions.schedule),
                    N_("Schedule a session or a series with a client")),
     BotCommandSpec("newexercise", CO, lambda h, c: h.in_turn(c, h.coach.new_exercise),

@@ -16,7 +16,7 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
-from bot.coaching import measures
+from bot.coaching import measures, programmes
 from bot.coaching.actions import BUTTON as ACTION_BUTTON
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.chart import own_trend_png
@@ -50,6 +50,7 @@ from bot.store import Store, off_the_loop
 from bot.store import Turn as StoreTurn
 from bot.store.types import utcnow
 from bot.telegram.coach import CoachHandlers, TurnFn
+from bot.telegram.coach_side import client_today, programme_text
 from bot.telegram.commands import COMMANDS, CommandCall, help_text, set_coach_menu
 from bot.telegram.groups import GroupHandlers
 from bot.telegram.sessions import SessionFlows
@@ -322,6 +323,10 @@ class Handlers:
             tr = translator_for(t.user.locale)
             if given:
                 t.enqueue(t.user_id, Reply(from_coaches_text(self.dialogues, given, tr))
+                          .to_payload())
+            today = client_today(t.user, t.now)
+            for run in await programmes.runs_of(t.session, t.user_id):
+                t.enqueue(t.user_id, Reply(programme_text(run, self.dialogues, tr, today))
                           .to_payload())
             t.enqueue(t.user_id, exercises_reply(self.dialogues, t.user.locale).to_payload())
             return None

@@ -120,7 +120,7 @@ async def _populate(store: Store) -> None:
                                 starts_on=date(2026, 1, 5), ends_on=date(2026, 1, 9),
                                 active=True, paused=True, created_at=NOW,
                                 group_assignment_id=for_group.id, measure_id=measure.id,
-                                programme_run_id=run.id)
+                                programme_run_id=run.id, done_at=NOW)
         s.add(assignment)
         await s.flush()
         s.add(PlannedCheckin(user_id=CLIENT, kind="exercise", ref=str(assignment.id),

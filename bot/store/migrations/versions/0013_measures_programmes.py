@@ -41,6 +41,7 @@ def upgrade() -> None:
     for column in ("measure_id", "programme_run_id"):
         op.add_column("assignments", sa.Column(column, sa.BigInteger(), nullable=True))
         op.create_index(op.f(f"ix_assignments_{column}"), "assignments", [column])
+    op.add_column("assignments", _when("done_at", nullable=True))
     op.create_table(
         "measures",
         sa.Column("id", _ID, nullable=False),
@@ -111,6 +112,7 @@ def downgrade() -> None:
     for table in ("coach_dialogues", "programme_runs", "measure_values", "measures"):
         op.drop_table(table)
     if op.get_bind().dialect.name != "sqlite":  # see 0009: the columns stay there
+        op.drop_column("assignments", "done_at")
         for column in ("programme_run_id", "measure_id"):
             op.drop_index(op.f(f"ix_assignments_{column}"), "assignments")
             op.drop_column("assignments", column)
