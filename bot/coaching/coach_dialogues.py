@@ -13,19 +13,23 @@ erase); the dialogue joins the loaded set only inside the turns that run it
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import secrets
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
+import yaml
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.coach_errors import CoachError, NotACoach, UnknownExercise
 from bot.coaching.links import is_linked
+from bot.dialogue.expr import Value
 from bot.dialogue.loader import DialogueError, check_uploaded
 from bot.dialogue.model import Dialogue, DialogueSet, Position
-from bot.i18n import SUPPORTED_LOCALES
+from bot.i18n import SUPPORTED_LOCALES, Translator
 from bot.store import CoachDialogue, User
 
 PREFIX = "cd"  # what a coach's dialogue runs as: cd<row id>
@@ -145,3 +149,66 @@ async def assignable(session: AsyncSession, coach_id: int, dialogue_id: str,
     if client_locale is None or row.locale != client_locale:
         raise UnknownExercise("the client uses another language")
     return row
+
+
+#: What the coach answers in ``new_exercise`` for each question of their own.
+OWN_QUESTIONS = (("custom.q1", "custom.q1_type", "custom.q1_options"),
+                 ("custom.q2", "custom.q2_type", "custom.q2_options"),
+                 ("custom.q3", "custom.q3_type", "custom.q3_options"))
+MAX_OPTIONS = 8
+
+
+def _literal(text: str) -> str:
+    """A coach's words as a dialogue text: braces are theirs, not placeholders."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def own_questions(answers: Mapping[str, Value]) -> list[tuple[str, str, list[str]]]:
+    """(question, how it is answered, options) of each question the coach wrote."""
+    found = []
+    for text_key, type_key, options_key in OWN_QUESTIONS:
+        text, kind = answers.get(text_key), answers.get(type_key)
+        if not isinstance(text, str) or not text.strip() or kind not in ("text", "scale",
+                                                                         "choice"):
+            continue
+        raw = answers.get(options_key)
+        options = [o.strip() for o in raw.split(",") if o.strip()][:MAX_OPTIONS] \
+            if isinstance(raw, str) else []
+        found.append((text.strip(), str(kind), options))
+    return found
+
+
+def own_exercise_source(title: str, instructions: str,
+                        questions: list[tuple[str, str, list[str]]], locale: str,
+                        tr: Translator) -> bytes:
+    """A coach's exercise with questions of their own as a dialogue in their language (the
+    same YAML a coach could send), checked by :func:`upload` like any other."""
+    steps: dict[str, Any] = {
+        "intro": {"say": _literal(title), "next": "how"},
+        "how": {"say": _literal(instructions), "next": "status"},
+        "status": {
+            "say": _literal(tr.gettext("Take your time. When you have finished, or if you "
+                                       "decide to stop, come back here and tell me. How did "
+                                       "it go?")),
+            "ask": {"type": "choice", "save": "exercise.status", "options": {
+                "done": _literal(tr.gettext("I did it")),
+                "partly": _literal(tr.gettext("I did part of it")),
+                "skipped": _literal(tr.gettext("I skipped it"))}},
+            "next": [{"if": "exercise.status == 'skipped'", "goto": "closing"},
+                     {"goto": "q1" if questions else "closing"}]},
+    }
+    for number, (text, kind, options) in enumerate(questions, start=1):
+        ask: dict[str, Any] = {"type": "text", "save": f"own.q{number}", "max_length": 1000}
+        if kind == "scale":
+            ask = {"type": "scale", "min": 1, "max": 10, "save": f"own.q{number}"}
+        elif kind == "choice" and options:
+            ask = {"type": "choice", "save": f"own.q{number}",
+                   "options": {f"o{i}": _literal(o) for i, o in enumerate(options, start=1)}}
+        steps[f"q{number}"] = {"say": _literal(text), "ask": ask,
+                               "next": f"q{number + 1}" if number < len(questions)
+                               else "closing"}
+    steps["closing"] = {"say": tr.gettext("Thank you, {name}. Your coach will see how it "
+                                          "went."), "next": "end"}
+    source = {"id": f"own_{secrets.token_hex(5)}", "title": title, "kind": "exercise",
+              "language": locale, "start": "intro", "steps": steps}
+    return yaml.safe_dump(source, allow_unicode=True, sort_keys=False).encode("utf-8")

@@ -77,7 +77,10 @@ CONTRACTS: tuple[Contract, ...] = (
         CHECKIN_HOUR: "time", "profile.quiet_start": "time", "profile.quiet_end": "time",
         "profile.pause_days": "number", "profile.reminders": "choice"}),
     Contract(NEW_EXERCISE, "a coach's /newexercise starts it", {
-        "custom.title": "text", "custom.instructions": "text", "custom.save": "yes_no"}),
+        "custom.title": "text", "custom.instructions": "text", "custom.save": "yes_no",
+        **{f"custom.q{n}": "text" for n in (1, 2, 3)},
+        **{f"custom.q{n}_type": "choice" for n in (1, 2, 3)},
+        **{f"custom.q{n}_options": "text" for n in (1, 2, 3)}}),
     Contract(CUSTOM_EXERCISE, "it runs every coach's own exercise", {EXERCISE_STATUS: "choice"}),
     Contract(CARE_CHECKIN, "the scheduler starts it the day after a crisis"),
     Contract(SESSION_PREP, "the scheduler starts it the day before a session",

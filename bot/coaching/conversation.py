@@ -227,17 +227,34 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
         await t.session.flush()
 
 
-async def apply_new_exercise(t: StoreTurn, outcome: Outcome) -> None:
-    """A coach who wrote an exercise and chose to save it gets it in their library."""
+async def apply_new_exercise(t: StoreTurn, outcome: Outcome,
+                             dialogues: DialogueSet) -> list[Reply]:
+    """A coach who wrote an exercise and chose to save it gets it in their library; with
+    questions of their own, as a dialogue in their language (checked like one they send)."""
     variables = outcome.state.variables
     if NEW_EXERCISE not in outcome.finished or variables.get("custom.save") is not True \
             or not t.user.is_coach:
-        return
+        return []
+    questions = coach_dialogues.own_questions(variables)
+    if questions:
+        tr = translator_for(t.user.locale)
+        source = coach_dialogues.own_exercise_source(
+            str(variables.get("custom.title") or ""),
+            str(variables.get("custom.instructions") or ""), questions, t.user.locale, tr)
+        try:
+            await coach_dialogues.upload(t.session, t.user_id, source, "exercise.yaml",
+                                         dialogues, t.now)
+        except coach_dialogues.UploadRefused as refused:
+            return [Reply(tr.gettext("I could not keep that exercise with its questions:")
+                          + "\n" + "\n".join(e.message for e in refused.errors))]
+        return [Reply(tr.gettext("Your questions are in your language, so /assign offers this "
+                                 "exercise for your clients who use it."))]
     t.session.add(Exercise(coach_id=t.user_id, slug=f"custom_{secrets.token_hex(6)}",
                            title=str(variables.get("custom.title") or ""),
                            instructions=str(variables.get("custom.instructions") or ""),
                            questions=[]))
     await t.session.flush()
+    return []
 
 
 #: Where a coach writes to or about a client: their words are not a client's own, so the
@@ -319,9 +336,9 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     await apply_goals(t, outcome, now)
     if outcome.saved or outcome.finished:
         await record_commitments(t.session, user.id, outcome, ctx.today, now)
-    await apply_new_exercise(t, outcome)
+    told_first = await apply_new_exercise(t, outcome, dialogues)
     await apply_group_dialogues(t, outcome)
-    told = [*await messages.apply_messages(t, outcome, now),
+    told = [*told_first, *await messages.apply_messages(t, outcome, now),
             *await notes.apply_note(t, outcome, now),
             *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues)),
             *await measures.apply_measures(t, outcome, now),

@@ -190,3 +190,32 @@ async def test_a_linked_client_runs_it_and_no_one_else_can(
         assert await coach_dialogues.dialogue_of(s, slug, COACH) is not None
         assert await coach_dialogues.dialogue_of(s, "cd999999", CLIENT) is None
 
+
+
+async def test_a_coachs_own_questions_become_a_dialogue_in_their_language(
+        db: Store, dialogues: DialogueSet) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        coach = await s.get(User, COACH)
+        assert coach is not None
+        coach.locale = "hr"
+    steps = [Start("new_exercise"), Turn(text="Jutarnja šetnja {10 min}"),
+             Turn(text="Prošetaj prije posla."), Turn(text="da"),  # questions: yes
+             Turn(text="Što si primijetio/la?"), Turn(text="1"),  # in words
+             Turn(text="da"), Turn(text="Koliko energije imaš?"), Turn(text="2"),  # 1-10
+             Turn(text="da"), Turn(text="Kada?"), Turn(text="3"),  # options
+             Turn(text="Jutro, podne, večer"), Turn(text="da")]  # save
+    await run(db, dialogues, COACH, *steps)
+    async with db.sessionmaker() as s:
+        row = (await s.execute(select(CoachDialogue))).scalar_one()
+    assert (row.coach_id, row.locale, row.title) == (COACH, "hr", "Jutarnja šetnja {10 min}")
+    slug = coach_dialogues.run_id(row.id)
+    first = await run(db, dialogues, CLIENT, Start(slug))
+    assert [r.text for r in first.replies][:2] == ["Jutarnja šetnja {10 min}",
+                                                   "Prošetaj prije posla."]
+    done = await run(db, dialogues, CLIENT, Turn(text="1"), Turn(text="Mirnije"),
+                     Turn(text="8"), Turn(text="2"))
+    assert slug in done.finished
+    async with db.sessionmaker() as s:
+        answers = {a.variable: a.value for a in (await s.execute(
+            select(Answer).where(Answer.user_id == CLIENT))).scalars()}
+    assert (answers["own.q1"], answers["own.q2"], answers["own.q3"]) == ("Mirnije", 8, "o2")
