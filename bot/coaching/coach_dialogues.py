@@ -98,7 +98,7 @@ async def upload(session: AsyncSession, coach_id: int, raw: bytes, filename: str
     return row
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def _parsed(row_id: int, source: str) -> Dialogue | None:
     """A stored dialogue, parsed again (it was valid when stored) under its run id."""
     dialogue, _ = check_uploaded(source.encode("utf-8"), f"{run_id(row_id)}.yaml")
