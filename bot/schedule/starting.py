@@ -32,7 +32,7 @@ from bot.coaching.conversation import (
 )
 from bot.coaching.measures import measure_start
 from bot.coaching.safety import CARE_KIND
-from bot.coaching.sessions import PREP_DIALOGUE, SESSION_KINDS, session_work
+from bot.coaching.sessions import PREP_DIALOGUE, session_work
 from bot.dialogue.model import DialogueSet
 from bot.observability import describe_failure
 from bot.schedule import claims, planning
@@ -49,7 +49,7 @@ from bot.store import (
     Store,
     Turn,
 )
-from bot.store.kinds import CheckinKind, CheckinStatus
+from bot.store.kinds import SESSION_KINDS, CheckinKind, CheckinStatus
 
 log = logging.getLogger(__name__)
 

@@ -58,8 +58,8 @@ async def test_a_measure_is_set_asked_on_schedule_answered_and_charted(
     assert any("\u2068Energy when you wake up\u2069" in (m.text or "") for m in listed)
 
     # The attacker's view: a client pressing the coach's button, another coach forging it.
-    forged(bot, CLIENT, f"measure:{CLIENT}", "it")
-    assert "solo chi è coach" in ((await client.replies())[0].text or "")
+    forged(bot, CLIENT, f"measure:{CLIENT}", "it")  # refused at the gate, in their language
+    assert "Non trovo questa persona" in ((await client.replies())[0].text or "")
     forged(bot, OTHER_COACH, f"measure:{CLIENT}")
     assert "can't find that client" in ((await other.replies())[0].text or "")
     for data in (f"measure:{COACH}", "measure:", "measure:abc", "measure:99999999999999999999"):
