@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -321,6 +321,7 @@ _BG_LATIN_ARTICLES = ("ta", "to", "te", "at", "yat", "iya")
 _BG_CYRILLIC_WORD = re.compile(r"[\u0400-\u04ff]+")
 
 
+@lru_cache(maxsize=1 << 16)
 def bg_latin_key(word: str) -> str:
     """The key a Bulgarian word is found under whether typed in Cyrillic or in Latin letters."""
     if _CYRILLIC.search(word):
@@ -427,26 +428,41 @@ def _word_concepts(word: str, lexicon: _Concepts) -> frozenset[str]:
     return frozenset()
 
 
-def _tag_phrases(words: Sequence[str], lexicon: _Concepts,
-                 tags: list[frozenset[str]]) -> None:
+def _tag_phrases(words: Sequence[str], tags: list[frozenset[str]]) -> None:
+    """Add the concepts of the listed phrases to their first word's tags, in one pass: as
+    written, without apostrophes ("wouldn't miss me" as the list has it, "wouldnt miss me")
+    and by the Bulgarian Latin keys."""
+    forms, latin = _all_concepts()
+    listed, keyed = forms.phrases, latin.phrases
+    bare = [w.replace("'", "") for w in words] if any("'" in w for w in words) else None
+    keys: list[str] | None = None
     for i, word in enumerate(words):
-        for rest, concepts in lexicon.phrases.get(word, ()):
-            if tuple(words[i + 1:i + 1 + len(rest)]) == rest:
-                tags[i] = tags[i] | concepts
+        candidates = [(words, listed.get(word, ()))]
+        if bare is not None and bare[i] != word:
+            candidates.append((bare, listed.get(bare[i], ())))
+        if word.isascii() and len(word) > 1:
+            key = bg_latin_key(word)
+            if key in keyed:
+                keys = keys or [bg_latin_key(w) if w.isascii() else w for w in words]
+                candidates.append((keys, keyed[key]))
+        for seq, found in candidates:
+            for rest, concepts in found:
+                if tuple(seq[i + 1:i + 1 + len(rest)]) == rest:
+                    tags[i] = tags[i] | concepts
+
+
+@lru_cache(maxsize=1 << 16)
+def _concepts_of(word: str) -> frozenset[str]:
+    """A word's concepts; words recur, within a long message and across messages."""
+    return _word_concepts(word, _concepts())
 
 
 def concept_features(sentence: str) -> list[str]:
     """The concepts of a normalised sentence's words, and the ordered pairs of concepts at
     most three words apart ("WANT>DIE"), as named features for the model."""
-    lexicon = _concepts()
     words = sentence.split()
-    tags: list[frozenset[str]] = [_word_concepts(w, lexicon) for w in words]
-    _tag_phrases(words, lexicon, tags)
-    if "'" in sentence:  # "wouldn't miss me" as the list has it, "wouldnt miss me"
-        _tag_phrases([w.replace("'", "") for w in words], lexicon, tags)
-    if any(w.isascii() for w in words):
-        keys = [bg_latin_key(w) if w.isascii() else w for w in words]
-        _tag_phrases(keys, _all_concepts()[1], tags)
+    tags: list[frozenset[str]] = [_concepts_of(w) for w in words]
+    _tag_phrases(words, tags)
     features = [f"c:{c}" for tag in tags for c in tag] + _negation_features(tags)
     for i, first in enumerate(tags):
         if not first:
@@ -496,8 +512,7 @@ _SHORT = 2  # words
 
 
 def _risk_concepts(piece: str) -> bool:
-    lexicon = _concepts()
-    return any(_word_concepts(word, lexicon) - _NEUTRAL_CONCEPTS for word in piece.split())
+    return any(_concepts_of(word) - _NEUTRAL_CONCEPTS for word in piece.split())
 
 
 def phrase_counts() -> dict[str, tuple[int, int]]:
