@@ -166,13 +166,16 @@ async def replicas(count: int) -> dict[str, Any]:
         finally:
             outputs = [await stop(p) for p in processes]
         times = [t for t, _ in bulk_times(fake)]
-        leases = sum(int(line.split()[1]) for out in outputs for line in out.splitlines()
-                     if line.startswith("leases "))
+        said = [line.split() for out in outputs for line in out.splitlines()]
+        leases = sum(int(v) for k, v in said if k == "leases")
+        dropped = sum(int(v) for k, v in said if k == "dropped")
+        spreads = [float(v) for k, v in said if k == "spread"]
         return {"replicas": count, "done": done, "sent": len(times),
                 "rate": (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0,
                 "busiest": busiest_second(times), "429": fake.rate_limited,
                 "429_by": dict(fake.rate_limited_by),
-                "leases": leases}
+                "leases": leases, "dropped": dropped,
+                "spread": f"{min(spreads, default=0):.0f}–{max(spreads, default=0):.0f} ms"}
 
 
 async def _replica(api: str, url: str, rate: float) -> None:
@@ -190,7 +193,9 @@ async def _replica(api: str, url: str, rate: float) -> None:
         await stopping.wait()
         await sender.stop()
     budget = sender.bucket.budget
-    print("leases", budget.leases if isinstance(budget, SharedBudget) else 0, flush=True)
+    if isinstance(budget, SharedBudget):
+        print(f"leases {budget.leases}\ndropped {budget.dropped}\n"
+              f"spread {budget.own_spread * 1000:.1f}", flush=True)
     await store.close()
 
 
@@ -335,7 +340,8 @@ async def _measure() -> list[list[object]]:
         rows.append([f"{count} replica(s) drain {DUE:,} due check-ins (PostgreSQL)",
                      f"{r['rate']:.1f}/s ({r['rate'] / RATE:.1%}), busiest second "
                      f"{r['busiest']}, 429s {r['429']} {r['429_by'] or ''}, {r['sent']:,} sent, "
-                     f"{r['leases']:,} lease round trips",
+                     f"{r['leases']:,} lease round trips, {r['dropped']} release times "
+                     f"left unused, spread {r['spread']}",
                      f"≥ {0.95 * RATE:.1f}/s, ≤ {RATE:.0f} in any second, no 429",
                      _met(ok)])
     b = await burst()

@@ -186,12 +186,13 @@ class Sender:
         self.store = store
         self.bot = bot
         share = shared and store.engine.dialect.name == "postgresql"
-        self.bucket = TokenBucket(rate, budget=SharedBudget(store.engine, rate)
-                                  if share else None)
+        budget_engine = store.own_engine() if share else None
+        self.bucket = TokenBucket(rate, budget=SharedBudget(budget_engine, rate)
+                                  if budget_engine is not None else None)
         self.paid_bucket = None if not paid_broadcast else TokenBucket(
             PAID_BROADCAST_RATE,
-            budget=SharedBudget(store.engine, PAID_BROADCAST_RATE, key=PAID_BUDGET)
-            if share else None)
+            budget=SharedBudget(budget_engine, PAID_BROADCAST_RATE, key=PAID_BUDGET)
+            if budget_engine is not None else None)
         self.chats = ChatPacer(per_chat_interval)
         self.max_attempts = max_attempts
         self.give_up_after = give_up_after
@@ -476,16 +477,21 @@ class Sender:
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
             await bucket.acquire(priority)
+            released = time.monotonic()
             self.chats.sent(row.chat_id)  # as it leaves: Telegram counts its arrival
             caption = str(payload.get("caption") or "")[:1024]
-            if "photo" in payload:  # a chart
-                await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
-                                          caption=caption, allow_paid_broadcast=paid or None)
-            else:  # a calendar file
-                await self.bot.send_document(
-                    row.chat_id, bytes.fromhex(str(payload["document"])),
-                    filename=str(payload.get("filename") or "file"), caption=caption,
-                    allow_paid_broadcast=paid or None)
+            try:
+                if "photo" in payload:  # a chart
+                    await self.bot.send_photo(
+                        row.chat_id, bytes.fromhex(str(payload["photo"])), caption=caption,
+                        allow_paid_broadcast=paid or None)
+                else:  # a calendar file
+                    await self.bot.send_document(
+                        row.chat_id, bytes.fromhex(str(payload["document"])),
+                        filename=str(payload.get("filename") or "file"), caption=caption,
+                        allow_paid_broadcast=paid or None)
+            finally:
+                bucket.observe(time.monotonic() - released)
             return
         parts = split_text(str(payload.get("text", "")))
         markup = keyboard(payload.get("buttons") or ())
@@ -493,14 +499,19 @@ class Sender:
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
             await bucket.acquire(priority)
+            released = time.monotonic()
             last = index == len(parts) - 1
             self.chats.sent(row.chat_id)  # as it leaves: Telegram counts its arrival
             # PTB's send_message parses Telegram's answer into a Message, which nothing
             # here reads: 10% of the bot's CPU under load. The same request, unparsed.
-            await self.bot._post("sendMessage", {
-                "chat_id": row.chat_id, "text": parts[index],
-                "reply_markup": markup if last else None,
-                "allow_paid_broadcast": paid or None})
+            try:
+                await self.bot._post("sendMessage", {
+                    "chat_id": row.chat_id, "text": parts[index],
+                    "reply_markup": markup if last else None,
+                    "allow_paid_broadcast": paid or None})
+            finally:
+                # How long it took tells the budget how far apart sends may arrive.
+                bucket.observe(time.monotonic() - released)
             if not last:  # a retry (429, 5xx, a restart) resumes at the next part
                 row.parts_sent = index + 1
                 await self._write(_RECORD_PARTS, {"row_id": row.id, "parts": row.parts_sent})
