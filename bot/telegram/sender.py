@@ -238,6 +238,20 @@ class Sender:
             sent += await self._send(rows[0])
         return sent
 
+    async def say_now(self, chat_id: int, text: str) -> None:
+        """Send ``text`` to ``chat_id`` at once, not through the outbox, within the bot's
+        budget (as a reply) and the chat's pace: for what has no row to live in (the
+        goodbye to a client just erased, an answer in a group, "send it again" after a
+        turn failed). Telegram's errors are the caller's."""
+        await self.chats.wait(chat_id)
+        await self.bucket.acquire(Priority.REPLY)
+        released = time.monotonic()
+        self.chats.sent(chat_id)
+        try:
+            await self.bot._post("sendMessage", {"chat_id": chat_id, "text": text})
+        finally:
+            self.bucket.observe(time.monotonic() - released)
+
     async def deliver_turn(self, t: StoreTurn, *, patient: bool = False) -> int:
         """After the turn `t` committed: send the messages it held for us (see
         :meth:`Store.turn`) in order, as far as the chat's pace allows (`patient`: all of

@@ -138,3 +138,25 @@ async def test_replies_go_ahead_of_bulk_and_a_chat_keeps_its_order(
         await sender.stop()
         await task
         await bot.shutdown()
+
+
+async def test_what_is_said_at_once_keeps_to_the_budget_and_the_chats_pace(
+        store: Store, fake_bot_api: FakeBotApi) -> None:
+    """A goodbye after an erase, an answer in a group: no outbox row, the same limits."""
+    fake_bot_api.enforce_limits(per_bot=RATE + 1, chat_burst=3)
+    bot = new_bot(fake_bot_api)
+    await bot.initialize()
+    sender = Sender(store, bot, rate=RATE)
+    try:
+        sender.bucket.pause(1.0)  # as after a 429
+        asked = time.monotonic()
+        await sender.say_now(77, "Done. Everything you shared with me is deleted.")
+        assert fake_bot_api.messages_to(77)[0].time - asked >= 0.99
+        for i in range(3):
+            await sender.say_now(78, f"line {i}")
+        await sender.say_now(78, "one more")  # past the chat's burst of 3
+        lines = fake_bot_api.messages_to(78)
+        assert lines[3].time - lines[0].time >= 0.98, [m.time for m in lines]
+        assert fake_bot_api.rate_limited == 0
+    finally:
+        await bot.shutdown()
