@@ -56,6 +56,8 @@ class Priority(IntEnum):
 class Budget(Protocol):
     """Where the bot's release times come from."""
 
+    spread: Spread  # how much this process's sends' arrival times vary
+
     @property
     def interval(self) -> float:
         """The time between two release times now."""
@@ -387,20 +389,27 @@ def _wake(nap: asyncio.Future[None]) -> None:
 class ChatPacer:
     """About one message per ``interval`` seconds to each chat (in this process), with a
     small burst so that the two or three replies of one turn arrive together; over any
-    longer stretch a chat still gets no more than one message per interval."""
+    longer stretch a chat still gets no more than one message per interval. Counted as
+    they leave, so with the ``spread`` of arrival times added to the interval: one that
+    arrives late must not bring the next too close to it at Telegram."""
 
     def __init__(self, interval: float = 1.0, clock: Clock = time.monotonic,
-                 burst: int = 3) -> None:
+                 burst: int = 3, spread: Spread | None = None) -> None:
         self.interval = interval
         self.burst = burst
+        self.spread = spread
         self._clock = clock
         self._tokens: dict[int, tuple[float, float]] = {}  # chat -> (tokens, as of when)
+
+    @property
+    def _refill(self) -> float:
+        return self.interval + (self.spread.value if self.spread is not None else 0.0)
 
     def _available(self, chat_id: int, now: float) -> float:
         tokens, since = self._tokens.get(chat_id, (float(self.burst), now))
         if self.interval <= 0:
             return float(self.burst)
-        return min(float(self.burst), tokens + (now - since) / self.interval)
+        return min(float(self.burst), tokens + (now - since) / self._refill)
 
     def ready(self, chat_id: int) -> bool:
         """Whether a message to this chat can go out now, without waiting."""
@@ -409,7 +418,7 @@ class ChatPacer:
     async def wait(self, chat_id: int) -> None:
         available = self._available(chat_id, self._clock())
         if available < 1:
-            await asyncio.sleep((1 - available) * self.interval)
+            await asyncio.sleep((1 - available) * self._refill)
 
     def sent(self, chat_id: int) -> None:
         now = self._clock()

@@ -193,7 +193,7 @@ class Sender:
             PAID_BROADCAST_RATE,
             budget=SharedBudget(budget_engine, PAID_BROADCAST_RATE, key=PAID_BUDGET)
             if budget_engine is not None else None)
-        self.chats = ChatPacer(per_chat_interval)
+        self.chats = ChatPacer(per_chat_interval, spread=self.bucket.budget.spread)
         self.max_attempts = max_attempts
         self.give_up_after = give_up_after
         self.heartbeats = heartbeats
