@@ -76,6 +76,12 @@ class Budget(Protocol):
         """A send took ``seconds`` from its release to Telegram's answer."""
 
 
+#: The most spread a budget allows for, in seconds: beyond it the bot keeps ``rate / 1.1``
+#: and Telegram may answer 429 (which pauses every send) rather than the bot slowing down
+#: without end while a network or a database is in trouble.
+MAX_SPREAD = 0.1
+
+
 class Spread:
     """How much the time from a release to the send's arrival at Telegram varies: what a
     one-second window at Telegram may gain over the same window of release times.
@@ -90,7 +96,7 @@ class Spread:
     MIN_SAMPLES = 16
 
     def __init__(self, *, initial: float = 0.02, floor: float = 0.002,
-                 cap: float = 0.1) -> None:
+                 cap: float = MAX_SPREAD) -> None:
         self.initial, self.floor, self.cap = initial, floor, cap
         self._samples: deque[float] = deque(maxlen=self.SAMPLES)
         self._value = initial
@@ -142,7 +148,7 @@ class LocalBudget:
 
     @property
     def interval(self) -> float:
-        return release_interval(self.rate, self.late + self.spread.value)
+        return release_interval(self.rate, min(MAX_SPREAD, self.late + self.spread.value))
 
     async def next_release(self, wanted: int) -> float:
         return max(self._next, self._paused_until)
@@ -228,7 +234,7 @@ class SharedBudget:
     @property
     def own_spread(self) -> float:
         """This replica's: lateness allowed, the lease's round trip, its sends' spread."""
-        return self.late + max(self._trips, default=0.0) + self.spread.value
+        return min(MAX_SPREAD, self.late + max(self._trips, default=0.0) + self.spread.value)
 
     @property
     def interval(self) -> float:
