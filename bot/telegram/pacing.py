@@ -210,7 +210,7 @@ class SharedBudget:
 
     LATE = 0.25  # of the nominal interval 1/rate
     SLICE = 0.25  # seconds of the budget leased at most at once
-    TRIPS = 16  # lease round trips remembered
+    TRIPS = 16  # lease round trips remembered (for the database's clock)
 
     def __init__(self, engine: AsyncEngine, rate: float, *, key: int = FREE_BUDGET,
                  clock: Clock = time.monotonic) -> None:
@@ -222,19 +222,37 @@ class SharedBudget:
         self._clock = clock
         self._slice = max(1, round(rate * self.SLICE))
         self._leased: deque[float] = deque()
-        self._trips: deque[float] = deque(maxlen=self.TRIPS)
+        # Per lease: the database's clock less this process's, at least and at most (it
+        # was read somewhere between asking and the answer).
+        self._trips: deque[tuple[float, float]] = deque(maxlen=self.TRIPS)
         self._shared_spread = self.late + self.spread.value
         self._paused_until = 0.0
         self._failures = 0
         self.leases = 0  # round trips, for tests and benchmarks
         self.dropped = 0  # leased release times left unused (too late, or paused)
 
-    KEEP = timedelta(seconds=10)  # a replica's spread counts this long after it said so
+    # A replica's spread counts this long after it said so: longer than its slice is in use
+    # (a busy replica leases again every quarter of a second and says it again).
+    KEEP = timedelta(seconds=1)
 
     @property
     def own_spread(self) -> float:
         """This replica's: lateness allowed, the lease's round trip, its sends' spread."""
-        return min(MAX_SPREAD, self.late + max(self._trips, default=0.0) + self.spread.value)
+        return min(MAX_SPREAD, self.late + self._offset()[1] + self.spread.value)
+
+    def _offset(self) -> tuple[float, float]:
+        """The database's clock less this process's, as its lower bound, and how much
+        larger it may be: the bounds of every recent lease hold at once, so the tightest
+        round trips bound it (the way NTP does), not the slowest."""
+        if not self._trips:
+            return 0.0, 0.0
+        low = max(low for low, _ in self._trips)
+        high = min(high for _, high in self._trips)
+        if high < low:  # a clock was set meanwhile: only the last lease counts
+            low, high = self._trips[-1]
+            self._trips.clear()
+            self._trips.append((low, high))
+        return low, high - low
 
     @property
     def interval(self) -> float:
@@ -266,18 +284,22 @@ class SharedBudget:
 
     async def _lease(self, count: int) -> None:
         a, b = interval_terms(self.rate)
-        asked = self._clock()
-        async with self.engine.begin() as connection:
+        async with self.engine.connect() as connection:
+            # One statement, atomic by itself: no BEGIN and COMMIT round trips.
+            connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
+            asked = self._clock()  # (after connecting: that is no part of the round trip)
             row = (await connection.execute(_LEASE, {
                 "key": self.key, "fixed": count * a / b, "per_spread": count / b,
                 "spread": self.own_spread, "keep": self.KEEP})).one()
-        # In this process's clock: the database's clock never meets another replica's.
-        now = self._clock()
-        self._trips.append(now - asked)
+            now = self._clock()
+        # In this process's clock: the database's clock never meets another replica's. As
+        # late as the clocks' offset allows, never early (the uncertainty is in the spread).
+        db_now = row.db_now.timestamp()
+        self._trips.append((db_now - now, db_now - asked))
         self._shared_spread = float(row.spread)
         interval = release_interval(self.rate, self._shared_spread)
         next_slot: datetime = row.next_slot
-        first = now + (next_slot - row.db_now).total_seconds() - count * interval
+        first = next_slot.timestamp() - self._offset()[0] - count * interval
         self._leased.extend(first + i * interval for i in range(count))
         self.leases += 1
 

@@ -160,3 +160,27 @@ async def test_what_is_said_at_once_keeps_to_the_budget_and_the_chats_pace(
         assert fake_bot_api.rate_limited == 0
     finally:
         await bot.shutdown()
+
+
+async def test_replicas_space_their_release_times_for_the_largest_spread(pg_url: str) -> None:
+    """A replica whose sends vary more must not have its late arrivals crowd the release
+    times of one whose vary less: every replica uses the largest spread reported lately."""
+    store = Store(pg_url)
+    await store.start()
+    try:
+        calm = SharedBudget(store.own_engine(), RATE)
+        jittery = SharedBudget(store.own_engine(), RATE)
+        for _ in range(64):
+            calm.observe(0.002)
+            jittery.observe(0.002 if len(jittery.spread._samples) % 2 else 0.062)
+        assert jittery.own_spread > calm.own_spread + 0.05
+        await jittery.next_release(5)
+        await calm.next_release(5)
+        assert calm.interval == pytest.approx(jittery.interval)
+        assert calm.interval >= (1 + 0.06) / RATE > (1 + calm.own_spread) / RATE
+        first = calm._leased[0]
+        # The slices do not overlap (each put on the local clock as late as its lease's
+        # round trip allows: the other's may be later by up to its uncertainty).
+        assert first - jittery._leased[-1] >= calm.interval - jittery._offset()[1] - 1e-6
+    finally:
+        await store.close()

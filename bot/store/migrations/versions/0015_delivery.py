@@ -5,7 +5,7 @@ Revises: 0011
 Create Date: 2026-12-04
 
 ``send_budget.spread``: the largest spread of arrival times (seconds) a replica reported
-while leasing in the last few seconds, and ``spread_at`` when it was reported; every
+while leasing in the last second, and ``spread_at`` when it was reported; every
 replica spaces its release times by it, so that no window of one second at Telegram holds
 more than the budget (``bot/telegram/pacing.py``).
 """
