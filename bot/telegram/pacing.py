@@ -31,7 +31,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from datetime import datetime, timedelta
+from datetime import timedelta
 from enum import IntEnum
 from typing import Any, Protocol
 
@@ -197,8 +197,8 @@ _PAUSE = text("""
 class SharedBudget:
     """The grid in the database (PostgreSQL), leased a slice at a time; see the module's
     docstring. A leased release time is used at most ``LATE`` of the nominal interval
-    after it, or dropped (used later, it could crowd the next replica's), and so is any
-    before a pause.
+    after it, or counts as that much earlier than it was used and moves the slice's later
+    ones on (:meth:`take`); one past the slice's end, or before a pause, is dropped.
 
     A slice's release times are put on this process's clock as if the database had read
     its clock when the answer arrived: never early, and late by at most the round trip.
@@ -221,7 +221,10 @@ class SharedBudget:
         self.spread = Spread()
         self._clock = clock
         self._slice = max(1, round(rate * self.SLICE))
-        self._leased: deque[float] = deque()
+        # Leased release times, each with its slice's last one and its slice's interval.
+        self._leased: deque[tuple[float, float, float]] = deque()
+        self._leasing: asyncio.Future[None] | None = None
+        self._next_slot = 0.0  # where this replica's last slice ended, database's clock
         # Per lease: the database's clock less this process's, at least and at most (it
         # was read somewhere between asking and the answer).
         self._trips: deque[tuple[float, float]] = deque(maxlen=self.TRIPS)
@@ -256,31 +259,42 @@ class SharedBudget:
 
     @property
     def interval(self) -> float:
-        """The interval of the slice leased last (the budget's shared spread)."""
+        """The interval of the slice leased last (for the budget's shared spread)."""
         return release_interval(self.rate, self._shared_spread)
 
     async def next_release(self, wanted: int) -> float:
         while True:
             now = self._clock()
-            late = now - self.late
-            while self._leased and (self._leased[0] < late
-                                    or self._leased[0] < self._paused_until):
+            while self._leased and (now - self.late > self._leased[0][1]  # its slice is over
+                                    or self._leased[0][0] < self._paused_until):
                 self._leased.popleft()
                 self.dropped += 1
+            # The next slice is asked for while the last release of this one waits, so that
+            # it follows on without a gap when no other replica leased in between.
+            if len(self._leased) <= 1 and self._leasing is None and now >= self._paused_until \
+                    and wanted > len(self._leased):
+                self._leasing = asyncio.ensure_future(
+                    self._lease_or_wait(min(wanted - len(self._leased), self._slice)))
             if self._leased:
-                return self._leased[0]
+                return self._leased[0][0]
             if now < self._paused_until:  # no lease the pause would waste
                 await asyncio.sleep(self._paused_until - now)
                 continue
-            try:
-                await self._lease(min(max(wanted, 1), self._slice))
-                self._failures = 0
-            except Exception as exc:  # the database away: nothing goes out meanwhile
-                self._failures += 1
-                delay = backoff_delay(self._failures, first=0.2, cap=5.0)
-                log.warning("send budget: no lease (%s), trying again in %.1fs",
-                            type(exc).__name__, delay)
-                await asyncio.sleep(delay)
+            if self._leasing is not None:
+                await asyncio.wait({self._leasing})  # (a cancelled caller leaves it running)
+
+    async def _lease_or_wait(self, count: int) -> None:
+        try:
+            await self._lease(count)
+            self._failures = 0
+        except Exception as exc:  # the database away: nothing goes out meanwhile
+            self._failures += 1
+            delay = backoff_delay(self._failures, first=0.2, cap=5.0)
+            log.warning("send budget: no lease (%s), trying again in %.1fs",
+                        type(exc).__name__, delay)
+            await asyncio.sleep(delay)
+        finally:
+            self._leasing = None
 
     async def _lease(self, count: int) -> None:
         a, b = interval_terms(self.rate)
@@ -298,14 +312,35 @@ class SharedBudget:
         self._trips.append((db_now - now, db_now - asked))
         self._shared_spread = float(row.spread)
         interval = release_interval(self.rate, self._shared_spread)
-        next_slot: datetime = row.next_slot
-        first = next_slot.timestamp() - self._offset()[0] - count * interval
-        self._leased.extend(first + i * interval for i in range(count))
+        next_slot: float = row.next_slot.timestamp()
+        start = next_slot - count * interval  # in the database's clock
+        first = start - self._offset()[0]
+        end = first + (count - 1) * interval
+        if abs(start - self._next_slot) < 1e-5:
+            # Right after this replica's last slice, nobody's in between: one slice, so that
+            # a late release there moves this one's on instead of being dropped.
+            self._leased = deque((release, end, step) for release, _, step in self._leased)
+        self._next_slot = next_slot
+        self._leased.extend((first + i * interval, end, interval) for i in range(count))
         self.leases += 1
 
     def take(self, now: float) -> None:
-        if self._leased:
-            self._leased.popleft()
+        """Within its slice a release used late moves the slice's later ones on (as in
+        :class:`LocalBudget`), never past the slice's last: those are dropped instead, so
+        the next replica's slice is never crowded and a late release costs its lateness,
+        not a release time each."""
+        if not self._leased:
+            return
+        previous = max(self._leased.popleft()[0], now - self.late)
+        kept: deque[tuple[float, float, float]] = deque()
+        for release, end, interval in self._leased:
+            moved = max(release, previous + interval)
+            if moved > end + 1e-6:  # (not a rounding error's worth later: on time)
+                self.dropped += 1
+                continue
+            kept.append((moved, end, interval))
+            previous = moved
+        self._leased = kept
 
     def observe(self, seconds: float) -> None:
         self.spread.observe(seconds)

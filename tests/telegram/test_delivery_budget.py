@@ -178,9 +178,9 @@ async def test_replicas_space_their_release_times_for_the_largest_spread(pg_url:
         await calm.next_release(5)
         assert calm.interval == pytest.approx(jittery.interval)
         assert calm.interval >= (1 + 0.06) / RATE > (1 + calm.own_spread) / RATE
-        first = calm._leased[0]
+        first = calm._leased[0][0]
         # The slices do not overlap (each put on the local clock as late as its lease's
         # round trip allows: the other's may be later by up to its uncertainty).
-        assert first - jittery._leased[-1] >= calm.interval - jittery._offset()[1] - 1e-6
+        assert first - jittery._leased[-1][0] >= calm.interval - jittery._offset()[1] - 1e-6
     finally:
         await store.close()
