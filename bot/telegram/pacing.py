@@ -188,6 +188,7 @@ _LEASE = text(f"""
     RETURNING next_slot, spread, clock_timestamp() AS db_now""").bindparams(
     bindparam("fixed", type_=Float), bindparam("per_spread", type_=Float),
     bindparam("spread", type_=Float))
+_CLOCK = text("SELECT clock_timestamp()")
 _PAUSE = text("""
     INSERT INTO send_budget (id, next_slot) VALUES (:key, clock_timestamp() + :span)
     ON CONFLICT (id) DO UPDATE
@@ -301,6 +302,10 @@ class SharedBudget:
         async with self.engine.connect() as connection:
             # One statement, atomic by itself: no BEGIN and COMMIT round trips.
             connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
+            for _ in range(0 if self._trips else 3):  # the clocks first, before any slice
+                asked = self._clock()
+                db_now = (await connection.execute(_CLOCK)).scalar_one().timestamp()
+                self._trips.append((db_now - self._clock(), db_now - asked))
             asked = self._clock()  # (after connecting: that is no part of the round trip)
             row = (await connection.execute(_LEASE, {
                 "key": self.key, "fixed": count * a / b, "per_spread": count / b,
