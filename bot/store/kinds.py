@@ -31,6 +31,11 @@ class CheckinKind(StrEnum):
     SESSION_OUTCOME = "session_outcome"  # the coach's held-or-missed prompt, when it is over
 
 
+#: The kinds of the rows a coaching session plans: the ``SESSION_`` members above.
+SESSION_KINDS: tuple[CheckinKind, ...] = tuple(
+    kind for kind in CheckinKind if kind.name.startswith("SESSION_"))
+
+
 class CheckinStatus(StrEnum):
     PLANNED = "planned"
     CLAIMED = "claimed"  # a scheduler took it (leased)
@@ -85,6 +90,16 @@ class Visibility(StrEnum):
 
     FIGURES = "figures"  # only counted in the group's figures (at least three people)
     PROGRESS = "progress"  # also their own progress, as a one-to-one client's
+
+
+class AddressForm(StrEnum):
+    """How a client chose to be addressed where their language marks grammatical gender (the
+    gettext context of a text's variant, ``bot.i18n.ADDRESS_CONTEXTS``); neutral is the
+    default everyone sees until they choose."""
+
+    NEUTRAL = "neutral"
+    FEMININE = "feminine"
+    MASCULINE = "masculine"
 
 
 def one_of(column: str, values: type[StrEnum]) -> str:

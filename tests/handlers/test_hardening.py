@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from bot.dialogue import load_dialogues
-from bot.dialogue.model import END
 from bot.engine import ConversationState
 from bot.store import Answer
+from tests.flows import assert_consistent
 from tests.inprocess import REPO, InProcessBot
 
 DIALOGUES = load_dialogues(REPO / "dialogues")
@@ -80,15 +80,6 @@ updates: st.SearchStrategy[UpdateFor] = st.one_of(
 )
 
 
-def assert_consistent(state: ConversationState) -> None:
-    for index, frame in enumerate(state.stack):
-        dialogue = DIALOGUES[frame.dialogue]
-        if index == len(state.stack) - 1:
-            assert dialogue.steps[frame.step].ask.type != "none"
-        else:
-            assert frame.step == END or frame.step in dialogue.steps
-
-
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(batch=st.lists(updates, min_size=1, max_size=4))
@@ -116,7 +107,7 @@ async def test_injection_attempts_are_stored_and_shown_verbatim(bot: InProcessBo
     await ana.send("/goal")
     sneaky = "Robert'); DROP TABLE users; -- {name} {goal.title} {{x}} %s <b>bold</b>"
     replies = await ana.send(sneaky)
-    assert replies[-1].text == f"Why does “\u2068{sneaky}\u2069” matter to you?"
+    assert replies[-1].text == f"You chose: “\u2068{sneaky}\u2069”. What makes it important to you?"
     async with bot.store.sessionmaker() as session:
         stored = (await session.execute(select(Answer.value).where(
             Answer.user_id == 302))).scalars().all()
