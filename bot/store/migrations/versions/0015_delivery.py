@@ -1,7 +1,7 @@
 """The send budget's spread, shared by the replicas.
 
 Revision ID: 0015
-Revises: 0016
+Revises: 0013
 Create Date: 2026-12-04
 
 ``send_budget.spread``: the largest spread of arrival times (seconds) a replica reported
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0015"
-down_revision: str | None = "0016"
+down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
