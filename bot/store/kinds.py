@@ -31,6 +31,11 @@ class CheckinKind(StrEnum):
     SESSION_OUTCOME = "session_outcome"  # the coach's held-or-missed prompt, when it is over
 
 
+#: The kinds of the rows a coaching session plans: the ``SESSION_`` members above.
+SESSION_KINDS: tuple[CheckinKind, ...] = tuple(
+    kind for kind in CheckinKind if kind.name.startswith("SESSION_"))
+
+
 class CheckinStatus(StrEnum):
     PLANNED = "planned"
     CLAIMED = "claimed"  # a scheduler took it (leased)
