@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching import managing, messages, notes, noticing
+from bot.coaching import managing, messages, notes, noticing, session_notes
 from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, record_commitments
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import checkin_days, user_zone
@@ -23,6 +23,7 @@ from bot.coaching.contracts import (
     EXERCISE_STATUS,
     GOAL_SETTING,
     NEW_EXERCISE,
+    SESSION_NOTE,
     STREAK_VARIABLES,
     WEEKLY_REVIEW,
 )
@@ -43,15 +44,19 @@ from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import CoachEventKind, GoalStatus
 
+#: What the preparation for a session reads: the notes kept for it, and the active goal's
+#: title (absent without one, where ``goal.title`` may be a dropped goal's).
+PREP_VARIABLES = session_notes.NOTES_VARIABLES | {"goal.active"}
 #: Variables the platform computes from the record (a query each), by group.
-PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES)
+PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES, PREP_VARIABLES)
 
 #: Dialogues whose answers are input for the platform (a message to the other person, a
 #: coach's note, a schedule), with the prefix of their variables: they are carried where they
 #: belong, never kept as the user's answers, and taken out of the conversation once it has
 #: left the dialogue.
 CARRIED = {messages.MESSAGE_CLIENT: "message.", messages.REPLY_TO_COACH: "reply.",
-           notes.COACH_NOTE: "note.", managing.EXERCISE_SCHEDULE: "schedule."}
+           notes.COACH_NOTE: "note.", managing.EXERCISE_SCHEDULE: "schedule.",
+           SESSION_NOTE: session_notes.PREFIX}
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,11 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
         provided.update({"streak.days": current, "streak.best": best})
     if session is not None and COMMITMENT_VARIABLES in groups:
         provided.update(await commitment_variables(session, user.id, today, translator))
+    if session is not None and PREP_VARIABLES in groups:
+        provided.update(await session_notes.notes_variables(session, user.id, now, translator))
+        goal = await _active_goal(session, user)
+        if goal is not None:
+            provided["goal.active"] = goal.title
     return Context(
         translator=translator,
         today=today,
@@ -305,6 +315,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     await apply_group_dialogues(t, outcome)
     told = [*await messages.apply_messages(t, outcome, now),
             *await notes.apply_note(t, outcome, now),
+            *(Reply(text) for text in await session_notes.apply_session_note(t, outcome, now)),
             *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues)),
             *(Reply(text) for text in await apply_new_sessions(t, outcome, now))]
     outcome = forget_carried(replace(outcome, replies=(*outcome.replies, *told)))

@@ -18,6 +18,7 @@ from bot.coaching.actions import actions_summary, summary_lines
 from bot.coaching.calendar import CalendarSession, session_ics
 from bot.coaching.coach_errors import NotYourClient
 from bot.coaching.links import active_link, coaches_of, linked_since
+from bot.coaching.session_notes import brief_notes
 from bot.dialogue.expr import Value
 from bot.engine import Outcome
 from bot.i18n import N_, Translator, translator_for
@@ -386,8 +387,11 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
         text = tr.gettext("A reminder: your session with {person} is coming up.").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
         brief = await brief_text(t.session, cs, tr, now)
-        return Due(messages=({"text": text if brief is None else f"{text}\n\n{brief}"},),
-                   subject=client.id)
+        noted, copies = await brief_notes(t.session, client.id, tr, now)
+        for part in (brief, "\n".join(noted)):
+            if part:
+                text += "\n\n" + part
+        return Due(messages=({"text": text}, *copies), subject=client.id)
     if kind == SessionWork.REMINDER and now < cs.starts_at:
         text = tr.gettext("A reminder: your coaching session is coming up.") + "\n" + when
         return Due(messages=({"text": text, "buttons": _buttons(
@@ -406,6 +410,7 @@ BRIEF_ANSWERS = (
     ("prep.since", N_("Since the last session:")),
     ("prep.want", N_("What they want from this session:")),
     ("prep.scale", N_("Where they stand on their goal (1 to 10):")),
+    ("prep.focus", N_("What they would like to work towards (no goal set):")),
 )
 #: How long before a session its preparation counts for the brief.
 PREP_COUNTS_FOR = timedelta(days=3)

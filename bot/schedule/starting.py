@@ -25,7 +25,7 @@ from bot.coaching.conversation import (
     enqueue_replies,
 )
 from bot.coaching.safety import CARE_KIND
-from bot.coaching.sessions import PREP_DIALOGUE, SESSION_KINDS, session_work
+from bot.coaching.sessions import SESSION_KINDS, session_work
 from bot.dialogue.model import DialogueSet
 from bot.observability import describe_failure
 from bot.schedule import claims, planning
@@ -193,9 +193,8 @@ async def _session_work(t: Turn, row: Claimed, dialogues: DialogueSet,
     profile = profile_of(t.user)
     if not planning.same_local_day(row.due_at, now, profile.zone):
         return Outcome.MISSED, None
-    if due.dialogue not in dialogues or (due.dialogue == PREP_DIALOGUE
-                                         and not await has_active_goal(t.session, t.user_id)):
-        return Outcome.CANCELLED, None  # the preparation looks at the client's goal
+    if due.dialogue not in dialogues:
+        return Outcome.CANCELLED, None
     if await _busy(t, now):
         return Outcome.POSTPONED, None
     return Outcome.STARTED, Start(due.dialogue)

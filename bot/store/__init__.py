@@ -5,7 +5,7 @@ Imports only SQLAlchemy, Alembic, cryptography and the standard library.
 
 from .engine import DEFAULT_URL, database_url
 from .keys import KeyMismatchError
-from .kinds import GroupKind, Visibility
+from .kinds import GroupKind, NoteMedia, NoteShare, Visibility
 from .migrate import ensure_schema, upgrade
 from .models import (
     ActionSource,
@@ -33,6 +33,7 @@ from .models import (
     ProcessedUpdate,
     SendBudget,
     SessionMode,
+    SessionNote,
     SessionStatus,
     User,
     undelivered,
@@ -81,12 +82,15 @@ __all__ = [
     "Invite",
     "KeyFingerprint",
     "KeyMismatchError",
+    "NoteMedia",
+    "NoteShare",
     "Outbox",
     "PlannedCheckin",
     "ProcessedUpdate",
     "Retention",
     "SendBudget",
     "SessionMode",
+    "SessionNote",
     "SessionStatus",
     "Store",
     "Turn",
