@@ -14,15 +14,17 @@ from datetime import UTC, date, datetime, time, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching import managing, messages, notes, noticing, session_notes
+from bot.coaching import engagements, managing, messages, notes, noticing, session_notes
 from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, record_commitments
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.contracts import (
     CUSTOM_EXERCISE,
+    ENGAGEMENT_CLOSE,
     EXERCISE_STATUS,
     GOAL_SETTING,
     NEW_EXERCISE,
+    SESSION_CANT,
     SESSION_NOTE,
     STREAK_VARIABLES,
     WEEKLY_REVIEW,
@@ -31,7 +33,7 @@ from bot.coaching.events import event_for_status, notify_coaches
 from bot.coaching.groups import apply_group_dialogues
 from bot.coaching.markers import marker_of
 from bot.coaching.safety import pause_after_crisis, record_signal
-from bot.coaching.sessions import apply_new_sessions
+from bot.coaching.sessions import apply_another_time, apply_new_sessions
 from bot.coaching.streaks import streak
 from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.expr import Value
@@ -56,7 +58,8 @@ PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES, PREP_VARIABLES)
 #: left the dialogue.
 CARRIED = {messages.MESSAGE_CLIENT: "message.", messages.REPLY_TO_COACH: "reply.",
            notes.COACH_NOTE: "note.", managing.EXERCISE_SCHEDULE: "schedule.",
-           SESSION_NOTE: session_notes.PREFIX}
+           SESSION_NOTE: session_notes.PREFIX, ENGAGEMENT_CLOSE: engagements.PREFIX,
+           SESSION_CANT: "cant."}
 
 
 @dataclass(frozen=True)
@@ -316,6 +319,8 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     told = [*await messages.apply_messages(t, outcome, now),
             *await notes.apply_note(t, outcome, now),
             *(Reply(text) for text in await session_notes.apply_session_note(t, outcome, now)),
+            *(Reply(text) for text in await engagements.apply_closing(t, outcome, now)),
+            *(Reply(text) for text in await apply_another_time(t, outcome, now)),
             *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues)),
             *(Reply(text) for text in await apply_new_sessions(t, outcome, now))]
     outcome = forget_carried(replace(outcome, replies=(*outcome.replies, *told)))

@@ -27,7 +27,9 @@ BUILTIN_VARIABLES = frozenset({
 #: lists them under `requires`, and no dialogue saves them.
 STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.client_name",
                           "schedule.client_name", "jot.coach", "jot.words", "jot.media",
-                          "jot.file_id", "jot.message_id"})
+                          "jot.file_id", "jot.message_id", "closing.coach", "closing.coach_id",
+                          "closing.first_goal", "closing.baseline", "closing.current",
+                          "closing.actions_done", "cant.session"})
 
 
 @dataclass(frozen=True, order=True)

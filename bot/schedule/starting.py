@@ -17,13 +17,20 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.contracts import CARE_CHECKIN, CHECKIN_MARKER, DAILY_CHECKIN, WEEKLY_REVIEW
+from bot.coaching.contracts import (
+    CARE_CHECKIN,
+    CHECKIN_MARKER,
+    DAILY_CHECKIN,
+    ENGAGEMENT_CLOSE,
+    WEEKLY_REVIEW,
+)
 from bot.coaching.conversation import (
     Start,
     converse,
     custom_exercise_start,
     enqueue_replies,
 )
+from bot.coaching.engagements import closing_variables
 from bot.coaching.safety import CARE_KIND
 from bot.coaching.sessions import SESSION_KINDS, session_work
 from bot.dialogue.model import DialogueSet
@@ -112,6 +119,9 @@ async def _start_for(t: Turn, row: Claimed) -> Start | None:
     dialogue = STARTS.get(CheckinKind(row.kind))
     if dialogue is not None:
         return Start(dialogue)
+    if row.kind == CheckinKind.ENGAGEMENT_CLOSE:
+        closing = await closing_variables(t.session, t.user_id, row.ref)
+        return None if closing is None else Start(ENGAGEMENT_CLOSE, closing)
     if not row.ref.isdigit():
         return None
     assignment = await t.session.get(Assignment, int(row.ref))
