@@ -169,3 +169,19 @@ async def test_i_cant_make_it_asks_for_other_times_and_passes_them_on(
         f"session:move:{cs.id}", f"session:cancel:{cs.id}"]
     async with db.sessionmaker() as s:
         assert (await s.get(CoachingSession, cs.id)) is not None
+
+
+async def test_the_scheduler_starts_the_look_back(db: Store, dialogues: DialogueSet) -> None:
+    from bot.coaching.engagements import plan_closing
+    from bot.coaching.sessions import profile_of
+    from bot.schedule.starting import claim_and_start
+
+    async with db.sessionmaker() as s, s.begin():
+        client = await s.get(User, CLIENT)
+        assert client is not None
+        await plan_closing(s, COACH, CLIENT, profile_of(client), NOW)  # 21:00 in Tokyo
+    counts = await claim_and_start(db, dialogues, NOW, worker_id="w")
+    assert counts["started"] == 1
+    said = [str(p.get("text")) for p in await outbox(db, CLIENT)]
+    assert "all the sessions you agreed on with \u2068Marta\u2069" in said[0]
+    assert said[-1].startswith("Would you like to stay linked")
