@@ -1,6 +1,8 @@
 """A coach schedules a session by buttons over the fake Bot API; the client gets the calendar
-file and, when the scheduler's rows come due, the reminder, the preparation and the recap, in
-their language (Hebrew, and Catalan); the recap's commitment becomes an action."""
+file and, when the scheduler's rows come due, the reminder (where "I can't make it" passes
+other times to the coach), keeps a voice message as a note sent to the coach with
+copyMessage, then the preparation (which lists it) and the recap, in their language (Hebrew,
+and Catalan); the recap's commitment becomes an action."""
 
 from __future__ import annotations
 
@@ -31,6 +33,12 @@ CLIENTS = {
     "ca": ("Europe/Madrid", ["Una setmana intensa", "Preparar la conversa amb la cap",
                              "Que puc demanar", "Escriure el correu a la cap"], "demà"),
 }
+
+#: What each client would type for other times, and the labels of keeping a note, sending it
+#: now, and what a voice note is called in the preparation's list.
+OTHER_TIMES = {"he": "יום שלישי אחרי 18:00", "ca": "Dimarts a partir de les sis"}
+NOTE_LABELS = {"he": ("לשמור כפתק", "כן, לשלוח עכשיו", "הודעה קולית"),
+               "ca": ("Guarda-ho com a nota", "Sí, envia-la ara", "missatge de veu")}
 
 
 async def _due_now(bot: RunningBot, kind: str) -> None:
@@ -91,9 +99,26 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     reminder = await client.replies(timeout=30)
     assert reminder[0].reply_markup is not None
     await coach.replies(timeout=30)  # the coach's own reminder
-    await client.press(client.button_labels()[-1])
+    asked = await client.press(client.button_labels()[-1])
     heard = await coach.replies()
     assert "\u2068Noa\u2069 non riesce a esserci" in (heard[0].text or "")
+    assert "/skip" in (asked[-1].text or "")  # which times would suit them instead
+    await client.send(OTHER_TIMES[language])
+    proposed = await coach.replies()
+    assert f"\u2068{OTHER_TIMES[language]}\u2069" in (proposed[0].text or "")
+    assert proposed[0].reply_markup is not None  # move it, or cancel it
+
+    # A voice message with no question open: offered as a note, sent to the coach on yes.
+    running_bot.fake.send_media(CLIENT, "voice")
+    await client.replies()
+    assert NOTE_LABELS[language][0] in client.button_labels()
+    assert not running_bot.fake.copies  # nothing passed on before the client's yes
+    await client.press(NOTE_LABELS[language][0])
+    await client.press(NOTE_LABELS[language][1])
+    passed_on = await coach.replies()
+    assert "\u2068Noa\u2069 ti ha mandato una nota" in (passed_on[0].text or "")
+    assert passed_on[-1].kind == "voice"
+    assert [(to, source) for to, source, _ in running_bot.fake.copies] == [(COACH, CLIENT)]
 
     # The preparation the day before, in the client's language.
     await _due_now(running_bot, "session_prep")
@@ -103,6 +128,7 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     await client.send(words[1])
     closing = await client.press("6")
     assert closing[-1].text
+    assert NOTE_LABELS[language][2] in "\n".join(m.text or "" for m in closing)  # the note
 
     # The recap when it is over: what they commit to becomes an action with its date.
     await _due_now(running_bot, "session_recap")
@@ -124,4 +150,5 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     await _due_now(running_bot, "session_outcome")
     await coach.replies(timeout=30)
     counted = await coach.press("Svolta")
-    assert "Sessioni concordate: 1 · svolte: 1 · rimaste: 0" in (counted[0].text or "")
+    assert "Sessioni concordate: 1 · svolte: 1 · saltate: 0 · rimaste: 0" in (
+        counted[0].text or "")
