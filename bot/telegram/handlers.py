@@ -31,6 +31,7 @@ from bot.coaching.conversation import (
     declined_consent,
     enqueue_replies,
 )
+from bot.coaching.links import coaches_of
 from bot.coaching.managing import FromCoach, assigned_to
 from bot.coaching.privacy import EXPORT_EVERY, export_document
 from bot.coaching.progress import progress_text
@@ -290,12 +291,17 @@ class Handlers:
                 if joined is not None:
                     return await self._offer_note(t, joined)
             outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
-            if outcome.unplaced:
+            if outcome.unplaced and await self._keeps_notes(t):
                 return await self._offer_note(t, session_notes.Jotted(words=text))
             enqueue_replies(t, outcome)
             return await self._after_note(t, outcome)
 
         await self._turn(update, run, action=action)
+
+    @staticmethod
+    async def _keeps_notes(t: StoreTurn) -> bool:
+        """Clients keep notes for their sessions; a coach only as someone's client."""
+        return not t.user.is_coach or bool(await coaches_of(t.session, t.user_id))
 
     async def _offer_note(self, t: StoreTurn, jotted: session_notes.Jotted) -> Outcome:
         variables = await session_notes.offer_variables(t.session, t.user_id, jotted)
@@ -336,7 +342,7 @@ class Handlers:
                                              min_age=self.min_age)
                     enqueue_replies(t, outcome)
                     return outcome
-            elif state.active or state.safety_asked:
+            elif state.active or state.safety_asked or not await self._keeps_notes(t):
                 t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(note))
                           .to_payload())
                 outcome = await converse(t, self.dialogues, Resume(), t.now,

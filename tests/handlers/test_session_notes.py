@@ -91,6 +91,8 @@ async def test_crisis_then_open_question_then_safety_question_then_the_offer(
 async def test_text_kept_for_the_brief_and_a_voice_message_copied_only_on_yes(
         bot: InProcessBot) -> None:
     coach, client = await linked(bot)
+    idle = await coach.send("just a thought")  # a coach with no coach of their own
+    assert KEEP not in labels(idle) and "no open question" in (idle[0].text or "")
     offered = await client.send("I keep putting off the hard call")
     more = await client.send("and I know why")  # joins the note on offer
     assert KEEP in labels(more) and "next session with your coach" in (offered[0].text or "")
