@@ -38,10 +38,11 @@ def fixed_detector(monkeypatch: pytest.MonkeyPatch) -> None:
 async def linked(bot: InProcessBot) -> tuple[ClientUser, ClientUser]:
     coach = bot.user(COACH, first_name="Marta")
     client = bot.user(CLIENT, first_name="Luca")
-    await coach.send("/help")
     await bot.agree(CLIENT)
     async with bot.store.sessionmaker() as session, session.begin():
         await make_coach(session, COACH)
+    await coach.send("/help")
+    async with bot.store.sessionmaker() as session, session.begin():
         session.add(CoachLink(coach_id=COACH, client_id=CLIENT, consent_at=utcnow()))
     return coach, client
 
