@@ -14,6 +14,8 @@ from bot.store.kinds import (
     CheckinStatus,
     GoalStatus,
     GroupKind,
+    NoteMedia,
+    NoteShare,
     OutboxKind,
     OutboxStatus,
     Visibility,
@@ -33,6 +35,8 @@ COLUMNS: dict[tuple[str, str], type[StrEnum]] = {
     ("coaching_sessions", "status"): SessionStatus,
     ("groups", "kind"): GroupKind,
     ("group_members", "visibility"): Visibility,
+    ("session_notes", "media"): NoteMedia,
+    ("session_notes", "share"): NoteShare,
 }
 # coach_events.kind (CoachEventKind) is encrypted at rest, so that a crisis event does not
 # show as one: the code that records it checks it, the database cannot.

@@ -48,8 +48,8 @@ def upgrade() -> None:
         sa.Column("shared_at", sa.DateTime(timezone=True), nullable=True),
         sa.CheckConstraint("share IN ('private', 'brief', 'sent')",
                            name=op.f("ck_session_notes_share")),
-        sa.CheckConstraint("media IS NULL OR media IN ('voice', 'audio', 'photo', 'document', "
-                           "'video', 'video_note')", name=op.f("ck_session_notes_media")),
+        sa.CheckConstraint("media IN ('voice', 'audio', 'photo', 'document', 'video', "
+                           "'video_note')", name=op.f("ck_session_notes_media")),
         sa.ForeignKeyConstraint(["user_id"], ["users.id"],
                                 name=op.f("fk_session_notes_user_id_users"), ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_session_notes")),
