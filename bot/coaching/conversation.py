@@ -322,7 +322,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
             *(Reply(text) for text in await engagements.apply_closing(t, outcome, now)),
             *(Reply(text) for text in await apply_another_time(t, outcome, now)),
             *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues)),
-            *(Reply(text) for text in await apply_new_sessions(t, outcome, now))]
+            *await apply_new_sessions(t, outcome, now)]
     outcome = forget_carried(replace(outcome, replies=(*outcome.replies, *told)))
     t.set_state(outcome.state.to_dict())
     return outcome

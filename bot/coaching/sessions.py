@@ -21,7 +21,7 @@ from bot.coaching.engagements import plan_closing
 from bot.coaching.links import active_link, clients_of, coaches_of, is_linked, linked_since
 from bot.coaching.session_notes import brief_notes
 from bot.dialogue.expr import Value
-from bot.engine import Outcome
+from bot.engine import Outcome, Reply
 from bot.i18n import N_, Translator, translator_for
 from bot.schedule.planning import Profile, zone_of
 from bot.schedule.sessions import (
@@ -313,9 +313,10 @@ def chosen_sessions(variables: Mapping[str, Value], zone: str) -> NewSessions | 
         return None
 
 
-async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> list[str]:
+async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> list[Reply]:
     """A coach who finished choosing gets the sessions; the client hears of them with the
-    calendar file. Returns what to tell the coach, after the dialogue's own last words."""
+    calendar file. Returns what to tell the coach, after the dialogue's own last words (and,
+    while no number of sessions is agreed with this client, the question of how many)."""
     if PLACE_DIALOGUE not in outcome.finished or not t.user.is_coach:
         return []
     tr = translator_for(t.user.locale)
@@ -325,11 +326,18 @@ async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> l
     try:
         created = await schedule_sessions(t.session, t.user_id, chosen, now)
     except NotYourClient:
-        return [tr.gettext("I can't find that client among yours. Send /clients to see them.")]
+        return [Reply(tr.gettext(
+            "I can't find that client among yours. Send /clients to see them."))]
     if not created:
-        return [tr.gettext("That time has already passed. Send /schedule to choose another "
-                           "one.")]
-    return [await announce(t, created, SessionChange.NEW, now, tell_coach=False)]
+        return [Reply(tr.gettext("That time has already passed. Send /schedule to choose "
+                                 "another one."))]
+    told = [Reply(await announce(t, created, SessionChange.NEW, now, tell_coach=False))]
+    if not (await engagement(t.session, t.user_id, chosen.client_id)).set:
+        client = await t.session.get(User, chosen.client_id)
+        asked = agree_question(chosen.client_id, client.first_name or "?" if client else "?",
+                               tr)
+        told.append(Reply.from_payload(asked))
+    return told
 
 
 class SessionChange(StrEnum):
@@ -664,8 +672,8 @@ async def agree_button(t: StoreTurn, parts: Sequence[str]) -> None:
               subject=client.id)
     ctr = translator_for(client.locale)
     t.enqueue(client.id, {"text": ctr.gettext(
-        "You and your coach agreed on {count} sessions. You can see how many are left with "
-        "/sessions.").format(count=ctr.isolate(ctr.number(count)))})
+        "You and your coach agreed on the number of sessions: {count}. You can see how many "
+        "are left with /sessions.").format(count=ctr.isolate(ctr.number(count)))})
 
 
 def session_lines(sessions: Sequence[CoachingSession], zone: str, tr: Translator) -> str:

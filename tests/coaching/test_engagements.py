@@ -92,7 +92,7 @@ async def test_the_agreed_number_counts_down_and_the_last_held_invites_a_look_ba
     await db.run_turn(COACH, lambda t: agree_button(t, [str(CLIENT), "7"]))  # not offered
     await db.run_turn(COACH, lambda t: agree_button(t, [str(CLIENT), "2"]))
     told = await outbox(db, CLIENT)
-    assert "agreed on 2 sessions" in str(told[-1]["text"])
+    assert "agreed on the number of sessions: 2" in str(told[-1]["text"])
     after_first = created[0].starts_at + timedelta(minutes=61)
     await db.run_turn(COACH, lambda t: record_outcome(t, created[0].id, False, after_first))
     listing = await db.run_turn(CLIENT, lambda t: sessions_message(t, after_first))

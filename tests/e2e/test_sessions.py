@@ -81,8 +81,9 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     place = await coach.press("Solo questa volta")
     assert "link della videochiamata" in (place[-1].text or "")
     done = await coach.send("https://meet.example/noa")
-    assert (done[-1].text or "").startswith("Sessione fissata con \u2068Noa\u2069:")
-    assert "18:00" in (done[-1].text or "")
+    assert (done[-2].text or "").startswith("Sessione fissata con \u2068Noa\u2069:")
+    assert "18:00" in (done[-2].text or "")
+    assert "Quante sessioni" in (done[-1].text or "")  # how many were agreed: asked
 
     told = await client.replies()
     assert told[-1].kind == "document"
@@ -93,6 +94,10 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     assert event.decoded("dtstart").astimezone(UTC) == session_row.starts_at
     local = session_row.starts_at.astimezone(zone_of(zone))
     assert f"{local:%H:%M}" in (told[0].text or "")  # the client's own clock
+    agreed = await coach.press("1")
+    assert "Sessioni concordate: 1 · svolte: 0 · saltate: 0 · rimaste: 1" in (
+        agreed[0].text or "")
+    assert "/sessions" in ((await client.replies())[0].text or "")
 
     # The reminder, with "I can't make it"; the coach hears of it.
     await _due_now(running_bot, "session_reminder")
