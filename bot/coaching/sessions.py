@@ -28,7 +28,6 @@ from bot.schedule.sessions import (
     MAX_SERIES,
     REMINDER_BEFORE,
     Repeat,
-    SessionWork,
     series,
     session_plan,
     start_utc,
@@ -43,6 +42,7 @@ from bot.store import (
     User,
 )
 from bot.store import Turn as StoreTurn
+from bot.store.kinds import SESSION_KINDS, CheckinKind
 
 UID_DOMAIN = "coachbot"
 PREP_DIALOGUE = "session_prep"
@@ -57,7 +57,6 @@ BUTTON = "session"
 PLACE_DIALOGUE = "session_place"
 SESSION_CHOICES = ("session.client", "session.start", "session.minutes", "session.mode",
                    "session.repeat", "session.count")
-SESSION_KINDS = tuple(work.value for work in SessionWork)
 
 
 class SessionNotFound(LookupError):
@@ -416,15 +415,15 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
     _, client = await _people(t.session, cs)
     to_client = t.user_id == client.id
     tr = translator_for(t.user.locale)
-    if kind == SessionWork.RECAP:
+    if kind == CheckinKind.SESSION_RECAP:
         held_or_not_yet = cs.status in (SessionStatus.SCHEDULED, SessionStatus.HELD)
         return Due(dialogue=RECAP_DIALOGUE) if to_client and held_or_not_yet else None
     if cs.status != SessionStatus.SCHEDULED:
         return None
-    if kind == SessionWork.PREP:
+    if kind == CheckinKind.SESSION_PREP:
         return Due(dialogue=PREP_DIALOGUE) if to_client and now < cs.starts_at else None
     when = session_lines([cs], t.user.time_zone, tr)
-    if kind == SessionWork.REMINDER and now < cs.starts_at and not to_client:
+    if kind == CheckinKind.SESSION_REMINDER and now < cs.starts_at and not to_client:
         text = tr.gettext("A reminder: your session with {person} is coming up.").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
         brief = await brief_text(t.session, cs, tr, now)
@@ -433,11 +432,11 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
             if part:
                 text += "\n\n" + part
         return Due(messages=({"text": text}, *copies), subject=client.id)
-    if kind == SessionWork.REMINDER and now < cs.starts_at:
+    if kind == CheckinKind.SESSION_REMINDER and now < cs.starts_at:
         text = tr.gettext("A reminder: your coaching session is coming up.") + "\n" + when
         return Due(messages=({"text": text, "buttons": _buttons(
             (tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))},))
-    if kind == SessionWork.OUTCOME and not to_client and now >= cs.starts_at:
+    if kind == CheckinKind.SESSION_OUTCOME and not to_client and now >= cs.starts_at:
         text = tr.gettext("Did your session with {person} take place?").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
         return Due(messages=({"text": text, "buttons": _buttons(

@@ -30,6 +30,7 @@ from bot.schedule.planning import (
     wall_to_utc,
     zone_of,
 )
+from bot.store.kinds import CheckinKind
 
 REMINDER_BEFORE = timedelta(hours=1)
 MAX_SERIES = 52  # sessions planned at once for a series
@@ -43,15 +44,6 @@ class Repeat(StrEnum):
 
 REPEAT_EVERY = {Repeat.ONCE: timedelta(0), Repeat.WEEKLY: timedelta(days=7),
                 Repeat.FORTNIGHTLY: timedelta(days=14)}
-
-
-class SessionWork(StrEnum):
-    """The planned rows of a session (``planned_checkins.kind``)."""
-
-    REMINDER = "session_reminder"
-    PREP = "session_prep"
-    RECAP = "session_recap"
-    OUTCOME = "session_outcome"
 
 
 def start_utc(local_start: datetime, zone: str) -> datetime:
@@ -105,7 +97,7 @@ def after_due(starts_at: datetime, minutes: int, profile: Profile) -> datetime:
 @dataclass(frozen=True)
 class Planned:
     user_id: int
-    work: SessionWork
+    work: CheckinKind  # one of SESSION_KINDS (bot/store/kinds.py)
     due_at: datetime
 
 
@@ -113,11 +105,13 @@ def session_plan(starts_at: datetime, minutes: int, *, coach_id: int, coach: Pro
                  client_id: int, client: Profile, now: datetime,
                  before: timedelta = REMINDER_BEFORE) -> list[Planned]:
     """Every row a scheduled session plans that is still to come, earliest first."""
-    rows = [Planned(client_id, SessionWork.REMINDER, reminder_due(starts_at, client, before)),
-            Planned(coach_id, SessionWork.REMINDER, reminder_due(starts_at, coach, before)),
-            Planned(client_id, SessionWork.RECAP, after_due(starts_at, minutes, client)),
-            Planned(coach_id, SessionWork.OUTCOME, after_due(starts_at, minutes, coach))]
+    rows = [Planned(client_id, CheckinKind.SESSION_REMINDER,
+                    reminder_due(starts_at, client, before)),
+            Planned(coach_id, CheckinKind.SESSION_REMINDER,
+                    reminder_due(starts_at, coach, before)),
+            Planned(client_id, CheckinKind.SESSION_RECAP, after_due(starts_at, minutes, client)),
+            Planned(coach_id, CheckinKind.SESSION_OUTCOME, after_due(starts_at, minutes, coach))]
     prep = prep_due(starts_at, client)
     if prep is not None:
-        rows.append(Planned(client_id, SessionWork.PREP, prep))
+        rows.append(Planned(client_id, CheckinKind.SESSION_PREP, prep))
     return sorted((r for r in rows if r.due_at > now), key=lambda r: r.due_at)

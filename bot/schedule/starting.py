@@ -32,7 +32,7 @@ from bot.coaching.conversation import (
 )
 from bot.coaching.engagements import closing_variables
 from bot.coaching.safety import CARE_KIND
-from bot.coaching.sessions import SESSION_KINDS, session_work
+from bot.coaching.sessions import session_work
 from bot.dialogue.model import DialogueSet
 from bot.observability import describe_failure
 from bot.schedule import claims, planning
@@ -40,7 +40,7 @@ from bot.schedule.claims import DEFAULT_LEASE, Claimed, release_expired
 from bot.schedule.planner import RHYTHM_LOOKBACK, has_active_goal, profile_of, user_gone
 from bot.schedule.planning import Profile
 from bot.store import Answer, Assignment, Conversation, Exercise, PlannedCheckin, Store, Turn
-from bot.store.kinds import CheckinKind, CheckinStatus
+from bot.store.kinds import SESSION_KINDS, CheckinKind, CheckinStatus
 
 log = logging.getLogger(__name__)
 

@@ -65,27 +65,6 @@ class GroupHandlers:
         return f"https://t.me/{self.bot_username()}?{'startgroup' if group_chat else 'start'}" \
                f"={payload}"
 
-    async def on_button(self, update: Update, data: str) -> bool:
-        kind, _, rest = data.partition(":")
-        steps: dict[str, Callable[[StoreTurn, str], Awaitable[Outcome | None]]] = {
-            "gjoin": self._answer_join, "gleave": self._leave, "grp": self._show,
-            "gkind": self._set_kind, "gas": self._assign_step, "gchat": self._chat_link,
-            "ggoal": self._set_goal, "gcontrib": self._contribute, "gdone": self._celebrate,
-            "gq": self._post_question,
-        }
-        step = steps.get(kind)
-        if step is None:
-            return False
-        await self.respond(update, lambda t: step(t, rest))
-        return True
-
-    async def on_start_payload(self, update: Update, payload: str) -> bool:
-        if not payload.startswith(JOIN_PREFIX):
-            return False
-        code = payload[len(JOIN_PREFIX):]
-        await self.respond(update, lambda t: self._offer_join(t, code))
-        return True
-
     # -- the coach ------------------------------------------------------------------------
 
     async def new_group(self, t: StoreTurn, argument: str) -> None:
@@ -122,7 +101,7 @@ class GroupHandlers:
                               "them."))
             return None
 
-    async def _set_kind(self, t: StoreTurn, rest: str) -> None:
+    async def set_kind(self, t: StoreTurn, rest: str) -> None:
         raw_id, _, kind = rest.partition(":")
         if kind not in {k.value for k in GroupKind}:
             raw_id = ""
@@ -134,10 +113,6 @@ class GroupHandlers:
 
     async def list_groups(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
-        if not t.user.is_coach:
-            say(t, tr.gettext("Only coaches can make groups. If you are a coach, ask the "
-                              "bot's administrator to set you up."))
-            return None
         mine = await groups.groups_of(t.session, t.user_id)
         if not mine:
             say(t, tr.gettext("You have no groups yet. Send /newgroup followed by a name to "
@@ -148,7 +123,7 @@ class GroupHandlers:
             for g in mine))
         return None
 
-    async def _show(self, t: StoreTurn, rest: str) -> None:
+    async def show(self, t: StoreTurn, rest: str) -> None:
         """One group: its members (names, and who shares their own progress), the link to
         join, and its weekly figures as the rule in group_figures allows."""
         tr = translator_for(t.user.locale)
@@ -195,7 +170,7 @@ class GroupHandlers:
                 commitment=tr.words(c.commitment)))
         return lines
 
-    async def _set_goal(self, t: StoreTurn, rest: str) -> Outcome | None:
+    async def set_goal(self, t: StoreTurn, rest: str) -> Outcome | None:
         group = await self._own_group(t, rest)
         if group is None:
             return None
@@ -204,7 +179,7 @@ class GroupHandlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    async def _contribute(self, t: StoreTurn, rest: str) -> Outcome | None:
+    async def contribute(self, t: StoreTurn, rest: str) -> Outcome | None:
         group_id = parse_id(rest)
         goal = None if group_id is None else await groups.member_goal(t.session, t.user_id,
                                                                        group_id)
@@ -216,7 +191,7 @@ class GroupHandlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    async def _post_question(self, t: StoreTurn, rest: str) -> None:
+    async def post_question(self, t: StoreTurn, rest: str) -> None:
         """This week's question in the group's linked chat, in its language; members answer
         in private (the button opens it there) and share only on their yes."""
         group = await self._own_group(t, rest)
@@ -234,16 +209,14 @@ class GroupHandlers:
             (Button(tr.gettext("Answer in private"), f"gqa:{group.id}:{index}"),)).to_payload())
         say(t, own.gettext("Done: the question is in the group's chat."))
 
-    async def on_group_button(self, update: Update, data: str) -> bool:
-        """A button pressed in a group chat: the week's question, answered in private."""
-        kind, _, rest = data.partition(":")
+    async def answer_in_private(self, update: Update, rest: str) -> None:
+        """The week's question's button in the group chat (``gqa:<group>:<question>``):
+        answered in private. Data that names no question does nothing."""
         raw_group, _, raw_index = rest.partition(":")
         group_id, index = parse_id(raw_group), parse_id(raw_index)
-        if kind != "gqa" or group_id is None or index is None \
-                or not 0 <= index < len(groups.GROUP_QUESTIONS):
-            return False
+        if group_id is None or index is None or not 0 <= index < len(groups.GROUP_QUESTIONS):
+            return
         await self.respond(update, lambda t: self._answer_question(t, group_id, index))
-        return True
 
     async def _answer_question(self, t: StoreTurn, group_id: int, index: int) -> Outcome | None:
         tr = translator_for(t.user.locale)
@@ -257,7 +230,7 @@ class GroupHandlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    async def _celebrate(self, t: StoreTurn, rest: str) -> None:
+    async def celebrate(self, t: StoreTurn, rest: str) -> None:
         """The team reached its goal: a celebration in the group's own chat (its language),
         or, without one, to each member in private (theirs)."""
         group = await self._own_group(t, rest)
@@ -281,7 +254,7 @@ class GroupHandlers:
                 t.enqueue(member.user_id, celebration(locale or "en"))
         say(t, translator_for(t.user.locale).gettext("Done: the team hears it from me."))
 
-    async def _chat_link(self, t: StoreTurn, rest: str) -> None:
+    async def chat_link(self, t: StoreTurn, rest: str) -> None:
         group = await self._own_group(t, rest)
         if group is None:
             return
@@ -291,7 +264,7 @@ class GroupHandlers:
                           "private:\n{link}").format(
             link=self._link(CHAT_PREFIX + group.invite_code, group_chat=True)))
 
-    async def _assign_step(self, t: StoreTurn, rest: str) -> None:
+    async def assign_step(self, t: StoreTurn, rest: str) -> None:
         """gas:<group> → the exercise; …:<exercise> → how often; …:<schedule> → at what
         local hour; …:<hour> → assigned to every member. Each step checks the group again."""
         tr = translator_for(t.user.locale)
@@ -342,7 +315,7 @@ class GroupHandlers:
 
     # -- the member ------------------------------------------------------------------------
 
-    async def _offer_join(self, t: StoreTurn, code: str) -> None:
+    async def offer_join(self, t: StoreTurn, code: str) -> None:
         tr = translator_for(t.user.locale)
         try:
             group = await groups.group_for_code(t.session, code, t.user_id)
@@ -363,7 +336,7 @@ class GroupHandlers:
             Button(tr.gettext("No, thanks"), "gjoin:no")), subject=group.coach_id)
         return None
 
-    async def _answer_join(self, t: StoreTurn, rest: str) -> None:
+    async def answer_join(self, t: StoreTurn, rest: str) -> None:
         tr = translator_for(t.user.locale)
         answer, _, code = rest.partition(":")
         visibility = {"f": Visibility.FIGURES, "p": Visibility.PROGRESS}.get(answer)
@@ -390,7 +363,7 @@ class GroupHandlers:
             Button(tr.words(m.group_name), f"gleave:{m.group_id}") for m in mine))
         return None
 
-    async def _leave(self, t: StoreTurn, rest: str) -> None:
+    async def leave_button(self, t: StoreTurn, rest: str) -> None:
         tr = translator_for(t.user.locale)
         group_id = parse_id(rest)
         names = {m.group_id: m.group_name for m in await groups.memberships(t.session,
@@ -405,22 +378,17 @@ class GroupHandlers:
     # -- the group's own chat ----------------------------------------------------------------
 
     async def on_group_chat(self, update: Update) -> bool:
-        """Membership changes, upgrades and commands in group chats. True when handled;
-        False leaves the update to the caller (a refusal, or a crisis check)."""
+        """Membership changes, upgrades and commands in group chats (its buttons and /start
+        links come from the registries first). True when handled; False leaves the update to
+        the caller (a refusal, or a crisis check)."""
         chat = update.effective_chat
         if chat is None:
             return True
         if update.my_chat_member is not None:
             await self._membership_changed(update.my_chat_member)
             return True
-        query = update.callback_query
-        if query is not None:
-            try:
-                await query.answer()
-            except TelegramError as exc:
-                log.info("callback query not answered: %s", type(exc).__name__)
-            await self.on_group_button(update, query.data or "")
-            return True
+        if update.callback_query is not None:
+            return True  # the buttons in group chats: buttons.GROUP_BUTTONS, by the handlers
         message = update.message
         if message is not None and message.migrate_to_chat_id is not None:
             async with self.store.sessionmaker() as s, s.begin():
@@ -429,11 +397,6 @@ class GroupHandlers:
         text = message.text if message is not None else None
         if message is None or text is None or not text.startswith("/"):
             return False
-        name, _, argument = text[1:].partition(" ")
-        payload = argument.strip()
-        if name.split("@")[0].lower() == "start" and payload.startswith(CHAT_PREFIX):
-            await self._link_chat(update, payload[len(CHAT_PREFIX):])
-            return True
         async with self.store.sessionmaker() as s:
             group = await groups.group_of_chat(s, chat.id)
             locale = group.chat_locale if group is not None else None
@@ -444,7 +407,7 @@ class GroupHandlers:
                 link=f"https://t.me/{self.bot_username()}"))
         return True
 
-    async def _link_chat(self, update: Update, code: str) -> None:
+    async def link_chat(self, update: Update, code: str) -> None:
         chat, user = update.effective_chat, update.effective_user
         assert chat is not None
         locale = normalize_locale(user.language_code if user else None)

@@ -12,7 +12,6 @@ from bot.schedule.planning import Profile
 from bot.schedule.sessions import (
     Planned,
     Repeat,
-    SessionWork,
     after_due,
     prep_due,
     reminder_due,
@@ -20,6 +19,7 @@ from bot.schedule.sessions import (
     session_plan,
     start_utc,
 )
+from bot.store.kinds import SESSION_KINDS, CheckinKind
 
 ROME = Profile(time_zone="Europe/Rome", checkin_hour=8)
 NEW_YORK = Profile(time_zone="America/New_York", checkin_hour=9)
@@ -63,16 +63,17 @@ def test_the_plan_of_a_session_for_a_coach_and_a_client_in_different_zones() -> 
                         client=NEW_YORK, now=now)
     assert plan == [
         # The day before at the client's 09:00 check-in time (EDT).
-        Planned(CLIENT, SessionWork.PREP, utc(2026, 3, 29, 13)),
-        Planned(CLIENT, SessionWork.REMINDER, utc(2026, 3, 30, 15)),
-        Planned(COACH, SessionWork.REMINDER, utc(2026, 3, 30, 15)),
-        Planned(CLIENT, SessionWork.RECAP, utc(2026, 3, 30, 17)),
-        Planned(COACH, SessionWork.OUTCOME, utc(2026, 3, 30, 17)),
+        Planned(CLIENT, CheckinKind.SESSION_PREP, utc(2026, 3, 29, 13)),
+        Planned(CLIENT, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 15)),
+        Planned(COACH, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 15)),
+        Planned(CLIENT, CheckinKind.SESSION_RECAP, utc(2026, 3, 30, 17)),
+        Planned(COACH, CheckinKind.SESSION_OUTCOME, utc(2026, 3, 30, 17)),
     ]
+    assert sorted({p.work for p in plan}) == sorted(SESSION_KINDS)  # what the starter knows
     # Nothing in the past: once the session started, only what follows it.
     later = session_plan(starts, 60, coach_id=COACH, coach=ROME, client_id=CLIENT,
                          client=NEW_YORK, now=starts)
-    assert [p.work for p in later] == [SessionWork.RECAP, SessionWork.OUTCOME]
+    assert [p.work for p in later] == [CheckinKind.SESSION_RECAP, CheckinKind.SESSION_OUTCOME]
 
 
 def test_quiet_hours_bring_a_reminder_forward_and_hold_a_recap_back() -> None:
