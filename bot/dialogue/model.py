@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # programmes.py uses this module's Position
+    from bot.dialogue.programmes import Programme
 
 from bot.dialogue.expr import Expr
 
@@ -29,7 +32,8 @@ STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.clien
                           "schedule.client_name", "jot.coach", "jot.words", "jot.media",
                           "jot.file_id", "jot.message_id", "closing.coach", "closing.coach_id",
                           "closing.first_goal", "closing.baseline", "closing.current",
-                          "closing.actions_done", "cant.session"})
+                          "closing.actions_done", "cant.session", "measure.client_name",
+                          "tracked.id", "tracked.name"})
 
 
 @dataclass(frozen=True, order=True)
@@ -106,6 +110,9 @@ class Dialogue:
     requires: frozenset[str] = field(default_factory=frozenset)
     kind: Literal["dialogue", "exercise"] = "dialogue"
     reads: frozenset[str] = field(default_factory=frozenset)  # variables its steps read
+    # Written in one language (a coach's own, ``language: hr``): its texts are shown as
+    # written and are not in the catalogs. None: English source texts, translated.
+    language: str | None = None
 
     @property
     def restart_step(self) -> str:
@@ -116,6 +123,8 @@ class Dialogue:
 @dataclass(frozen=True)
 class DialogueSet:
     dialogues: Mapping[str, Dialogue]
+    # The programmes beside them (dialogues/programmes/): Programme objects by id.
+    programmes: Mapping[str, Programme] = field(default_factory=dict)
 
     @cached_property
     def choice_labels(self) -> Mapping[str, Mapping[str, str]]:

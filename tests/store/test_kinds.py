@@ -15,10 +15,12 @@ from bot.store.kinds import (
     CheckinStatus,
     GoalStatus,
     GroupKind,
+    MeasureKind,
     NoteMedia,
     NoteShare,
     OutboxKind,
     OutboxStatus,
+    ProgrammeStatus,
     Visibility,
     one_of,
 )
@@ -38,6 +40,8 @@ COLUMNS: dict[tuple[str, str], type[StrEnum]] = {
     ("group_members", "visibility"): Visibility,
     ("session_notes", "media"): NoteMedia,
     ("session_notes", "share"): NoteShare,
+    ("measures", "kind"): MeasureKind,
+    ("programme_runs", "status"): ProgrammeStatus,
     ("users", "address"): AddressForm,
 }
 # coach_events.kind (CoachEventKind) is encrypted at rest, so that a crisis event does not

@@ -3,7 +3,7 @@ the number of sessions a coach and a client agreed on; ``planned_checkins.kind``
 ``engagement_close``, the client's look back when the agreed sessions are held.
 
 Revision ID: 0012
-Revises: 0016
+Revises: 0013
 Create Date: 2026-12-04
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0012"
-down_revision: str | None = "0016"
+down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
