@@ -32,6 +32,7 @@ SESSION_PLACE = "session_place"  # the last step of a coach's /schedule
 GROUP_GOAL = "group_goal"  # the coach writes the team's goal
 GROUP_CONTRIBUTION = "group_contribution"  # a member's own part in it, in private
 GROUP_ANSWER = "group_answer"  # a member's answer to the week's question, in private
+GROUP_RENAME = "group_rename"  # the coach gives a group another name
 
 CONSENT = "profile.consent"
 ADULT = "profile.adult"
@@ -90,6 +91,8 @@ CONTRACTS: tuple[Contract, ...] = (
         "contribution.share": "yes_no"}),
     Contract(GROUP_ANSWER, "the week's question in a group's chat starts it", {
         "group.answer": "text", "group.answer_share": "yes_no"}),
+    Contract(GROUP_RENAME, "a coach's /groups starts it; the group's new name is stored", {
+        "group.new_name": "text", "group.new_name_save": "yes_no"}),
 )
 
 

@@ -12,6 +12,9 @@ Rules
   check-in time, quiet hours respected; none if that is not before the session.
 * **Recap** for the client and the held-or-missed **prompt** for the coach when the session
   is over; inside quiet hours they wait for the end of the window.
+* **A group session**: each member's copy plans only the member's reminder (their zone,
+  their quiet hours); the group session itself plans the coach's reminder and one in the
+  group's linked chat exactly ``before`` the start (a chat has no quiet hours of its own).
 * Nothing is planned in the past; the crisis pause is checked when a row is started.
 """
 
@@ -52,6 +55,12 @@ class SessionWork(StrEnum):
     PREP = "session_prep"
     RECAP = "session_recap"
     OUTCOME = "session_outcome"
+    GROUP_REMINDER = "group_session"  # the coach's, for a group session
+    GROUP_CHAT = "group_chat"  # in the group's linked chat
+
+
+#: The rows a group session plans itself (ref ``g<group session id>``).
+GROUP_WORK = (SessionWork.GROUP_REMINDER.value, SessionWork.GROUP_CHAT.value)
 
 
 def start_utc(local_start: datetime, zone: str) -> datetime:
@@ -120,4 +129,20 @@ def session_plan(starts_at: datetime, minutes: int, *, coach_id: int, coach: Pro
     prep = prep_due(starts_at, client)
     if prep is not None:
         rows.append(Planned(client_id, SessionWork.PREP, prep))
+    return sorted((r for r in rows if r.due_at > now), key=lambda r: r.due_at)
+
+
+def member_plan(starts_at: datetime, *, client_id: int, client: Profile, now: datetime,
+                before: timedelta = REMINDER_BEFORE) -> list[Planned]:
+    """A member's copy of a group session: their own reminder, if still to come."""
+    due = reminder_due(starts_at, client, before)
+    return [Planned(client_id, SessionWork.REMINDER, due)] if due > now else []
+
+
+def group_plan(starts_at: datetime, *, coach_id: int, coach: Profile, now: datetime,
+               before: timedelta = REMINDER_BEFORE) -> list[Planned]:
+    """A group session's own rows: the coach's reminder, and the chat's (sent on the
+    coach's behalf, so the row is the coach's), earliest first, those still to come."""
+    rows = [Planned(coach_id, SessionWork.GROUP_REMINDER, reminder_due(starts_at, coach, before)),
+            Planned(coach_id, SessionWork.GROUP_CHAT, starts_at - before)]
     return sorted((r for r in rows if r.due_at > now), key=lambda r: r.due_at)

@@ -24,6 +24,7 @@ from bot.coaching.conversation import (
     custom_exercise_start,
     enqueue_replies,
 )
+from bot.coaching.groups import weekly_question_due
 from bot.coaching.safety import CARE_KIND
 from bot.coaching.sessions import PREP_DIALOGUE, SESSION_KINDS, session_work
 from bot.dialogue.model import DialogueSet
@@ -188,7 +189,7 @@ async def _session_work(t: Turn, row: Claimed, dialogues: DialogueSet,
         return Outcome.CANCELLED, None
     if due.dialogue is None:
         for message in due.messages:
-            t.enqueue(t.user_id, message, subject=due.subject)
+            t.enqueue(due.chat_id or t.user_id, message, subject=due.subject)
         return Outcome.STARTED, None
     profile = profile_of(t.user)
     if not planning.same_local_day(row.due_at, now, profile.zone):
@@ -208,6 +209,9 @@ async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime
         return Outcome.LOST
     if row.kind in SESSION_KINDS:
         status, action = await _session_work(t, row, dialogues, now)
+    elif row.kind == CheckinKind.GROUP_QUESTION:
+        posted = t.user.reachable and await weekly_question_due(t, row.ref, now)
+        status, action = (Outcome.STARTED if posted else Outcome.CANCELLED), None
     else:
         status, action = await _decide(t, row, dialogues, now)
     if action is not None:

@@ -29,6 +29,11 @@ class CheckinKind(StrEnum):
     SESSION_PREP = "session_prep"  # the client's preparation, the day before
     SESSION_RECAP = "session_recap"  # the client's recap, when it is over
     SESSION_OUTCOME = "session_outcome"  # the coach's held-or-missed prompt, when it is over
+    # Around a group session (ref: ``g<group session id>``; the row's user: the coach).
+    GROUP_SESSION = "group_session"  # the coach's reminder, before it
+    GROUP_CHAT = "group_chat"  # the reminder in the group's linked chat, naming no one
+    # The week's question in a group's linked chat (ref: the group; the row's user: the coach).
+    GROUP_QUESTION = "group_question"
 
 
 class CheckinStatus(StrEnum):

@@ -49,11 +49,11 @@ async def test_no_drift_between_migrations_and_models(db_url: str) -> None:
 
 
 async def test_ensure_schema_is_idempotent_and_concurrency_safe(db_url: str) -> None:
-    assert head_revision() == "0011"
+    assert head_revision() == "0014"
     assert await current_revision(db_url) is None
     await asyncio.gather(*(ensure_schema(db_url) for _ in range(4)))
     await ensure_schema(db_url)
-    assert await current_revision(db_url) == "0011"
+    assert await current_revision(db_url) == "0014"
 
 
 async def test_start_creates_the_database_from_any_cwd(
