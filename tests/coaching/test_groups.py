@@ -126,9 +126,9 @@ async def test_people_join_by_the_link_in_private_and_may_be_in_several_groups(
 async def test_joining_twice_own_link_or_unknown_link_is_refused(db: Store) -> None:
     team = await new_group(db)
     await join(db, team, ANA)
-    code = CODES[team.id]
-    for user, code, problem in ((ANA, code, coach_errors.JoinProblem.ALREADY_MEMBER),
-                                (COACH, code, coach_errors.JoinProblem.OWN),
+    real = CODES[team.id]
+    for user, code, problem in ((ANA, real, coach_errors.JoinProblem.ALREADY_MEMBER),
+                                (COACH, real, coach_errors.JoinProblem.OWN),
                                 (BO, "forged-code", coach_errors.JoinProblem.UNKNOWN)):
         with pytest.raises(coach_errors.JoinError) as refused:
             await join_code(db, code, user)

@@ -83,7 +83,8 @@ async def _populate(store: Store) -> None:
         s.add(exercise)
         await s.flush()
         group = Group(coach_id=COACH, name=f"{COACH_WORDS} team", kind="team",
-                      code_hash="g-code", code_expires_at=NOW, created_at=NOW, chat_id=-100, chat_locale="it",
+                      code_hash="g-code", code_expires_at=NOW, created_at=NOW, chat_id=-100,
+                      chat_locale="it",
                       withheld_before=NOW, shared_goal=f"{COACH_WORDS} goal",
                       goal_reached_at=NOW)
         s.add(group)
