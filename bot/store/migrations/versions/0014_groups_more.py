@@ -9,14 +9,16 @@ Create Date: 2026-12-04
 ``coaching_sessions`` row with ``group_session_id``); ``planned_checkins.kind`` gains the
 group session's rows and the week's question; ``groups.invite_code`` becomes ``code_hash``
 (the SHA-256 of each code, as invites became in 0007) with ``code_expires_at`` (existing
-links work 14 more days); ``groups.weekly_question``.
+links work 14 more days); ``groups.weekly_question``, and for each group whose chat is
+linked, its first weekly question (the next Monday, 10:00 on its coach's clock).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import sqlalchemy as sa
 from alembic import op
@@ -36,6 +38,21 @@ _EXISTING_LINKS_LAST = timedelta(days=14)
 
 def _when(name: str, nullable: bool = False) -> sa.Column[object]:
     return sa.Column(name, sa.DateTime(timezone=True), nullable=nullable)
+
+
+def _next_monday_ten(now: datetime, zone_name: str | None) -> datetime:
+    """As ``groups.next_question_due`` (kept here: a migration does not import the app)."""
+    try:
+        zone = ZoneInfo(zone_name or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = ZoneInfo("UTC")
+    today: date = now.astimezone(zone).date()
+    for ahead in range(8):
+        day = today + timedelta(days=ahead)
+        due = datetime.combine(day, time(10), zone).astimezone(UTC)
+        if day.weekday() == 0 and due > now:
+            return due
+    raise AssertionError("a Monday comes within eight days")
 
 
 def _swap_kind_check(check: str) -> None:
@@ -108,6 +125,18 @@ def upgrade() -> None:
                            nullable=False)
     with op.batch_alter_table("groups") as batch:
         batch.create_unique_constraint(op.f("uq_groups_code_hash"), ["code_hash"])
+    now = datetime.now(UTC)
+    linked = bind.execute(sa.text(
+        "SELECT groups.id, groups.coach_id, users.time_zone FROM groups "
+        "JOIN users ON users.id = groups.coach_id WHERE groups.chat_id IS NOT NULL")).all()
+    planned = sa.table("planned_checkins", sa.column("user_id", sa.BigInteger),
+                       sa.column("kind", sa.String), sa.column("ref", sa.String),
+                       sa.column("due_at", sa.DateTime(timezone=True)),
+                       sa.column("status", sa.String))
+    for group_id, coach_id, zone in linked:
+        bind.execute(planned.insert().values(
+            user_id=coach_id, kind="group_question", ref=str(group_id),
+            due_at=_next_monday_ten(now, zone), status="planned"))
 
 
 def downgrade() -> None:
