@@ -183,7 +183,8 @@ async def _session_work(t: Turn, row: Claimed, dialogues: DialogueSet,
     """(status, what to start) for a row of a coaching session; its messages (a reminder,
     the coach's prompt) are queued here. A coach, set up by an administrator, is never
     asked for consent; a client's pause and crisis pause hold theirs back."""
-    gone = not t.user.reachable if t.user.is_coach else user_gone(t.user, now, row.kind)
+    gone = False if row.kind == CheckinKind.GROUP_CHAT else not t.user.reachable \
+        if t.user.is_coach else user_gone(t.user, now, row.kind)
     due = None if gone else await session_work(t, row.kind, row.ref, now)
     if due is None:
         return Outcome.CANCELLED, None
@@ -210,7 +211,8 @@ async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime
     if row.kind in SESSION_KINDS:
         status, action = await _session_work(t, row, dialogues, now)
     elif row.kind == CheckinKind.GROUP_QUESTION:
-        posted = t.user.reachable and await weekly_question_due(t, row.ref, now)
+        # For the group's chat, whether the coach can be written to does not matter.
+        posted = await weekly_question_due(t, row.ref, now)
         status, action = (Outcome.STARTED if posted else Outcome.CANCELLED), None
     else:
         status, action = await _decide(t, row, dialogues, now)
