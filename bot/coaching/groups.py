@@ -399,9 +399,8 @@ async def move_chat(session: AsyncSession, old_chat_id: int, new_chat_id: int) -
 
 
 async def session_attendees(session: AsyncSession, coach_id: int, group_id: int) -> list[int]:
-    """Who a group session is for: the current members of the coach's own group. The seam
-    for group sessions (issue 25's sessions, not merged here yet): a session for the group
-    is then planned for each of them, at their own local time, as a one-to-one one is."""
+    """Who a group session is for: the current members of the coach's own group, each of
+    whom gets their own copy, planned at their own local time (bot/coaching/group_sessions)."""
     await coach_group(session, coach_id, group_id)
     return list((await session.scalars(select(GroupMember.user_id).where(
         GroupMember.group_id == group_id, current()).order_by(GroupMember.user_id))).all())

@@ -92,6 +92,9 @@ async def test_a_coach_schedules_a_group_session_by_buttons(bot: InProcessBot) -
     async with bot.store.sessionmaker() as session:
         assert len((await session.scalars(select(GroupSession))).all()) == 1
         assert len((await session.scalars(select(CoachingSession))).all()) == 2
+    # A member sees it in /sessions under the group's name, with no coach's buttons.
+    theirs = await ana.send("/sessions")
+    assert "Sales team" in (theirs[0].text or "") and not _data(theirs[0], "gsess:")
     # The coach sees it in /sessions, with a button to cancel it.
     listing = await coach.send("/sessions")
     assert "Sales team" in (listing[0].text or "")
