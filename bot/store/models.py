@@ -510,10 +510,34 @@ class SessionStatus(StrEnum):
     MISSED = "missed"
 
 
-class CoachingSession(Base):
-    """One agreed session between a coach and a client. Its time is kept as the wall clock
-    of whoever set it plus their IANA zone (a weekly 18:00 stays 18:00 across daylight
-    saving); ``starts_at`` is that instant in UTC, for planning and ordering."""
+class SessionTime:
+    """When, how long, how and where a session happens, and its status: the columns a
+    one-to-one session and a group's share. Its time is kept as the wall clock of whoever
+    set it plus their IANA zone (a weekly 18:00 stays 18:00 across daylight saving);
+    ``starts_at`` is that instant in UTC, for planning and ordering."""
+
+    local_start: Mapped[datetime] = mapped_column(DateTime(timezone=False))
+    zone: Mapped[str] = mapped_column(String(64))
+    starts_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    minutes: Mapped[int] = mapped_column(Integer, default=60, server_default="60")
+    mode: Mapped[SessionMode] = mapped_column(String(16))
+    # A place, a phone number or a video link: may identify the client, so encrypted.
+    place: Mapped[str | None] = mapped_column(EncryptedText)
+    status: Mapped[SessionStatus] = mapped_column(
+        String(16), default=SessionStatus.SCHEDULED, server_default="scheduled")
+
+    @staticmethod
+    def constraints() -> tuple[Any, ...]:
+        return (
+            CheckConstraint(one_of("mode", SessionMode), name="mode"),
+            CheckConstraint(one_of("status", SessionStatus), name="status"),
+            CheckConstraint("minutes BETWEEN 5 AND 600", name="minutes"),
+            Index(None, "status", "starts_at"),
+        )
+
+
+class CoachingSession(SessionTime, Base):
+    """One agreed session between a coach and a client (or a member's copy of a group's)."""
 
     __tablename__ = "coaching_sessions"
 
@@ -524,15 +548,6 @@ class CoachingSession(Base):
     series: Mapped[str | None] = mapped_column(String(32), index=True)
     coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
     client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
-    local_start: Mapped[datetime] = mapped_column(DateTime(timezone=False))
-    zone: Mapped[str] = mapped_column(String(64))
-    starts_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    minutes: Mapped[int] = mapped_column(Integer, default=60, server_default="60")
-    mode: Mapped[SessionMode] = mapped_column(String(16))
-    # A place, a phone number or a video link: may identify the client, so encrypted.
-    place: Mapped[str | None] = mapped_column(EncryptedText)
-    status: Mapped[SessionStatus] = mapped_column(
-        String(16), default=SessionStatus.SCHEDULED, server_default="scheduled")
     # The calendar SEQUENCE: raised by every change sent to the client.
     sequence: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -541,13 +556,10 @@ class CoachingSession(Base):
     group_session_id: Mapped[int | None] = mapped_column(
         BigId, ForeignKey("group_sessions.id", ondelete="CASCADE"), index=True)
 
-    __table_args__ = (
-        CheckConstraint(one_of("mode", SessionMode), name="mode"),
-        CheckConstraint(one_of("status", SessionStatus), name="status"),
-        CheckConstraint("minutes BETWEEN 5 AND 600", name="minutes"),
-        Index(None, "status", "starts_at"),
-    )
-class GroupSession(Base):
+    __table_args__ = SessionTime.constraints()
+
+
+class GroupSession(SessionTime, Base):
     """A session of a whole group (one of a series, maybe). Each member has their own copy
     (a ``CoachingSession`` with ``group_session_id``), planned and reminded in their own
     zone and language; this row carries the coach's reminder and the linked chat's."""
@@ -559,22 +571,9 @@ class GroupSession(Base):
                                           index=True)
     coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
     series: Mapped[str | None] = mapped_column(String(32), index=True)
-    local_start: Mapped[datetime] = mapped_column(DateTime(timezone=False))
-    zone: Mapped[str] = mapped_column(String(64))
-    starts_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    minutes: Mapped[int] = mapped_column(Integer, default=60, server_default="60")
-    mode: Mapped[SessionMode] = mapped_column(String(16))
-    place: Mapped[str | None] = mapped_column(EncryptedText)
-    status: Mapped[SessionStatus] = mapped_column(
-        String(16), default=SessionStatus.SCHEDULED, server_default="scheduled")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
-    __table_args__ = (
-        CheckConstraint(one_of("mode", SessionMode), name="mode"),
-        CheckConstraint(one_of("status", SessionStatus), name="status"),
-        CheckConstraint("minutes BETWEEN 5 AND 600", name="minutes"),
-        Index(None, "status", "starts_at"),
-    )
+    __table_args__ = SessionTime.constraints()
 
 
 class CoachMessage(Base):
