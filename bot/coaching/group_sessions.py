@@ -28,7 +28,6 @@ from bot.coaching.sessions import (
     SessionNotFound,
     calendar_payload,
     chosen_sessions,
-    group_session_lines,
     plan_group_rows,
     plan_rows,
     session_lines,
@@ -204,7 +203,7 @@ async def apply_new_group_sessions(t: StoreTurn, outcome: Outcome, now: datetime
     return [tr.ngettext("Session scheduled with the group “{group}”:",
                         "{count} sessions scheduled with the group “{group}”:", len(created))
             .format(group=tr.words(group.name), count=tr.isolate(tr.number(len(created))))
-            + "\n" + group_session_lines(created, t.user.time_zone, tr) + "\n"
+            + "\n" + session_lines(created, t.user.time_zone, tr) + "\n"
             + tr.ngettext("{count} member got it, with the calendar file, in their own time "
                           "zone; whoever joins later gets it too.",
                           "{count} members got it, with the calendar file, in their own time "
@@ -233,4 +232,4 @@ async def cancel_from_button(t: StoreTurn, rest: str) -> None:
         "Session with the group “{group}” cancelled:",
         "{count} sessions with the group “{group}” cancelled:", len(gone)).format(
             group=tr.words(group.name), count=tr.isolate(tr.number(len(gone))))
-        + "\n" + group_session_lines(gone, t.user.time_zone, tr)})
+        + "\n" + session_lines(gone, t.user.time_zone, tr)})

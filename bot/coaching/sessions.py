@@ -46,6 +46,7 @@ from bot.store import (
     User,
 )
 from bot.store import Turn as StoreTurn
+from bot.store.models import SessionTime
 
 UID_DOMAIN = "coachbot"
 PREP_DIALOGUE = "session_prep"
@@ -293,7 +294,7 @@ MODE_LABELS = {
 }
 
 
-def when_text(cs: CoachingSession, zone: str, tr: Translator) -> str:
+def when_text(cs: SessionTime, zone: str, tr: Translator) -> str:
     """The session's start in the reader's zone and language, with its length."""
     local = cs.starts_at.astimezone(zone_of(zone))
     return tr.gettext("{date}, {time} ({minutes} min)").format(
@@ -506,25 +507,10 @@ async def _group_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due |
         .where(CoachingSession.group_session_id == gs.id,
                CoachingSession.status == SessionStatus.SCHEDULED))
     text = tr.gettext("A reminder: your session with the group “{group}” is coming up.").format(
-        group=tr.words(group.name)) + "\n" + group_session_lines([gs], t.user.time_zone, tr) \
+        group=tr.words(group.name)) + "\n" + session_lines([gs], t.user.time_zone, tr) \
         + "\n" + tr.gettext("Members invited: {count}").format(
             count=tr.isolate(tr.number(attending or 0)))
     return Due(messages=({"text": text},))
-
-
-def group_session_lines(sessions: Sequence[GroupSession], zone: str, tr: Translator) -> str:
-    """``session_lines`` for group sessions (the coach's view)."""
-    lines = []
-    for gs in sessions:
-        local = gs.starts_at.astimezone(zone_of(zone))
-        line = "• " + tr.gettext("{date}, {time} ({minutes} min)").format(
-            date=tr.isolate(tr.date(local.date(), "full")), time=tr.isolate(tr.time(local)),
-            minutes=tr.isolate(tr.number(gs.minutes)))
-        line += f" · {tr.gettext(MODE_LABELS[gs.mode])}"
-        if gs.place:
-            line += f" · {tr.words(gs.place)}"
-        lines.append(line)
-    return "\n".join(lines)
 
 
 async def coach_group_sessions(session: AsyncSession, coach_id: int,
@@ -545,7 +531,7 @@ async def coach_lines(t: StoreTurn, tr: Translator) -> tuple[list[str], list[dic
     buttons: list[dict[str, str]] = []
     for gs, name in await coach_group_sessions(t.session, t.user_id, t.now):
         lines.append(tr.gettext("Group “{group}”:").format(group=tr.words(name)) + " "
-                     + group_session_lines([gs], t.user.time_zone, tr).removeprefix("• "))
+                     + session_lines([gs], t.user.time_zone, tr).removeprefix("• "))
         label = tr.gettext("Cancel: {group}, {date}").format(
             group=name, date=tr.date(gs.starts_at.astimezone(
                 zone_of(t.user.time_zone)).date(), "short"))
@@ -732,8 +718,9 @@ async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
     return {"text": "\n".join(lines), **({"buttons": buttons} if buttons else {})}
 
 
-def session_lines(sessions: Sequence[CoachingSession], zone: str, tr: Translator) -> str:
-    """One line a session: when (in the reader's zone and language), how, and where."""
+def session_lines(sessions: Sequence[SessionTime], zone: str, tr: Translator) -> str:
+    """One line a session (one to one, or a group's): when (in the reader's zone and
+    language), how, and where."""
     lines = []
     for cs in sessions:
         line = f"• {when_text(cs, zone, tr)} · {tr.gettext(MODE_LABELS[cs.mode])}"
