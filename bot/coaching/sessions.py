@@ -495,8 +495,8 @@ async def _group_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due |
     if group is None:
         return None
     if kind == SessionWork.GROUP_CHAT:
-        if group.chat_id is None:
-            return None
+        if group.chat_id is None or gs.starts_at - now < REMINDER_BEFORE / 2:
+            return None  # no chat, or too late to say "in an hour"
         ctr = translator_for(group.chat_locale)
         return Due(chat_id=group.chat_id, messages=({"text": ctr.gettext(
             "A reminder for everyone: the group's session starts in an hour. Each of you "

@@ -145,6 +145,11 @@ async def test_members_in_three_zones_hear_at_their_own_time_in_their_language(
     coach_reminder = [p["text"] for p in await outbox(db, COACH)]
     assert len(coach_reminder) == 1 and "Sales team" in coach_reminder[0]
     assert "Members invited: 3" in coach_reminder[0]
+    # A tick that comes late (the bot was down): the chat is not told "in an hour" with
+    # twenty minutes to go; members still get theirs.
+    await claim_and_start(db, DIALOGUES, starts[2] - timedelta(minutes=20), worker_id="w1")
+    assert len([p for p in await outbox(db, -500) if "buttons" not in p]) == 1
+    assert len([p for p in await outbox(db, CI) if "buttons" in p]) == 2
 
 
 async def test_a_members_cant_make_it_reaches_the_coach_and_no_one_else(db: Store) -> None:  # noqa: F811
