@@ -68,10 +68,11 @@ def test_a_stopped_chat_continues_where_it_stood(tmp_path: Path) -> None:
     first = chat("--dialogue", "goal_setting", "--name", "Ana", stdin="Run a 10k race\n",
                  tmp_path=tmp_path)
     assert "stopped before the end" in first.stderr
-    assert first.stdout.rstrip().endswith("Why does “\u2068Run a 10k race\u2069” matter to you?")
+    why = "You chose: “\u2068Run a 10k race\u2069”. What makes it important to you?"
+    assert first.stdout.rstrip().endswith(why)
     second = chat(stdin="Because I can\n", tmp_path=tmp_path)
     assert second.returncode == 0
-    assert second.stdout.startswith("Why does “\u2068Run a 10k race\u2069” matter to you?")
+    assert second.stdout.startswith(why)
     assert "Imagine you have reached it." in second.stdout
 
 

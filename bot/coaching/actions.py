@@ -198,7 +198,7 @@ async def mark_from_button(session: AsyncSession, user_id: int, rest: str, today
     if not marked:
         answer = tr.gettext("That action is not open any more.")
     elif status is ActionStatus.DONE:
-        answer = tr.gettext("Well done. Marked as done.")
+        answer = tr.gettext("Marked as done. You followed through.")
     else:
         answer = tr.gettext("Dropped. Letting go of something is a decision too.")
     return [{"text": answer}, await actions_message(session, user_id, today, tr)]

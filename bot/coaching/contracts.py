@@ -37,6 +37,7 @@ GROUP_RENAME = "group_rename"  # the coach gives a group another name
 CONSENT = "profile.consent"
 ADULT = "profile.adult"
 LOCALE = "profile.locale"
+ADDRESS = "profile.address"  # an AddressForm: the grammatical gender the client chose
 TIME_ZONE = "profile.time_zone"
 CHECKIN_HOUR = "profile.checkin_hour"
 CHECKIN_MARKER = "checkin.mood"  # answered once per check-in, so it marks the day
@@ -57,8 +58,8 @@ class Contract:
 
 CONTRACTS: tuple[Contract, ...] = (
     Contract(ONBOARDING, "/start and the consent question start it", {
-        CONSENT: "yes_no", ADULT: "yes_no", LOCALE: "choice", TIME_ZONE: "timezone",
-        CHECKIN_HOUR: "time"}),
+        CONSENT: "yes_no", ADULT: "yes_no", LOCALE: "choice", ADDRESS: "choice",
+        TIME_ZONE: "timezone", CHECKIN_HOUR: "time"}),
     Contract(GOAL_SETTING, "/goal starts it, and a new goal is made of its answers", {
         "goal.title": "text", "goal.why": "text", GOAL_BASELINE: "scale",
         "goal.target": "scale", "goal.due": "date", "goal.first_step": "text",

@@ -19,6 +19,7 @@ from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, rec
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.contracts import (
+    ADDRESS,
     CUSTOM_EXERCISE,
     EXERCISE_STATUS,
     GOAL_SETTING,
@@ -42,7 +43,7 @@ from bot.engine.places import country_for_timezone
 from bot.i18n import normalize_locale, translator_for
 from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
-from bot.store.kinds import CoachEventKind, GoalStatus
+from bot.store.kinds import AddressForm, CoachEventKind, GoalStatus
 
 #: Variables the platform computes from the record (a query each), by group.
 PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES)
@@ -77,7 +78,7 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
     (their streak, their commitments: the ``groups`` asked for, a query each)."""
     zone = user_zone(user)
     today = now.astimezone(zone).date()
-    translator = translator_for(user.locale)
+    translator = translator_for(user.locale, user.address)
     provided: dict[str, Value] = {"min_age": min_age}
     if session is not None and STREAK_VARIABLES in groups:
         current, best = streak(await checkin_days(session, user, zone), today)
@@ -134,6 +135,9 @@ def apply_profile(user: TurnUser, variables: dict[str, Value], saved: set[str],
     locale = variables.get("profile.locale")
     if "profile.locale" in saved and isinstance(locale, str):
         user.locale = normalize_locale(locale, default=user.locale)
+    address = variables.get(ADDRESS)
+    if ADDRESS in saved and address in set(AddressForm) and user.consent_at is not None:
+        user.address = str(address)  # nothing of theirs is kept before their consent
     zone = variables.get("profile.time_zone")
     if "profile.time_zone" in saved and isinstance(zone, str):
         user.time_zone = zone
@@ -271,10 +275,11 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
                             groups=groups)
     outcome = run_engine(dialogues, state, action, ctx)
     saved = {a.variable for a in outcome.saved}
-    locale_before = user.locale
+    before = (user.locale, user.address)
     apply_profile(user, dict(outcome.state.variables), saved, now)
-    if user.locale != locale_before:
-        # The engine is pure: the same message again, now answered in the chosen language.
+    if (user.locale, user.address) != before:
+        # The engine is pure: the same message again, now answered in the chosen language
+        # (and the chosen form of address).
         ctx = await context_for(t.session if groups else None, user, now,
                                 min_age=min_age, groups=groups)
         outcome = run_engine(dialogues, state, action, ctx)

@@ -15,7 +15,8 @@ EXPORT_EVERY = timedelta(hours=1)
 #: What each table of an export holds, as a client would read it. Every table that refers to a
 #: user has one (a test walks the schema).
 TABLE_LABELS: dict[str, str] = {
-    "users": N_("Your profile: language, time zone, check-in time, quiet hours, pause, "
+    "users": N_("Your profile: language, how you chose to be addressed, time zone, check-in "
+                "time, quiet hours, pause, "
                 "whether you agreed that I keep your answers and when, and the day you last "
                 "wrote to me."),
     "goals": N_("Your goals, with why they matter to you and how far you are."),

@@ -73,19 +73,37 @@ def _load_catalog(locale: str, directory: Path) -> gettext.NullTranslations:
     return Translations(buffer, domain=DOMAIN)
 
 
+#: The gettext contexts (msgctxt) of a text's gendered variants, one per grammatical form a
+#: client may choose to be addressed in (``AddressForm`` in bot/store/kinds.py names the same).
+ADDRESS_CONTEXTS = ("feminine", "masculine")
+
+
 @dataclass(frozen=True)
 class Translator:
     locale: str
     catalog: gettext.NullTranslations = field(repr=False, compare=False)
+    #: How the reader chose to be addressed: a context of ADDRESS_CONTEXTS, or None for the
+    #: gender-neutral text everyone sees by default.
+    address: str | None = None
 
     @cached_property
     def rtl(self) -> bool:
         return Locale.parse(self.locale).character_order == "right-to-left"
 
     def gettext(self, message: str) -> str:
+        """``message`` in the reader's language; in their chosen grammatical gender where the
+        catalog has that variant (msgctxt "feminine" or "masculine"), else gender-neutral."""
+        if self.address is not None:
+            variant = self.catalog.pgettext(self.address, message)
+            if variant != message:  # a missing variant comes back as the English source
+                return variant
         return self.catalog.gettext(message)
 
     def ngettext(self, singular: str, plural: str, count: int) -> str:
+        if self.address is not None:
+            variant = self.catalog.npgettext(self.address, singular, plural, count)
+            if variant not in (singular, plural):
+                return variant
         return self.catalog.ngettext(singular, plural, count)
 
     def isolate(self, value: str) -> str:
@@ -177,12 +195,20 @@ def _format_number(value: float, locale: str) -> str:
 
 
 @cache
-def _translator(locale: str, directory: Path) -> Translator:
-    return Translator(locale, _load_catalog(locale, directory))
+def _catalog(locale: str, directory: Path) -> gettext.NullTranslations:
+    return _load_catalog(locale, directory)
 
 
-def translator_for(locale: str | None) -> Translator:
-    return _translator(normalize_locale(locale), locales_dir())
+@cache
+def _translator(locale: str, directory: Path, address: str | None) -> Translator:
+    return Translator(locale, _catalog(locale, directory), address)
+
+
+def translator_for(locale: str | None, address: str | None = None) -> Translator:
+    """The translator for a user's language and, when they chose one, the grammatical gender
+    they want to be addressed in (anything but a context of ADDRESS_CONTEXTS is neutral)."""
+    form = address if address in ADDRESS_CONTEXTS else None
+    return _translator(normalize_locale(locale), locales_dir(), form)
 
 
 def N_(message: str) -> str:

@@ -15,7 +15,7 @@ from babel.messages.plurals import get_plural
 from babel.messages.pofile import read_po
 
 from bot.dialogue.template import TemplateError, placeholders
-from bot.i18n import DOMAIN, SOURCE_LOCALE, SUPPORTED_LOCALES
+from bot.i18n import ADDRESS_CONTEXTS, DOMAIN, SOURCE_LOCALE, SUPPORTED_LOCALES
 
 
 def catalog_path(directory: Path, locale: str) -> Path:
@@ -47,6 +47,8 @@ def _message_errors(message: Message, where: str) -> Iterable[str]:
     if message.fuzzy:
         yield f"{where}: marked fuzzy: review the translation and remove the flag"
     if not all(translations):
+        if message.context in ADDRESS_CONTEXTS and not any(translations):
+            return  # an optional gendered variant left empty: the neutral text is used
         yield f"{where}: not translated: {sources[0][:60]!r}"
         return
     source_names: set[str] = set()
@@ -89,6 +91,9 @@ def check_catalog(path: Path, locale: str, source_ids: set[str] | None = None) -
         if not message.id:
             continue
         present.add(_texts(message.id)[0])
+        if message.context is not None and catalog.get(message.id) is None:
+            errors.append(f"{display}:{message.lineno}:1: a {message.context} variant of a "
+                          "text that has no gender-neutral entry: see locales/gendered.yaml")
         forms = _texts(message.string)
         if message.pluralizable and len(forms) != expected.num_plurals:
             errors.append(f"{display}:{message.lineno}:1: has {len(forms)} plural "

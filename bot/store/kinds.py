@@ -92,6 +92,16 @@ class Visibility(StrEnum):
     PROGRESS = "progress"  # also their own progress, as a one-to-one client's
 
 
+class AddressForm(StrEnum):
+    """How a client chose to be addressed where their language marks grammatical gender (the
+    gettext context of a text's variant, ``bot.i18n.ADDRESS_CONTEXTS``); neutral is the
+    default everyone sees until they choose."""
+
+    NEUTRAL = "neutral"
+    FEMININE = "feminine"
+    MASCULINE = "masculine"
+
+
 def one_of(column: str, values: type[StrEnum]) -> str:
     """The CHECK constraint's SQL: ``column IN ('a', 'b')``, in the enum's order."""
     return f"{column} IN (" + ", ".join(f"'{member.value}'" for member in values) + ")"

@@ -28,6 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, QueryableAttribute, mapped_column
 
 from .kinds import (
+    AddressForm,
     CheckinKind,
     CheckinStatus,
     CoachEventKind,
@@ -88,9 +89,13 @@ class User(Base):
     # When a client who agreed last wrote (to the day), or a coach's link with them ended:
     # the retention of their history counts from there (Store.prune).
     last_seen_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # How they chose to be addressed (an AddressForm), asked only after their consent;
+    # None until they answer, which reads as neutral.
+    address: Mapped[str | None] = mapped_column(String(16))
 
     __table_args__ = (
         CheckConstraint("checkin_hour BETWEEN 0 AND 23", name="checkin_hour"),
+        CheckConstraint(one_of("address", AddressForm), name="address"),
         CheckConstraint("checkin_minute BETWEEN 0 AND 59", name="checkin_minute"),
         CheckConstraint("quiet_start BETWEEN 0 AND 1439", name="quiet_start"),
         CheckConstraint("quiet_end BETWEEN 0 AND 1439", name="quiet_end"),

@@ -120,6 +120,7 @@ class TurnUser:
     created_at: datetime
     exported_at: datetime | None
     last_seen_at: datetime | None
+    address: str | None
 
 
 #: What is read of a user: an ORM :class:`User` or a turn's :class:`TurnUser`.

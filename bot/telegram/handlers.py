@@ -41,12 +41,20 @@ from bot.engine import ConversationState, Outcome, Reply, Turn
 from bot.engine.crisis import detect_crisis
 from bot.engine.runner import is_sos, sos_reply
 from bot.engine.state import Button, Command
-from bot.i18n import N_, SUPPORTED_LOCALES, Translator, normalize_locale, translator_for
+from bot.i18n import (
+    N_,
+    SOURCE_LOCALE,
+    SUPPORTED_LOCALES,
+    Translator,
+    normalize_locale,
+    translator_for,
+)
 from bot.i18n.languages import LANGUAGE_NAMES
 from bot.observability import UpdateKind, handling_update
 from bot.schedule.planner import replan, schedule_of
 from bot.store import Store, off_the_loop
 from bot.store import Turn as StoreTurn
+from bot.store.kinds import AddressForm
 from bot.store.types import utcnow
 from bot.telegram.coach import CoachHandlers, TurnFn
 from bot.telegram.commands import COMMANDS, CommandCall, help_text, set_coach_menu
@@ -415,6 +423,8 @@ class Handlers:
         kind, _, value = data.partition(":")
         if kind == "lang" and value in SUPPORTED_LOCALES:
             await self._on_language(update, value)
+        elif kind == ADDRESS_BUTTON and value in set(AddressForm):
+            await self._on_address(update, AddressForm(value))
         elif kind == "delete":
             await self._on_delete(update, confirmed=value == "yes")
         elif kind == "exercise" and value in exercise_ids(self.dialogues):  # only as offered
@@ -437,6 +447,8 @@ class Handlers:
             tr = translator_for(locale)
             t.enqueue(t.user_id, Reply(tr.gettext("From now on I will write to you in "
                                                   "English.")).to_payload())
+            if self._agreed(t) and locale != SOURCE_LOCALE:  # nothing of theirs before
+                t.enqueue(t.user_id, address_reply(locale).to_payload())
             state = ConversationState.from_dict(t.state)
             if not state.active:
                 return None
@@ -447,6 +459,17 @@ class Handlers:
         await self._turn(update, run, before_consent=True)
         for coach_id in coach:
             await set_coach_menu(update.get_bot(), coach_id, locale)
+
+    async def _on_address(self, update: Update, form: AddressForm) -> None:
+        """The grammatical gender the client chose (after /language): kept with their consent
+        only; without it, the press leads to the consent question like any other message."""
+        async def run(t: StoreTurn) -> None:
+            t.user.address = form.value
+            tr = translator_for(t.user.locale, form.value)
+            t.enqueue(t.user_id, Reply(tr.gettext(
+                "Done. You can change it at any time with /language.")).to_payload())
+
+        await self._turn(update, run)
 
     async def _on_delete(self, update: Update, *, confirmed: bool) -> None:
         user, query = update.effective_user, update.callback_query
@@ -487,6 +510,28 @@ def language_reply(locale: str) -> Reply:
     tr = translator_for(locale)
     return Reply(tr.gettext("Which language would you like me to use?"), tuple(
         Button(LANGUAGE_NAMES[code], f"lang:{code}") for code in SUPPORTED_LOCALES))
+
+
+#: The button data of the choice of address, after /language: ``address:<AddressForm>``.
+ADDRESS_BUTTON = "address"
+
+#: The onboarding's question of how to address the client, and its options (the same texts:
+#: a test holds them to the onboarding's ``address`` step).
+ADDRESS_QUESTION = N_("In your language, some of my sentences can be worded for a woman or for "
+                      "a man. Without a choice, I use neutral wording. How would you like me "
+                      "to address you? You can change it at any time with /language.")
+ADDRESS_OPTIONS: dict[AddressForm, str] = {
+    AddressForm.NEUTRAL: N_("Neutral wording"),
+    AddressForm.FEMININE: N_("Feminine forms"),
+    AddressForm.MASCULINE: N_("Masculine forms"),
+}
+
+
+def address_reply(locale: str) -> Reply:
+    tr = translator_for(locale)
+    return Reply(tr.gettext(ADDRESS_QUESTION), tuple(
+        Button(tr.gettext(label), f"{ADDRESS_BUTTON}:{form.value}")
+        for form, label in ADDRESS_OPTIONS.items()))
 
 
 def delete_reply(locale: str) -> Reply:

@@ -64,7 +64,7 @@ async def test_the_next_check_in_asks_about_yesterdays_commitment_in_the_clients
     first = await say(store, dialogues, Start("daily_checkin"))
     assert first.replies[0].text.startswith("Hello")
     assert "How are you feeling today" in first.replies[0].text  # nothing to ask about yet
-    await say(store, dialogues, Turn(text="7"), Turn(text="Partly"), Turn(text="some of it"),
+    await say(store, dialogues, Turn(text="7"), Turn(text="A little"), Turn(text="some of it"),
               Turn(text="Call Ana about the plan"))
     [action] = await _actions(store)
     assert (action.words, action.source, action.due_on, action.status) == (
@@ -85,7 +85,7 @@ async def test_the_next_check_in_asks_about_yesterdays_commitment_in_the_clients
 async def test_a_commitment_from_days_ago_not_done_stays_open(
         store: Store, dialogues: DialogueSet) -> None:
     await _with_goal(store)
-    await say(store, dialogues, Start("daily_checkin"), Turn(text="7"), Turn(text="Partly"),
+    await say(store, dialogues, Start("daily_checkin"), Turn(text="7"), Turn(text="A little"),
               Turn(text="some"), Turn(text="Write the draft"))
     thursday = MONDAY + timedelta(days=3)
     asked = await say(store, dialogues, Start("daily_checkin"), now=thursday)
@@ -104,7 +104,7 @@ async def test_a_commitment_from_days_ago_not_done_stays_open(
 async def test_a_week_later_the_commitment_is_no_longer_asked_about(
         store: Store, dialogues: DialogueSet) -> None:
     await _with_goal(store)
-    await say(store, dialogues, Start("daily_checkin"), Turn(text="7"), Turn(text="Partly"),
+    await say(store, dialogues, Start("daily_checkin"), Turn(text="7"), Turn(text="A little"),
               Turn(text="some"), Turn(text="Write the draft"))
     later = MONDAY + timedelta(days=8)
     asked = await say(store, dialogues, Start("daily_checkin"), now=later)

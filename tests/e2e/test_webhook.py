@@ -41,7 +41,8 @@ async def test_a_conversation_over_the_webhook(webhook_bot: RunningBot) -> None:
     await webhook_bot.agree(201)
     await ana.send("/goal")
     replies = await ana.send("Run a 10k race")
-    assert replies[-1].text == "Why does “\u2068Run a 10k race\u2069” matter to you?"
+    assert replies[-1].text == ("You chose: “\u2068Run a 10k race\u2069”. "
+                                "What makes it important to you?")
     assert fake.webhook_deliveries and all(d.status == 200 for d in fake.webhook_deliveries)
 
 

@@ -135,7 +135,7 @@ async def test_each_update_counts_once(bot: InProcessBot) -> None:
     await bot.pump()
     await ana.send("/help")
     assert await count(bot, Answer, 104) == answers == 1
-    asked = "Why does “\u2068Learn to swim\u2069” matter to you?"
+    asked = "You chose: “\u2068Learn to swim\u2069”. What makes it important to you?"
     assert [m.text for m in ana.messages].count(asked) == 1
 
 

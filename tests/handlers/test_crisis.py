@@ -36,12 +36,13 @@ def fixed_detector(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def onboarded(bot: InProcessBot, user_id: int, locale: str, yes: str,
-                    language: str, city: str) -> ClientUser:
+                    language: str, neutral: str, city: str) -> ClientUser:
     user = bot.user(user_id, language_code=locale, first_name="Dana")
     await user.send("/start")
     await user.press(yes)  # 18 or older
     await user.press(yes)  # agrees that the answers are kept
     await user.press(language)
+    await user.press(neutral)  # how to be addressed: the neutral wording
     await user.send(city)
     await user.send("8:00")
     return user
@@ -53,7 +54,7 @@ def text_of(messages: list) -> str:  # type: ignore[type-arg]
 
 @pytest.mark.usefixtures("fixed_detector")
 async def test_hebrew_safety_question_no_goes_on_yes_stops(bot: InProcessBot) -> None:
-    dana = await onboarded(bot, 301, "he", "כן", "עברית", "Jerusalem")
+    dana = await onboarded(bot, 301, "he", "כן", "עברית", "ניסוח ניטרלי", "Jerusalem")
     asked = await dana.send(POSSIBLE)  # the answer to the goal question, with a possible risk
     assert len(asked) == 1 and "מחשבות לשים קץ לחייך" in (asked[0].text or "")
     went_on = await dana.press("לא")
@@ -79,7 +80,7 @@ async def test_italian_urgent_help_goes_out_ahead_and_sos_works_mid_dialogue(
     bot: InProcessBot, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)  # what production logs (the library's DEBUG shows updates)
-    gianni = await onboarded(bot, 302, "it", "Sì", "Italiano", "Rome")
+    gianni = await onboarded(bot, 302, "it", "Sì", "Italiano", "Forma neutra", "Rome")
     sos = await gianni.send("/sos")
     assert "Telefono Amico" in text_of(sos) and "112" in text_of(sos)
     still = await gianni.send("SOS")

@@ -116,7 +116,7 @@ async def test_injection_attempts_are_stored_and_shown_verbatim(bot: InProcessBo
     await ana.send("/goal")
     sneaky = "Robert'); DROP TABLE users; -- {name} {goal.title} {{x}} %s <b>bold</b>"
     replies = await ana.send(sneaky)
-    assert replies[-1].text == f"Why does “\u2068{sneaky}\u2069” matter to you?"
+    assert replies[-1].text == f"You chose: “\u2068{sneaky}\u2069”. What makes it important to you?"
     async with bot.store.sessionmaker() as session:
         stored = (await session.execute(select(Answer.value).where(
             Answer.user_id == 302))).scalars().all()

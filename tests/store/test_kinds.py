@@ -10,6 +10,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bot.store import ActionSource, ActionStatus, SessionMode, SessionStatus, Store
 from bot.store.kinds import (
+    AddressForm,
     CheckinKind,
     CheckinStatus,
     GoalStatus,
@@ -35,6 +36,7 @@ COLUMNS: dict[tuple[str, str], type[StrEnum]] = {
     ("group_sessions", "status"): SessionStatus,
     ("groups", "kind"): GroupKind,
     ("group_members", "visibility"): Visibility,
+    ("users", "address"): AddressForm,
 }
 # coach_events.kind (CoachEventKind) is encrypted at rest, so that a crisis event does not
 # show as one: the code that records it checks it, the database cannot.
@@ -64,3 +66,13 @@ async def test_the_database_refuses_a_status_outside_the_enum(store: Store) -> N
     async with store.engine.begin() as connection:  # a member is its string
         await connection.execute(insert(Outbox).values(
             user_id=1, chat_id=1, payload={"text": "x"}, status=OutboxStatus.SENT))
+
+
+async def test_the_database_refuses_an_address_form_outside_the_enum(store: Store) -> None:
+    async with store.engine.begin() as connection:
+        await connection.execute(insert(User).values(id=1, locale="he",
+                                                     address=AddressForm.FEMININE))
+        await connection.execute(insert(User).values(id=2, locale="he"))  # not chosen: NULL
+    with pytest.raises(IntegrityError):
+        async with store.engine.begin() as connection:
+            await connection.execute(insert(User).values(id=3, locale="he", address="other"))
