@@ -1,6 +1,12 @@
 """Shared fixtures: the fake Bot API server, and databases (every database test runs on
 SQLite, a temp file, and on PostgreSQL).
 
+The day-to-day run is spread over pytest-xdist workers (``-n`` in pyproject's addopts), so
+every test is isolated: SQLite files under its own tmp_path, a PostgreSQL database per worker,
+ephemeral ports. A test marked ``timed`` measures real time (a rate, how long the event loop
+stalls, how soon a reply comes): it runs alone, the other workers waiting for it
+(``run_alone_when_timed``).
+
 PostgreSQL: a fresh, uniquely named database is created per test session from
 COACHBOT_TEST_PG_URL (default postgresql+asyncpg://postgres@127.0.0.1:5432/test) and
 dropped at the end; each test starts from an empty schema. If PostgreSQL is
@@ -10,6 +16,7 @@ unreachable the PostgreSQL tests fail, unless COACHBOT_SKIP_PG=1.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import uuid
 from collections.abc import AsyncIterator, Coroutine, Iterator
@@ -42,6 +49,32 @@ def _run(coro: Coroutine[Any, Any, None]) -> None:
     """Run a coroutine to completion from sync code, even inside a running loop."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(asyncio.run, coro).result()
+
+
+@pytest.fixture(autouse=True)
+def run_alone_when_timed(request: pytest.FixtureRequest,
+                         tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Across the workers of one run, a ``timed`` test takes a file lock exclusively, every
+    other test shares it. A waiting ``timed`` test first holds the gate, which the others
+    pass on their way in: they cannot keep it waiting for ever."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        yield  # one process: nothing runs beside the test
+        return
+    shared_dir = tmp_path_factory.getbasetemp().parent  # the same for every worker of a run
+    alone = request.node.get_closest_marker("timed") is not None
+    mode = fcntl.LOCK_EX if alone else fcntl.LOCK_SH
+    with open(shared_dir / "timed.gate", "a") as gate, \
+            open(shared_dir / "timed.lock", "a") as lock:
+        fcntl.flock(gate, mode)
+        fcntl.flock(lock, mode)
+        if not alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if alone:
+                fcntl.flock(gate, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session")

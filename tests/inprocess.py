@@ -108,6 +108,14 @@ class ClientUser:
         self.fake.press_button(self.user_id, message.message_id, data)
         return await self.replies()
 
+    def button_labels(self) -> list[str]:
+        """The labels of the latest keyboard the bot sent."""
+        for message in reversed(self.messages):
+            rows = (message.reply_markup or {}).get("inline_keyboard", [])
+            if rows:
+                return [button["text"] for row in rows for button in row]
+        return []
+
     def button(self, label: str) -> tuple[SentMessage, str]:
         for message in reversed(self.messages):
             for row in (message.reply_markup or {}).get("inline_keyboard", []):

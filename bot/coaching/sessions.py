@@ -27,7 +27,6 @@ from bot.schedule.sessions import (
     MAX_SERIES,
     REMINDER_BEFORE,
     Repeat,
-    SessionWork,
     group_plan,
     member_plan,
     series,
@@ -46,6 +45,7 @@ from bot.store import (
     User,
 )
 from bot.store import Turn as StoreTurn
+from bot.store.kinds import SESSION_KINDS, CheckinKind
 from bot.store.models import SessionTime
 
 UID_DOMAIN = "coachbot"
@@ -58,7 +58,6 @@ BUTTON = "session"
 PLACE_DIALOGUE = "session_place"
 SESSION_CHOICES = ("session.client", "session.start", "session.minutes", "session.mode",
                    "session.repeat", "session.count")
-SESSION_KINDS = tuple(work.value for work in SessionWork)
 #: Button data of a coach's group session actions: ``gsess:<cancel|rest>:<group session>``
 #: (bot/coaching/group_sessions.py).
 GROUP_BUTTON = "gsess"
@@ -437,28 +436,28 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
     _, client = await _people(t.session, cs)
     to_client = t.user_id == client.id
     tr = translator_for(t.user.locale)
-    if kind == SessionWork.RECAP:
+    if kind == CheckinKind.SESSION_RECAP:
         held_or_not_yet = cs.status in (SessionStatus.SCHEDULED, SessionStatus.HELD)
         return Due(dialogue=RECAP_DIALOGUE) if to_client and held_or_not_yet else None
     if cs.status != SessionStatus.SCHEDULED:
         return None
-    if kind == SessionWork.PREP:
+    if kind == CheckinKind.SESSION_PREP:
         return Due(dialogue=PREP_DIALOGUE) if to_client and now < cs.starts_at else None
     when = session_lines([cs], t.user.time_zone, tr)
-    if kind == SessionWork.REMINDER and now < cs.starts_at and not to_client:
+    if kind == CheckinKind.SESSION_REMINDER and now < cs.starts_at and not to_client:
         text = tr.gettext("A reminder: your session with {person} is coming up.").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
         brief = await brief_text(t.session, cs, tr, now)
         return Due(messages=({"text": text if brief is None else f"{text}\n\n{brief}"},),
                    subject=client.id)
-    if kind == SessionWork.REMINDER and now < cs.starts_at:
+    if kind == CheckinKind.SESSION_REMINDER and now < cs.starts_at:
         group = await group_of_copy(t.session, cs)
         text = (tr.gettext("A reminder: your coaching session is coming up.") if group is None
                 else tr.gettext("A reminder: the session of your group “{group}” is coming "
                                 "up.").format(group=tr.words(group.name))) + "\n" + when
         return Due(messages=({"text": text, "buttons": _buttons(
             (tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))},))
-    if kind == SessionWork.OUTCOME and not to_client and now >= cs.starts_at:
+    if kind == CheckinKind.SESSION_OUTCOME and not to_client and now >= cs.starts_at:
         text = tr.gettext("Did your session with {person} take place?").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
         return Due(messages=({"text": text, "buttons": _buttons(
@@ -494,7 +493,7 @@ async def _group_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due |
     group = await t.session.get(Group, gs.group_id)
     if group is None:
         return None
-    if kind == SessionWork.GROUP_CHAT:
+    if kind == CheckinKind.GROUP_CHAT:
         if group.chat_id is None or gs.starts_at - now < REMINDER_BEFORE / 2:
             return None  # no chat, or too late to say "in an hour"
         ctr = translator_for(group.chat_locale)

@@ -33,6 +33,7 @@ from bot.schedule.planning import (
     wall_to_utc,
     zone_of,
 )
+from bot.store.kinds import CheckinKind
 
 REMINDER_BEFORE = timedelta(hours=1)
 MAX_SERIES = 52  # sessions planned at once for a series
@@ -48,19 +49,8 @@ REPEAT_EVERY = {Repeat.ONCE: timedelta(0), Repeat.WEEKLY: timedelta(days=7),
                 Repeat.FORTNIGHTLY: timedelta(days=14)}
 
 
-class SessionWork(StrEnum):
-    """The planned rows of a session (``planned_checkins.kind``)."""
-
-    REMINDER = "session_reminder"
-    PREP = "session_prep"
-    RECAP = "session_recap"
-    OUTCOME = "session_outcome"
-    GROUP_REMINDER = "group_session"  # the coach's, for a group session
-    GROUP_CHAT = "group_chat"  # in the group's linked chat
-
-
 #: The rows a group session plans itself (ref ``g<group session id>``).
-GROUP_WORK = (SessionWork.GROUP_REMINDER.value, SessionWork.GROUP_CHAT.value)
+GROUP_WORK: tuple[CheckinKind, ...] = (CheckinKind.GROUP_SESSION, CheckinKind.GROUP_CHAT)
 
 
 def start_utc(local_start: datetime, zone: str) -> datetime:
@@ -114,7 +104,7 @@ def after_due(starts_at: datetime, minutes: int, profile: Profile) -> datetime:
 @dataclass(frozen=True)
 class Planned:
     user_id: int
-    work: SessionWork
+    work: CheckinKind  # one of SESSION_KINDS or GROUP_WORK
     due_at: datetime
 
 
@@ -122,13 +112,15 @@ def session_plan(starts_at: datetime, minutes: int, *, coach_id: int, coach: Pro
                  client_id: int, client: Profile, now: datetime,
                  before: timedelta = REMINDER_BEFORE) -> list[Planned]:
     """Every row a scheduled session plans that is still to come, earliest first."""
-    rows = [Planned(client_id, SessionWork.REMINDER, reminder_due(starts_at, client, before)),
-            Planned(coach_id, SessionWork.REMINDER, reminder_due(starts_at, coach, before)),
-            Planned(client_id, SessionWork.RECAP, after_due(starts_at, minutes, client)),
-            Planned(coach_id, SessionWork.OUTCOME, after_due(starts_at, minutes, coach))]
+    rows = [Planned(client_id, CheckinKind.SESSION_REMINDER,
+                    reminder_due(starts_at, client, before)),
+            Planned(coach_id, CheckinKind.SESSION_REMINDER,
+                    reminder_due(starts_at, coach, before)),
+            Planned(client_id, CheckinKind.SESSION_RECAP, after_due(starts_at, minutes, client)),
+            Planned(coach_id, CheckinKind.SESSION_OUTCOME, after_due(starts_at, minutes, coach))]
     prep = prep_due(starts_at, client)
     if prep is not None:
-        rows.append(Planned(client_id, SessionWork.PREP, prep))
+        rows.append(Planned(client_id, CheckinKind.SESSION_PREP, prep))
     return sorted((r for r in rows if r.due_at > now), key=lambda r: r.due_at)
 
 
@@ -136,13 +128,13 @@ def member_plan(starts_at: datetime, *, client_id: int, client: Profile, now: da
                 before: timedelta = REMINDER_BEFORE) -> list[Planned]:
     """A member's copy of a group session: their own reminder, if still to come."""
     due = reminder_due(starts_at, client, before)
-    return [Planned(client_id, SessionWork.REMINDER, due)] if due > now else []
+    return [Planned(client_id, CheckinKind.SESSION_REMINDER, due)] if due > now else []
 
 
 def group_plan(starts_at: datetime, *, coach_id: int, coach: Profile, now: datetime,
                before: timedelta = REMINDER_BEFORE) -> list[Planned]:
     """A group session's own rows: the coach's reminder, and the chat's (sent on the
     coach's behalf, so the row is the coach's), earliest first, those still to come."""
-    rows = [Planned(coach_id, SessionWork.GROUP_REMINDER, reminder_due(starts_at, coach, before)),
-            Planned(coach_id, SessionWork.GROUP_CHAT, starts_at - before)]
+    rows = [Planned(coach_id, CheckinKind.GROUP_SESSION, reminder_due(starts_at, coach, before)),
+            Planned(coach_id, CheckinKind.GROUP_CHAT, starts_at - before)]
     return sorted((r for r in rows if r.due_at > now), key=lambda r: r.due_at)

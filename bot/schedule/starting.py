@@ -26,15 +26,16 @@ from bot.coaching.conversation import (
 )
 from bot.coaching.groups import weekly_question_due
 from bot.coaching.safety import CARE_KIND
-from bot.coaching.sessions import PREP_DIALOGUE, SESSION_KINDS, session_work
+from bot.coaching.sessions import PREP_DIALOGUE, session_work
 from bot.dialogue.model import DialogueSet
 from bot.observability import describe_failure
 from bot.schedule import claims, planning
 from bot.schedule.claims import DEFAULT_LEASE, Claimed, release_expired
 from bot.schedule.planner import RHYTHM_LOOKBACK, has_active_goal, profile_of, user_gone
 from bot.schedule.planning import Profile
+from bot.schedule.sessions import GROUP_WORK
 from bot.store import Answer, Assignment, Conversation, Exercise, PlannedCheckin, Store, Turn
-from bot.store.kinds import CheckinKind, CheckinStatus
+from bot.store.kinds import SESSION_KINDS, CheckinKind, CheckinStatus
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +209,7 @@ async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime
     """Inside the user's turn: start the row's dialogue into the outbox, or settle it."""
     if not await _still_mine(t, row, worker_id):
         return Outcome.LOST
-    if row.kind in SESSION_KINDS:
+    if row.kind in SESSION_KINDS or row.kind in GROUP_WORK:
         status, action = await _session_work(t, row, dialogues, now)
     elif row.kind == CheckinKind.GROUP_QUESTION:
         # For the group's chat, whether the coach can be written to does not matter.

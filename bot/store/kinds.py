@@ -36,6 +36,11 @@ class CheckinKind(StrEnum):
     GROUP_QUESTION = "group_question"
 
 
+#: The kinds of the rows a coaching session plans: the ``SESSION_`` members above.
+SESSION_KINDS: tuple[CheckinKind, ...] = tuple(
+    kind for kind in CheckinKind if kind.name.startswith("SESSION_"))
+
+
 class CheckinStatus(StrEnum):
     PLANNED = "planned"
     CLAIMED = "claimed"  # a scheduler took it (leased)

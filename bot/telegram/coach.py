@@ -86,7 +86,6 @@ def hour_label(key: str, tr: Translator) -> str:
 class CoachHandlers:
     dialogues: DialogueSet
     respond: Respond
-    admin_ids: frozenset[int]
     bot_username: Callable[[], str]
     side: CoachSideHandlers = field(init=False)  # issue 26's commands and buttons
 
@@ -94,30 +93,6 @@ class CoachHandlers:
         from bot.telegram.coach_side import CoachSideHandlers
 
         self.side = CoachSideHandlers(self.dialogues)
-
-    async def on_button(self, update: Update, data: str) -> bool:
-        kind, _, rest = data.partition(":")
-        side = self.side.button(data)
-        if side is not None:
-            await self.respond(update, side)
-        elif kind == "invite":
-            await self.respond(update, lambda t: self._answer_invite(t, rest))
-        elif kind == "assign":
-            await self.respond(update, lambda t: self._assign_step(t, rest))
-        elif kind == "unlink":
-            await self.respond(update, lambda t: self._unlink(t, rest))
-        elif kind == "client":
-            await self.respond(update, lambda t: self.progress(t, rest))
-        else:
-            return False
-        return True
-
-    async def on_start_payload(self, update: Update, payload: str) -> bool:
-        if not payload.startswith(INVITE_PREFIX):
-            return False
-        code = payload[len(INVITE_PREFIX):]
-        await self.respond(update, lambda t: self._offer_invite(t, code))
-        return True
 
     # -- coaches -------------------------------------------------------------------------------
 
@@ -134,10 +109,7 @@ class CoachHandlers:
             await set_coach_menus(call.update.get_bot(), made)
 
     async def _make_coach(self, t: StoreTurn, argument: str) -> list[tuple[int, str]]:
-        tr = translator_for(t.user.locale)
-        if t.user_id not in self.admin_ids:
-            say(t, tr.gettext("I don't know that command. Send /help to see what I can do."))
-            return []
+        tr = translator_for(t.user.locale)  # an admin: the command's audience (commands.py)
         target = parse_id(argument) if argument.strip() else t.user_id
         if target is None:
             say(t, tr.gettext("That is not a Telegram user id. Send /makecoach followed by "
@@ -165,11 +137,6 @@ class CoachHandlers:
         return None
 
     async def new_exercise(self, t: StoreTurn, argument: str) -> Outcome | None:
-        if not t.user.is_coach:
-            say(t, translator_for(t.user.locale).gettext(
-                "Only coaches can write exercises. If you are a coach, ask the bot's "
-                "administrator to set you up."))
-            return None
         outcome = await converse(t, self.dialogues, Start(NEW_EXERCISE), t.now)
         enqueue_replies(t, outcome)
         return outcome
@@ -218,7 +185,7 @@ class CoachHandlers:
         tr = translator_for(t.user.locale)
         await self._pick_client(t, tr.gettext("Who is the exercise for?"), "assign")
 
-    async def _assign_step(self, t: StoreTurn, rest: str) -> Outcome | None:
+    async def assign_step(self, t: StoreTurn, rest: str) -> Outcome | None:
         """assign:<client> → the exercise; …:<exercise> → how often; …:<schedule> → at what
         time; …:<hour> → assigned. Every step checks again that this is the coach's client
         and the coach's exercise, so a forged button gets nowhere."""
@@ -297,7 +264,7 @@ class CoachHandlers:
 
     # -- clients ---------------------------------------------------------------------------------
 
-    async def _offer_invite(self, t: StoreTurn, code: str) -> None:
+    async def offer_invite(self, t: StoreTurn, code: str) -> None:
         tr = translator_for(t.user.locale)
         check = await links.invite_status(t.session, code, t.user_id, t.now)
         if not check.valid:
@@ -313,7 +280,7 @@ class CoachHandlers:
              Button(tr.gettext("No"), "invite:no")), subject=check.coach_id)
         return None
 
-    async def _answer_invite(self, t: StoreTurn, rest: str) -> Outcome | None:
+    async def answer_invite(self, t: StoreTurn, rest: str) -> Outcome | None:
         tr = translator_for(t.user.locale)
         answer, _, code = rest.partition(":")
         if answer != "yes":
@@ -349,7 +316,7 @@ class CoachHandlers:
             for c in coaches))
         return None
 
-    async def _unlink(self, t: StoreTurn, rest: str) -> None:
+    async def unlink(self, t: StoreTurn, rest: str) -> None:
         tr = translator_for(t.user.locale)
         coach_id = parse_id(rest)
         if coach_id is None:

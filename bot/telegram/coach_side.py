@@ -30,21 +30,15 @@ ASSIGNMENTS = "asg"  # asg:<client>: that client's assignments
 ACT = "asgdo"  # asgdo:<action>:<assignment>: pause, resume, cancel
 CHANGE = "asgchange"  # asgchange:<assignment>
 QUIET = "quiet"  # quiet:<client>:<days>: alert the coach after that many quiet days
-BUTTONS = frozenset({MESSAGE, REPLY, NOTE, ASSIGNMENTS, ACT, CHANGE, QUIET})
 QUIET_CHOICES = (2, 3, 4, 7, 14)
 
 TurnFn = Callable[[StoreTurn], Awaitable[Outcome | None]]
+PressStep = Callable[[StoreTurn, str], Awaitable[Outcome | None]]  # (turn, data after prefix)
 
 
 def _not_yours(t: StoreTurn) -> None:
     say(t, translator_for(t.user.locale).gettext(
         "I can't find that client among yours. Send /clients to see them."))
-
-
-def _only_coaches(t: StoreTurn) -> None:
-    say(t, translator_for(t.user.locale).gettext(
-        "Only coaches can do this. If you are a coach, ask the bot's administrator to set "
-        "you up."))
 
 
 def _name(tr: Translator, name: str | None, user_id: int) -> str:
@@ -73,9 +67,6 @@ class CoachSideHandlers:
     async def clients(self, t: StoreTurn, argument: str) -> Outcome | None:
         """/clients: per client the last activity, assignments and what needs attention;
         then buttons to see one's progress."""
-        if not t.user.is_coach:
-            _only_coaches(t)
-            return None
         tr = translator_for(t.user.locale)
         found = await noticing.overview(t.session, t.user_id, t.now)
         if not found:
@@ -92,33 +83,36 @@ class CoachSideHandlers:
 
     # -- buttons -------------------------------------------------------------------------------
 
-    def button(self, data: str) -> Callable[[StoreTurn], Awaitable[Outcome | None]] | None:
-        """The work of a button of this module, or None when the data is not one of them."""
-        kind, _, rest = data.partition(":")
-        if kind not in BUTTONS:
-            return None
-        if kind == ACT:
-            action, _, number = rest.partition(":")
-            return lambda t: self._act(t, action, number)
-        if kind == CHANGE:
-            return lambda t: self._change(t, rest)
-        if kind == QUIET:
-            client, _, days = rest.partition(":")
-            return lambda t: self._set_quiet_days(t, client, days)
-        if kind == REPLY:
-            return lambda t: self._start_reply(t, rest)
-        start = {MESSAGE: self._start_message, NOTE: self._start_note,
-                 ASSIGNMENTS: self._list_assignments}[kind]
-        return lambda t: self._with_client_id(t, rest, start)
+    # -- buttons (routed by bot/telegram/buttons.py): (turn, the data after the prefix) ----
+
+    async def message_button(self, t: StoreTurn, rest: str) -> Outcome | None:
+        return await self._with_client_id(t, rest, self._start_message)
+
+    async def note_button(self, t: StoreTurn, rest: str) -> Outcome | None:
+        return await self._with_client_id(t, rest, self._start_note)
+
+    async def assignments_button(self, t: StoreTurn, rest: str) -> Outcome | None:
+        return await self._with_client_id(t, rest, self._list_assignments)
+
+    async def act_button(self, t: StoreTurn, rest: str) -> None:
+        action, _, number = rest.partition(":")
+        await self._act(t, action, number)
+
+    async def change_button(self, t: StoreTurn, rest: str) -> Outcome | None:
+        return await self._change(t, rest)
+
+    async def quiet_button(self, t: StoreTurn, rest: str) -> None:
+        client, _, days = rest.partition(":")
+        await self._set_quiet_days(t, client, days)
+
+    async def start_reply(self, t: StoreTurn, rest: str) -> Outcome | None:
+        return await self._start_reply(t, rest)
 
     # -- the steps -----------------------------------------------------------------------------
 
     async def _for_client(self, t: StoreTurn, argument: str, prefix: str,
                           then: Callable[[StoreTurn, User], Awaitable[Outcome | None]],
                           question: str) -> Outcome | None:
-        if not t.user.is_coach:
-            _only_coaches(t)
-            return None
         tr = translator_for(t.user.locale)
         if argument.strip():
             client = await self._find_client(t, argument)
@@ -147,9 +141,6 @@ class CoachSideHandlers:
                               then: Callable[[StoreTurn, User], Awaitable[Outcome | None]]
                               ) -> Outcome | None:
         client_id = parse_id(raw)
-        if not t.user.is_coach:
-            _only_coaches(t)
-            return None
         if client_id is None or not await links.is_linked(t.session, t.user_id, client_id):
             _not_yours(t)
             return None

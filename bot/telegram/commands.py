@@ -3,8 +3,9 @@
 Dispatch, ``/help`` and the Telegram command menus (``setMyCommands``, per scope) are all
 derived from ``COMMANDS``. Adding a command is one entry here plus its handler.
 
-Audiences say where a command is listed; they do not gate it: each handler checks what its
-user may do (a coach command from a client meets "only coaches can …", as before).
+Audiences say where a command is listed, and gate it: a coach's or an admin's command from
+anyone else gets its ``refusal`` (``Handlers.admitted``, in one place; buttons and start links
+likewise, ``buttons.py``). The handlers still check, in the domain layer, what they act on.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class BotCommandSpec:
     description: str | None = None  # msgid; None: listed neither in /help nor in a menu
     before_consent: bool = False  # runs before the user agreed that answers are kept
     in_menu: bool = True  # False: listed in /help only
+    refusal: str | None = None  # msgid for anyone outside the audience; None: the default
 
     @property
     def listed(self) -> bool:
@@ -110,6 +112,8 @@ async def _progress(h: Handlers, c: CommandCall) -> None:
 
 
 C, CO, AD = Audience.CLIENT, Audience.COACH, Audience.ADMIN
+ONLY_COACHES_GROUPS = N_("Only coaches can make groups. If you are a coach, ask the bot's "
+                         "administrator to set you up.")
 
 # In the order /help and the menus show them.
 COMMANDS = CommandRegistry(
@@ -146,7 +150,9 @@ COMMANDS = CommandRegistry(
     BotCommandSpec("back", C, lambda h, c: h.engine_command(c, "back")),
     BotCommandSpec("skip", C, lambda h, c: h.engine_command(c, "skip")),
     BotCommandSpec("invite", CO, lambda h, c: h.in_turn(c, h.coach.invite),
-                   N_("Invite a client (a link that works once)")),
+                   N_("Invite a client (a link that works once)"),
+                   refusal=N_("Only coaches can invite clients. If you are a coach, ask the "
+                              "bot's administrator to set you up.")),
     BotCommandSpec("clients", CO, lambda h, c: h.in_turn(c, h.coach.side.clients),
                    N_("Your clients and their progress")),
     BotCommandSpec("message", CO, lambda h, c: h.in_turn(c, h.coach.side.message),
@@ -158,15 +164,20 @@ COMMANDS = CommandRegistry(
     BotCommandSpec("note", CO, lambda h, c: h.in_turn(c, h.coach.side.note),
                    N_("A private note about a client")),
     BotCommandSpec("schedule", CO, lambda h, c: h.in_turn(c, h.sessions.schedule),
-                   N_("Schedule a session or a series with a client")),
+                   N_("Schedule a session or a series with a client"),
+                   refusal=N_("Only coaches can do this. Ask your coach to use /schedule.")),
     BotCommandSpec("newexercise", CO, lambda h, c: h.in_turn(c, h.coach.new_exercise),
-                   N_("Write an exercise of your own")),
+                   N_("Write an exercise of your own"),
+                   refusal=N_("Only coaches can write exercises. If you are a coach, ask the "
+                              "bot's administrator to set you up.")),
     BotCommandSpec("progress", CO, _progress, N_("A client's progress: /progress name"),
                    in_menu=False),  # the client's /progress is in the menu already
     BotCommandSpec("newgroup", CO, lambda h, c: h.in_turn(c, h.groups.new_group),
-                   N_("Make a group (a team or a cohort): /newgroup name")),
+                   N_("Make a group (a team or a cohort): /newgroup name"),
+                   refusal=ONLY_COACHES_GROUPS),
     BotCommandSpec("groups", CO, lambda h, c: h.in_turn(c, h.groups.list_groups),
-                   N_("Your groups: members, figures, assigning to everyone")),
+                   N_("Your groups: members, figures, assigning to everyone"),
+                   refusal=ONLY_COACHES_GROUPS),
     BotCommandSpec("makecoach", AD, lambda h, c: h.coach.make_coach(c)),
 )
 

@@ -23,7 +23,7 @@ from telegram.error import TelegramError
 from bot.coaching import coach_errors, contracts, group_figures, group_sessions, groups
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.coaching.sessions import BUTTON as SESSION_BUTTON
-from bot.coaching.sessions import GROUP_BUTTON, GROUP_TARGET
+from bot.coaching.sessions import GROUP_TARGET
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
@@ -68,29 +68,6 @@ class GroupHandlers:
         return f"https://t.me/{self.bot_username()}?{'startgroup' if group_chat else 'start'}" \
                f"={payload}"
 
-    async def on_button(self, update: Update, data: str) -> bool:
-        kind, _, rest = data.partition(":")
-        steps: dict[str, Callable[[StoreTurn, str], Awaitable[Outcome | None]]] = {
-            "gjoin": self._answer_join, "gleave": self._leave, "grp": self._show,
-            "gkind": self._set_kind, "gas": self._assign_step, "gchat": self._chat_link,
-            "ggoal": self._set_goal, "gcontrib": self._contribute, "gdone": self._celebrate,
-            "gq": self._post_question, "gcode": self._new_code, "grm": self._remove_step,
-            "gren": self._rename, "gwq": self._weekly_question,
-            GROUP_BUTTON: self._cancel_session,
-        }
-        step = steps.get(kind)
-        if step is None:
-            return False
-        await self.respond(update, lambda t: step(t, rest))
-        return True
-
-    async def on_start_payload(self, update: Update, payload: str) -> bool:
-        if not payload.startswith(JOIN_PREFIX):
-            return False
-        code = payload[len(JOIN_PREFIX):]
-        await self.respond(update, lambda t: self._offer_join(t, code))
-        return True
-
     # -- the coach ------------------------------------------------------------------------
 
     async def new_group(self, t: StoreTurn, argument: str) -> None:
@@ -127,7 +104,7 @@ class GroupHandlers:
                               "them."))
             return None
 
-    async def _set_kind(self, t: StoreTurn, rest: str) -> None:
+    async def set_kind(self, t: StoreTurn, rest: str) -> None:
         raw_id, _, kind = rest.partition(":")
         if kind not in {k.value for k in GroupKind}:
             raw_id = ""
@@ -139,10 +116,6 @@ class GroupHandlers:
 
     async def list_groups(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
-        if not t.user.is_coach:
-            say(t, tr.gettext("Only coaches can make groups. If you are a coach, ask the "
-                              "bot's administrator to set you up."))
-            return None
         mine = await groups.groups_of(t.session, t.user_id)
         if not mine:
             say(t, tr.gettext("You have no groups yet. Send /newgroup followed by a name to "
@@ -153,7 +126,7 @@ class GroupHandlers:
             for g in mine))
         return None
 
-    async def _show(self, t: StoreTurn, rest: str) -> None:
+    async def show(self, t: StoreTurn, rest: str) -> None:
         """One group: its members (names, and who shares their own progress), the link to
         join, and its weekly figures as the rule in group_figures allows."""
         tr = translator_for(t.user.locale)
@@ -213,7 +186,7 @@ class GroupHandlers:
                 commitment=tr.words(c.commitment)))
         return lines
 
-    async def _set_goal(self, t: StoreTurn, rest: str) -> Outcome | None:
+    async def set_goal(self, t: StoreTurn, rest: str) -> Outcome | None:
         group = await self._own_group(t, rest)
         if group is None:
             return None
@@ -222,7 +195,7 @@ class GroupHandlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    async def _contribute(self, t: StoreTurn, rest: str) -> Outcome | None:
+    async def contribute(self, t: StoreTurn, rest: str) -> Outcome | None:
         group_id = parse_id(rest)
         goal = None if group_id is None else await groups.member_goal(t.session, t.user_id,
                                                                        group_id)
@@ -234,7 +207,7 @@ class GroupHandlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    async def _post_question(self, t: StoreTurn, rest: str) -> None:
+    async def post_question(self, t: StoreTurn, rest: str) -> None:
         """This week's question in the group's linked chat, in its language; members answer
         in private (the button opens it there) and share only on their yes."""
         group = await self._own_group(t, rest)
@@ -247,7 +220,7 @@ class GroupHandlers:
         t.enqueue(group.chat_id, groups.question_payload(group, groups.week_question(t.now)))
         say(t, own.gettext("Done: the question is in the group's chat."))
 
-    async def _weekly_question(self, t: StoreTurn, rest: str) -> None:
+    async def weekly_question(self, t: StoreTurn, rest: str) -> None:
         raw_id, _, switch = rest.partition(":")
         group = await self._own_group(t, raw_id if switch in ("on", "off") else "")
         if group is None:
@@ -259,7 +232,7 @@ class GroupHandlers:
             tr.gettext("Done: no more automatic questions. You can still post one from "
                        "/groups."))
 
-    async def _new_code(self, t: StoreTurn, rest: str) -> None:
+    async def new_code(self, t: StoreTurn, rest: str) -> None:
         """A new join link, shown once; the old one stops working at once."""
         group = await self._own_group(t, rest)
         if group is None:
@@ -272,7 +245,7 @@ class GroupHandlers:
                 zone_of(t.user.time_zone)).date(), "medium")),
             link=self._link(JOIN_PREFIX + code)))
 
-    async def _rename(self, t: StoreTurn, rest: str) -> Outcome | None:
+    async def rename(self, t: StoreTurn, rest: str) -> Outcome | None:
         group = await self._own_group(t, rest)
         if group is None:
             return None
@@ -281,7 +254,7 @@ class GroupHandlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    async def _remove_step(self, t: StoreTurn, rest: str) -> None:
+    async def remove_step(self, t: StoreTurn, rest: str) -> None:
         """grm:<group> → whom; …:<member> → are you sure; …:<member>:y → removed. The
         member is told kindly; their exercises and sessions of the group stop, as if they
         had left."""
@@ -329,19 +302,17 @@ class GroupHandlers:
         say(t, tr.gettext("Done: {name} is no longer in “{group}” and has been told.").format(
             name=name, group=tr.words(group.name)), subject=member_id)
 
-    async def _cancel_session(self, t: StoreTurn, rest: str) -> None:
+    async def cancel_session(self, t: StoreTurn, rest: str) -> None:
         await group_sessions.cancel_from_button(t, rest)
 
-    async def on_group_button(self, update: Update, data: str) -> bool:
-        """A button pressed in a group chat: the week's question, answered in private."""
-        kind, _, rest = data.partition(":")
+    async def answer_in_private(self, update: Update, rest: str) -> None:
+        """The week's question's button in the group chat (``gqa:<group>:<question>``):
+        answered in private. Data that names no question does nothing."""
         raw_group, _, raw_index = rest.partition(":")
         group_id, index = parse_id(raw_group), parse_id(raw_index)
-        if kind != "gqa" or group_id is None or index is None \
-                or not 0 <= index < len(groups.GROUP_QUESTIONS):
-            return False
+        if group_id is None or index is None or not 0 <= index < len(groups.GROUP_QUESTIONS):
+            return
         await self.respond(update, lambda t: self._answer_question(t, group_id, index))
-        return True
 
     async def _answer_question(self, t: StoreTurn, group_id: int, index: int) -> Outcome | None:
         tr = translator_for(t.user.locale)
@@ -355,7 +326,7 @@ class GroupHandlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    async def _celebrate(self, t: StoreTurn, rest: str) -> None:
+    async def celebrate(self, t: StoreTurn, rest: str) -> None:
         """The team reached its goal: a celebration in the group's own chat (its language),
         or, without one, to each member in private (theirs)."""
         group = await self._own_group(t, rest)
@@ -379,7 +350,7 @@ class GroupHandlers:
                 t.enqueue(member.user_id, celebration(locale or "en"))
         say(t, translator_for(t.user.locale).gettext("Done: the team hears it from me."))
 
-    async def _chat_link(self, t: StoreTurn, rest: str) -> None:
+    async def chat_link(self, t: StoreTurn, rest: str) -> None:
         group = await self._own_group(t, rest)
         if group is None:
             return
@@ -389,7 +360,7 @@ class GroupHandlers:
                           "private:\n{link}").format(
             link=self._link(CHAT_PREFIX + str(group.id), group_chat=True)))
 
-    async def _assign_step(self, t: StoreTurn, rest: str) -> None:
+    async def assign_step(self, t: StoreTurn, rest: str) -> None:
         """gas:<group> → the exercise; …:<exercise> → how often; …:<schedule> → at what
         local hour; …:<hour> → assigned to every member. Each step checks the group again."""
         tr = translator_for(t.user.locale)
@@ -440,7 +411,7 @@ class GroupHandlers:
 
     # -- the member ------------------------------------------------------------------------
 
-    async def _offer_join(self, t: StoreTurn, code: str) -> None:
+    async def offer_join(self, t: StoreTurn, code: str) -> None:
         tr = translator_for(t.user.locale)
         try:
             group = await groups.group_for_code(t.session, code, t.user_id, t.now)
@@ -461,7 +432,7 @@ class GroupHandlers:
             Button(tr.gettext("No, thanks"), "gjoin:no")), subject=group.coach_id)
         return None
 
-    async def _answer_join(self, t: StoreTurn, rest: str) -> None:
+    async def answer_join(self, t: StoreTurn, rest: str) -> None:
         tr = translator_for(t.user.locale)
         answer, _, code = rest.partition(":")
         visibility = {"f": Visibility.FIGURES, "p": Visibility.PROGRESS}.get(answer)
@@ -490,7 +461,7 @@ class GroupHandlers:
             Button(tr.words(m.group_name), f"gleave:{m.group_id}") for m in mine))
         return None
 
-    async def _leave(self, t: StoreTurn, rest: str) -> None:
+    async def leave_button(self, t: StoreTurn, rest: str) -> None:
         tr = translator_for(t.user.locale)
         group_id = parse_id(rest)
         names = {m.group_id: m.group_name for m in await groups.memberships(t.session,
@@ -510,22 +481,17 @@ class GroupHandlers:
     # -- the group's own chat ----------------------------------------------------------------
 
     async def on_group_chat(self, update: Update) -> bool:
-        """Membership changes, upgrades and commands in group chats. True when handled;
-        False leaves the update to the caller (a refusal, or a crisis check)."""
+        """Membership changes, upgrades and commands in group chats (its buttons and /start
+        links come from the registries first). True when handled; False leaves the update to
+        the caller (a refusal, or a crisis check)."""
         chat = update.effective_chat
         if chat is None:
             return True
         if update.my_chat_member is not None:
             await self._membership_changed(update.my_chat_member)
             return True
-        query = update.callback_query
-        if query is not None:
-            try:
-                await query.answer()
-            except TelegramError as exc:
-                log.info("callback query not answered: %s", type(exc).__name__)
-            await self.on_group_button(update, query.data or "")
-            return True
+        if update.callback_query is not None:
+            return True  # the buttons in group chats: buttons.GROUP_BUTTONS, by the handlers
         message = update.message
         if message is not None and message.migrate_to_chat_id is not None:
             async with self.store.sessionmaker() as s, s.begin():
@@ -534,11 +500,6 @@ class GroupHandlers:
         text = message.text if message is not None else None
         if message is None or text is None or not text.startswith("/"):
             return False
-        name, _, argument = text[1:].partition(" ")
-        payload = argument.strip()
-        if name.split("@")[0].lower() == "start" and payload.startswith(CHAT_PREFIX):
-            await self._link_chat(update, payload[len(CHAT_PREFIX):])
-            return True
         async with self.store.sessionmaker() as s:
             group = await groups.group_of_chat(s, chat.id)
             locale = group.chat_locale if group is not None else None
@@ -549,7 +510,7 @@ class GroupHandlers:
                 link=f"https://t.me/{self.bot_username()}"))
         return True
 
-    async def _link_chat(self, update: Update, raw_id: str) -> None:
+    async def link_chat(self, update: Update, raw_id: str) -> None:
         chat, user = update.effective_chat, update.effective_user
         assert chat is not None
         locale = normalize_locale(user.language_code if user else None)

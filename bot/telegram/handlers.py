@@ -16,7 +16,6 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
-from bot.coaching.actions import BUTTON as ACTION_BUTTON
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.chart import own_trend_png
 from bot.coaching.checkins import has_active_goal
@@ -34,7 +33,6 @@ from bot.coaching.managing import FromCoach, assigned_to
 from bot.coaching.privacy import EXPORT_EVERY, export_document
 from bot.coaching.progress import progress_text
 from bot.coaching.safety import end_pause_when_client_writes
-from bot.coaching.sessions import BUTTON as SESSION_BUTTON
 from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
@@ -56,8 +54,19 @@ from bot.store import Store, off_the_loop
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import AddressForm
 from bot.store.types import utcnow
+from bot.telegram.buttons import (
+    ADDRESS_BUTTON,
+    BUTTONS,
+    GROUP_BUTTONS,
+    GROUP_START_LINKS,
+    REFUSALS,
+    START_LINKS,
+    Press,
+    Route,
+)
 from bot.telegram.coach import CoachHandlers, TurnFn
-from bot.telegram.commands import COMMANDS, CommandCall, help_text, set_coach_menu
+from bot.telegram.coach_side import PressStep
+from bot.telegram.commands import COMMANDS, Audience, CommandCall, help_text, set_coach_menu
 from bot.telegram.groups import GroupHandlers
 from bot.telegram.sessions import SessionFlows
 
@@ -86,7 +95,7 @@ class Handlers:
     groups: GroupHandlers = field(init=False)
 
     def __post_init__(self) -> None:
-        self.coach = CoachHandlers(self.dialogues, self._turn, self.admin_ids, self.bot_username)
+        self.coach = CoachHandlers(self.dialogues, self._turn, self.bot_username)
         self.sessions = SessionFlows(self.dialogues)
         self.groups = GroupHandlers(self.store, self._turn, self.bot_username,
                                     lambda: exercise_ids(self.dialogues),
@@ -249,7 +258,7 @@ class Handlers:
         """A group chat: a linked group's own business (see groups.py); a crisis in what the
         bot sees there (with privacy mode on: commands, mentions, replies to it) is answered
         in private with the crisis path and nothing in the group; otherwise a refusal."""
-        if await self.groups.on_group_chat(update):
+        if await self._group_route(update) or await self.groups.on_group_chat(update):
             return
         message = update.message or update.edited_message
         text = None if message is None else message.text or message.caption
@@ -259,6 +268,32 @@ class Handlers:
                 await self._converse(update, Turn(text=words, answers=False))
                 return
         await self._refuse_group(update, context)
+
+    async def _group_route(self, update: Update) -> bool:
+        """A button pressed in a group chat, or a /start link opened there: from the
+        registries (buttons.py). True when it was one (an unknown button does nothing)."""
+        if update.effective_chat is None:
+            return False  # nothing to do there (groups.on_group_chat says so)
+        query = update.callback_query
+        if query is not None:
+            try:
+                await query.answer()
+            except TelegramError as exc:
+                log.info("callback query not answered: %s", type(exc).__name__)
+            found = GROUP_BUTTONS.find(query.data or "")
+            if found is not None:
+                await self.dispatch(found[0], Press(update, query.data or "", found[1]))
+            return True
+        text = update.message.text if update.message is not None else None
+        if text is None or not text.startswith("/"):
+            return False
+        name, _, argument = text[1:].partition(" ")
+        link = GROUP_START_LINKS.find(argument.strip()) \
+            if name.split("@")[0].lower() == "start" else None
+        if link is None:
+            return False
+        await self.dispatch(link[0], Press(update, argument.strip(), link[1]))
+        return True
 
     async def _refuse_group(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         chat, user = update.effective_chat, update.effective_user
@@ -294,6 +329,9 @@ class Handlers:
         if command is None:
             await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
                 "I don't know that command. Send /help to see what I can do.")))
+            return
+        if not await self.admitted(update, command.audience):
+            await self.refuse(update, command.refusal or REFUSALS[command.audience])
             return
         await command.handler(self, CommandCall(update, message, argument.strip(),
                                                 command.before_consent))
@@ -332,9 +370,12 @@ class Handlers:
                         before_consent=call.before_consent)
 
     async def on_start(self, call: CommandCall) -> None:
-        if not await self.coach.on_start_payload(call.update, call.argument) \
-                and not await self.groups.on_start_payload(call.update, call.argument):
+        found = START_LINKS.find(call.argument)  # a link the bot handed out: /start <payload>
+        if found is None:
             await self._on_start(call.update, call.before_consent)
+            return
+        route, value = found
+        await self.dispatch(route, Press(call.update, call.argument, value))
 
     async def _on_start(self, update: Update, before_consent: bool) -> None:
         async def run(t: StoreTurn) -> Outcome | None:
@@ -420,23 +461,62 @@ class Handlers:
             await query.answer()
         except TelegramError as exc:  # too old to answer: the press still counts
             log.info("callback query not answered: %s", type(exc).__name__)
-        kind, _, value = data.partition(":")
-        if kind == "lang" and value in SUPPORTED_LOCALES:
-            await self._on_language(update, value)
-        elif kind == ADDRESS_BUTTON and value in set(AddressForm):
-            await self._on_address(update, AddressForm(value))
-        elif kind == "delete":
-            await self._on_delete(update, confirmed=value == "yes")
-        elif kind == "exercise" and value in exercise_ids(self.dialogues):  # only as offered
-            await self._converse(update, Start(value))
-        elif kind == SESSION_BUTTON:
-            await self._turn(update, lambda t: self.sessions.step(t, value))
-        elif kind == ACTION_BUTTON:
-            await self._turn(update, lambda t: self.sessions.action_button(t, value))
-        elif await self.coach.on_button(update, data) or await self.groups.on_button(update, data):
-            return
-        else:
+        found = BUTTONS.find(data)
+        if found is None:  # an answer to a dialogue's question
             await self._converse(update, Turn(button=data))
+            return
+        route, value = found
+        await self.dispatch(route, Press(update, data, value))
+
+    async def dispatch(self, route: Route, press: Press) -> None:
+        """A button or a start link, through the audience gate."""
+        if not await self.admitted(press.update, route.audience):
+            await self.refuse(press.update, route.refusal or REFUSALS[route.audience])
+            return
+        await route.handler(self, press)
+
+    async def admitted(self, update: Update, audience: Audience) -> bool:
+        """The one check of who may use a command or a button (registries: commands.py,
+        buttons.py). The handlers check, in the domain layer, what they act on."""
+        user = update.effective_user
+        if user is None:
+            return False
+        if audience is Audience.ADMIN:
+            return user.id in self.admin_ids
+        if audience is Audience.COACH:
+            stored = await self.store.get_user(user.id)
+            return stored is not None and stored.is_coach
+        return True
+
+    async def refuse(self, update: Update, refusal: str) -> None:
+        """``refusal`` (a msgid), in a turn like any other: before consent, the consent
+        question comes instead, as for any command."""
+        await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(refusal)))
+
+    async def in_press(self, press: Press, step: PressStep) -> None:
+        """Run a button's (or a start link's) ``step(turn, value)`` in one store turn."""
+        await self._turn(press.update, lambda t: step(t, press.value))
+
+    async def on_language_button(self, press: Press) -> None:
+        if press.value in SUPPORTED_LOCALES:
+            await self._on_language(press.update, press.value)
+        else:
+            await self._converse(press.update, Turn(button=press.data))
+
+    async def on_address_button(self, press: Press) -> None:
+        if press.value in set(AddressForm):
+            await self._on_address(press.update, AddressForm(press.value))
+        else:
+            await self._converse(press.update, Turn(button=press.data))
+
+    async def on_delete_button(self, press: Press) -> None:
+        await self._on_delete(press.update, confirmed=press.value == "yes")
+
+    async def on_exercise_button(self, press: Press) -> None:
+        if press.value in exercise_ids(self.dialogues):  # only as offered
+            await self._converse(press.update, Start(press.value))
+        else:
+            await self._converse(press.update, Turn(button=press.data))
 
     async def _on_language(self, update: Update, locale: str) -> None:
         coach: list[int] = []  # a coach's menu follows their language, once committed
@@ -511,9 +591,6 @@ def language_reply(locale: str) -> Reply:
     return Reply(tr.gettext("Which language would you like me to use?"), tuple(
         Button(LANGUAGE_NAMES[code], f"lang:{code}") for code in SUPPORTED_LOCALES))
 
-
-#: The button data of the choice of address, after /language: ``address:<AddressForm>``.
-ADDRESS_BUTTON = "address"
 
 #: The onboarding's question of how to address the client, and its options (the same texts:
 #: a test holds them to the onboarding's ``address`` step).

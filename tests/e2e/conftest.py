@@ -17,6 +17,7 @@ from bot.config import Settings
 from bot.store import Outbox, Store, Turn
 from bot.telegram.app import serve
 from tests.fakes.bot_api import FakeBotApi, SentMessage
+from tests.flows import fixed_detector
 
 REPO = Path(__file__).parents[2]
 
@@ -138,3 +139,7 @@ async def bot_running(fake: FakeBotApi, settings: Settings, *,
 async def running_bot(fake_bot_api: FakeBotApi, tmp_path: Path) -> AsyncIterator[RunningBot]:
     async with bot_running(fake_bot_api, settings_for(fake_bot_api, tmp_path)) as bot:
         yield bot
+
+
+__all__ = ["RunningBot", "TelegramUser", "bot_running", "fixed_detector", "running_bot",
+           "settings_for"]

@@ -9,17 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sqlalchemy import func, select
-
-from bot.store import User
-from tests.e2e.conftest import REPO, RunningBot
+from tests.e2e.conftest import REPO
 from tests.fakes.bot_api import FakeBotApi
-
-
-async def count(bot: RunningBot, model: type, user_id: int) -> int:
-    async with bot.store.sessionmaker() as session:
-        column = model.id if model is User else model.user_id  # type: ignore[attr-defined]
-        return int(await session.scalar(select(func.count()).where(column == user_id)) or 0)
 
 
 def test_a_missing_or_wrong_token_is_one_clear_line(tmp_path: Path) -> None:

@@ -6,28 +6,11 @@ from __future__ import annotations
 
 import asyncio
 
-from sqlalchemy import text
-
 from tests.e2e.conftest import RunningBot, TelegramUser
+from tests.flows import stored
 
 NAME = "Zoravka"
 TYPED = ("Tell my wife about the debts", "Because I hide the letters from her")
-
-
-async def stored(bot: RunningBot, user_id: int) -> dict[str, list[str]]:
-    """Every row that mentions the user, table by table, as text."""
-    found: dict[str, list[str]] = {}
-    async with bot.store.engine.connect() as connection:
-        tables = [r[0] for r in await connection.execute(text(
-            "SELECT name FROM sqlite_master WHERE type = 'table'"))]
-        for table in tables:
-            rows = [repr(tuple(r)) for r in await connection.execute(
-                text(f"SELECT * FROM {table}"))]
-            hits = [r for r in rows if str(user_id) in r or NAME in r
-                    or any(t in r for t in TYPED)]
-            if hits:
-                found[table] = hits
-    return found
 
 
 async def decline(user: TelegramUser, *, wait_first: float) -> list[str]:
@@ -55,4 +38,4 @@ async def test_declining_consent_always_says_goodbye_and_keeps_nothing(
     for user_id, wait_first in ((7005, 0.0), (7006, 3.0)):
         said = await decline(running_bot.user(user_id, first_name=NAME), wait_first=wait_first)
         assert any("nothing is kept" in t for t in said), said
-        assert await stored(running_bot, user_id) == {}, user_id
+        assert await stored(running_bot, user_id, NAME, *TYPED) == {}, user_id

@@ -8,32 +8,11 @@ import time
 
 import pytest
 
-from bot.engine import runner
-from bot.engine.crisis import CrisisCategory, CrisisLevel, CrisisSignal
-from bot.telegram import handlers
 from tests.e2e.conftest import RunningBot
-
-POSSIBLE = "MARKER לפעמים בא לי פשוט להיעלם"
-URGENT = "MARKER ho preso tutte le pastiglie"
-VERDICTS = {
-    POSSIBLE: CrisisSignal(CrisisLevel.CHECK, CrisisCategory.INDIRECT_IDEATION, 0.8, ("t",)),
-    URGENT: CrisisSignal(CrisisLevel.URGENT, CrisisCategory.PLAN_MEANS, 0.99, ("t",)),
-}
+from tests.flows import URGENT, text_of
 
 
-@pytest.fixture
-def fixed_detector(monkeypatch: pytest.MonkeyPatch) -> None:
-    def detect(text: str) -> CrisisSignal | None:
-        return VERDICTS.get(text.strip())
-
-    monkeypatch.setattr(runner, "detect_crisis", detect)
-    monkeypatch.setattr(handlers, "detect_crisis", detect)
-
-
-def text_of(messages: list) -> str:  # type: ignore[type-arg]
-    return "\n".join(m.text or "" for m in messages)
-
-
+@pytest.mark.timed
 @pytest.mark.usefixtures("fixed_detector")
 async def test_help_overtakes_a_flood_and_what_was_queued_is_held_back(
     running_bot: RunningBot

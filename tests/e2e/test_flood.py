@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
 from sqlalchemy import text
 
 from bot.store import SUPERSEDED_BY_REPLY
@@ -14,6 +15,7 @@ from tests.e2e.conftest import RunningBot
 HELP_LINE = "/checkin"  # in every /help answer
 
 
+@pytest.mark.timed
 async def test_a_command_after_a_flood_of_30_is_answered_within_seconds(
         running_bot: RunningBot) -> None:
     fake, user = running_bot.fake, 601

@@ -9,21 +9,12 @@ import time
 from sqlalchemy import func, select
 
 from bot.dialogue import load_dialogues
-from bot.dialogue.model import END
 from bot.engine import ConversationState
 from bot.store import ProcessedUpdate
 from tests.e2e.conftest import REPO, RunningBot
+from tests.flows import assert_consistent
 
 DIALOGUES = load_dialogues(REPO / "dialogues")
-
-
-def assert_consistent(state: ConversationState) -> None:
-    for index, frame in enumerate(state.stack):
-        dialogue = DIALOGUES[frame.dialogue]
-        if index == len(state.stack) - 1:
-            assert dialogue.steps[frame.step].ask.type != "none"
-        else:
-            assert frame.step == END or frame.step in dialogue.steps
 
 
 async def test_a_flood_from_one_user_does_not_starve_others(running_bot: RunningBot) -> None:

@@ -7,16 +7,13 @@ import asyncio
 import gc
 import json
 
-from tests.e2e.conftest import RunningBot, TelegramUser
+import pytest
+
+from tests.e2e.conftest import RunningBot
+from tests.flows import consented
 
 COACH, CLIENT = 8001, 8002
-async def consented(user: TelegramUser) -> None:
-    await user.send("/start")
-    await user.press("Yes")  # 18 or older
-    await user.press("Yes")  # agrees
-    await user.send("/cancel")
-
-
+@pytest.mark.timed
 async def test_a_large_export_does_not_hold_up_other_chats(running_bot: RunningBot) -> None:
     from datetime import UTC, datetime
 

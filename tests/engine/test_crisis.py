@@ -290,6 +290,7 @@ def test_never_raises_on_arbitrary_text(text: str) -> None:
 _NO_BACKTRACKING = 5.0
 
 
+@pytest.mark.timed
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(min_size=1, max_size=64).map(lambda s: (s * (65536 // len(s) + 1))[:65536]))
 def test_large_inputs_are_fast(text: str) -> None:
@@ -299,6 +300,7 @@ def test_large_inputs_are_fast(text: str) -> None:
     assert time.perf_counter() - start < _NO_BACKTRACKING
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize(
     "text",
     [

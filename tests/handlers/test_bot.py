@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import unicodedata
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from bot.dialogue import load_dialogues
 from bot.engine import ConversationState
 from bot.store import Answer, Goal, Outbox, User
+from tests.flows import count
 from tests.inprocess import REPO, ClientUser, InProcessBot
 
 DIALOGUES = load_dialogues(REPO / "dialogues")
@@ -43,12 +44,6 @@ async def answer_until_idle(bot: InProcessBot, user: ClientUser,
         else:
             await user.send(wanted or TYPED[ask.type])
     raise AssertionError("the conversation did not end")
-
-
-async def count(bot: InProcessBot, model: type, user_id: int) -> int:
-    async with bot.store.sessionmaker() as session:
-        column = model.id if model is User else model.user_id  # type: ignore[attr-defined]
-        return int(await session.scalar(select(func.count()).where(column == user_id)) or 0)
 
 
 async def test_onboarding_and_goal_setting_with_keyboards(bot: InProcessBot) -> None:

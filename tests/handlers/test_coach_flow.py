@@ -8,17 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from bot.coaching.links import make_coach
 from bot.store import Assignment, CoachLink, Exercise, PlannedCheckin, User
+from tests.flows import make_coaches
 from tests.inprocess import InProcessBot
 
 COACH, CLIENT, OTHER_COACH, STRANGER = 401, 402, 403, 404
-
-
-async def make_coaches(bot: InProcessBot, *user_ids: int) -> None:
-    async with bot.store.sessionmaker() as session, session.begin():
-        for user_id in user_ids:
-            await make_coach(session, user_id)
 
 
 async def test_invite_consent_progress_assign_and_unlink(bot: InProcessBot) -> None:

@@ -10,26 +10,11 @@ import json
 from sqlalchemy import text
 
 from bot.engine.crisis import detect_crisis
+from tests.flows import stored
 from tests.inprocess import InProcessBot
 
 NAME = "Zoravka"
 TYPED = ("Tell my wife about the debts", "Because I hide the letters from her")
-
-
-async def stored(bot: InProcessBot, user_id: int) -> dict[str, list[str]]:
-    """Every row that mentions the user, table by table, as text."""
-    found: dict[str, list[str]] = {}
-    async with bot.store.engine.connect() as connection:
-        tables = [r[0] for r in await connection.execute(text(
-            "SELECT name FROM sqlite_master WHERE type = 'table'"))]
-        for table in tables:
-            rows = [repr(tuple(r)) for r in await connection.execute(
-                text(f"SELECT * FROM {table}"))]
-            hits = [r for r in rows if str(user_id) in r or NAME in r
-                    or any(t in r for t in TYPED)]
-            if hits:
-                found[table] = hits
-    return found
 
 
 async def users_row(bot: InProcessBot, user_id: int) -> list[tuple[object, ...]]:
@@ -51,7 +36,7 @@ async def test_before_consent_nothing_typed_is_kept_and_every_command_asks_first
     for command in ("/checkin", "/progress", "/exercises", "/export", "/help", "/coach"):
         again = await ana.send(command)
         assert again[-1].text == "I am made for adults. Are you 18 or older?", command
-    rows = await stored(bot, 7001)
+    rows = await stored(bot, 7001, NAME, *TYPED)
     assert await users_row(bot, 7001) == [(None, "en", None)]
     assert set(rows) <= {"users", "conversations", "processed_updates", "outbox"}
     assert not [r for rows_ in rows.values() for r in rows_ if any(t in r for t in TYPED)]
@@ -68,7 +53,7 @@ async def test_a_crisis_before_consent_is_answered_and_not_kept(
     ana = bot.user(7002, first_name=NAME)
     replies = await ana.send(words)
     assert "deserve to talk to a person right now" in " ".join(m.text or "" for m in replies)
-    rows = await stored(bot, 7002)
+    rows = await stored(bot, 7002, NAME, *TYPED)
     assert not [r for rows_ in rows.values() for r in rows_ if words in r]
     assert await users_row(bot, 7002) == [(None, "en", None)]
 
@@ -88,7 +73,7 @@ async def test_under_the_minimum_age_is_told_kindly_and_erased(bot: InProcessBot
     told = await ana.press("No")
     assert "I am made for people aged 18 and over" in (told[-1].text or "")
     assert await users_row(bot, 7004) == []
-    assert await stored(bot, 7004) == {}
+    assert await stored(bot, 7004, NAME, *TYPED) == {}
 
 
 async def test_only_text_after_consent_is_kept(bot: InProcessBot) -> None:

@@ -12,27 +12,9 @@ import time
 import pytest
 from sqlalchemy import select
 
-from bot.engine import runner
-from bot.engine.crisis import CrisisCategory, CrisisLevel, CrisisSignal
 from bot.store import Answer, Conversation, PlannedCheckin
-from bot.telegram import handlers
+from tests.flows import POSSIBLE, URGENT, text_of
 from tests.inprocess import ClientUser, InProcessBot
-
-POSSIBLE = "MARKER לפעמים בא לי פשוט להיעלם"
-URGENT = "MARKER ho preso tutte le pastiglie"
-VERDICTS = {
-    POSSIBLE: CrisisSignal(CrisisLevel.CHECK, CrisisCategory.INDIRECT_IDEATION, 0.8, ("t",)),
-    URGENT: CrisisSignal(CrisisLevel.URGENT, CrisisCategory.PLAN_MEANS, 0.99, ("t",)),
-}
-
-
-@pytest.fixture
-def fixed_detector(monkeypatch: pytest.MonkeyPatch) -> None:
-    def detect(text: str) -> CrisisSignal | None:
-        return VERDICTS.get(text.strip())
-
-    monkeypatch.setattr(runner, "detect_crisis", detect)
-    monkeypatch.setattr(handlers, "detect_crisis", detect)
 
 
 async def onboarded(bot: InProcessBot, user_id: int, locale: str, yes: str,
@@ -46,10 +28,6 @@ async def onboarded(bot: InProcessBot, user_id: int, locale: str, yes: str,
     await user.send(city)
     await user.send("8:00")
     return user
-
-
-def text_of(messages: list) -> str:  # type: ignore[type-arg]
-    return "\n".join(m.text or "" for m in messages)
 
 
 @pytest.mark.usefixtures("fixed_detector")

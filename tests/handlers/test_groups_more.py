@@ -12,7 +12,10 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.coaching.links import make_coach
+from bot.i18n import translator_for
 from bot.store import CoachingSession, Group, GroupSession
+from bot.telegram.buttons import REFUSALS
+from bot.telegram.commands import Audience
 from tests.inprocess import ClientUser, InProcessBot
 
 COACH, STRANGER, ANA, BO = 900, 901, 910, 911
@@ -101,7 +104,8 @@ async def test_a_coach_schedules_a_group_session_by_buttons(bot: InProcessBot) -
     assert _data(listing[0], "gsess:cancel:")
     # A member pressing that button, or another coach: nothing is cancelled.
     cancel = _data(listing[0], "gsess:cancel:")[0]
-    assert await forge(bot, ana, cancel) == "Questa sessione non è più in programma."
+    assert await forge(bot, ana, cancel) == translator_for("it").gettext(
+        REFUSALS[Audience.COACH])  # the gate: a member is no coach
     stranger = bot.user(STRANGER, first_name="Oz")
     await stranger.send("/groups")
     assert await forge(bot, stranger, cancel) == "This session is not planned any more."

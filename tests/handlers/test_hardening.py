@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from bot.dialogue import load_dialogues
-from bot.dialogue.model import END
 from bot.engine import ConversationState
 from bot.store import Answer
+from tests.flows import assert_consistent
 from tests.inprocess import REPO, InProcessBot
 
 DIALOGUES = load_dialogues(REPO / "dialogues")
@@ -78,15 +78,6 @@ updates: st.SearchStrategy[UpdateFor] = st.one_of(
         lambda user: {},  # an update of a kind this bot does not know
     ]),
 )
-
-
-def assert_consistent(state: ConversationState) -> None:
-    for index, frame in enumerate(state.stack):
-        dialogue = DIALOGUES[frame.dialogue]
-        if index == len(state.stack) - 1:
-            assert dialogue.steps[frame.step].ask.type != "none"
-        else:
-            assert frame.step == END or frame.step in dialogue.steps
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,

@@ -3,19 +3,9 @@ only what was offered, and a name with direction controls cannot flip the bot's 
 
 from __future__ import annotations
 
-import time
-
 from bot.i18n import BIDI_CONTROLS, FSI, PDI
+from tests.flows import forge
 from tests.inprocess import InProcessBot
-
-
-def forge(bot: InProcessBot, user_id: int, data: str) -> None:
-    sender = {"id": user_id, "is_bot": False, "first_name": "Ana", "language_code": "en"}
-    bot.fake.send_raw({"callback_query": {
-        "id": str(time.monotonic_ns()), "chat_instance": "1", "data": data, "from": sender,
-        "message": {"message_id": 1, "date": int(time.time()), "text": "old",
-                    "chat": {"id": user_id, "type": "private"},
-                    "from": {"id": 1, "is_bot": True, "first_name": "bot"}}}})
 
 
 async def test_forged_exercise_buttons_start_only_offered_exercises(

@@ -4,12 +4,11 @@ wherever it was addressed), what /export holds, and how often it may be asked fo
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from sqlalchemy import text
 
-from bot.coaching.links import make_coach
+from tests.flows import consented, link, make_coaches
 from tests.inprocess import ClientUser, InProcessBot
 
 COACH, CLIENT = 8001, 8002
@@ -26,24 +25,12 @@ async def all_rows(bot: InProcessBot) -> dict[str, list[str]]:
                 for t in tables}
 
 
-async def consented(user: ClientUser) -> None:
-    await user.send("/start")
-    await user.press("Yes")  # 18 or older
-    await user.press("Yes")  # agrees
-    await user.send("/cancel")
-
-
 async def linked_client(bot: InProcessBot) -> tuple[ClientUser, ClientUser]:
-    async with bot.store.sessionmaker() as session, session.begin():
-        await make_coach(session, COACH)
+    await make_coaches(bot, COACH)
     coach = bot.user(COACH, first_name="Cora")
     client = bot.user(CLIENT, first_name=NAME)
     await consented(client)
-    invite = (await coach.send("/invite"))[0].text or ""
-    code = re.search(r"start=(invite_[\w-]+)", invite)
-    assert code is not None
-    await client.send(f"/start {code.group(1)}")
-    await client.press("Yes, share")
+    await link(coach, client)
     return coach, client
 
 

@@ -18,6 +18,7 @@ from bot.store import Store
 from bot.telegram.app import HEALTH_PATH, webhook_app
 
 
+@pytest.mark.timed
 async def test_a_loop_survives_any_exception_backs_off_and_beats_when_it_works(
         caplog: pytest.LogCaptureFixture) -> None:
     heartbeats = Heartbeats()

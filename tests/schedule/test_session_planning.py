@@ -12,7 +12,6 @@ from bot.schedule.planning import Profile
 from bot.schedule.sessions import (
     Planned,
     Repeat,
-    SessionWork,
     after_due,
     group_plan,
     member_plan,
@@ -22,6 +21,7 @@ from bot.schedule.sessions import (
     session_plan,
     start_utc,
 )
+from bot.store.kinds import SESSION_KINDS, CheckinKind
 
 ROME = Profile(time_zone="Europe/Rome", checkin_hour=8)
 NEW_YORK = Profile(time_zone="America/New_York", checkin_hour=9)
@@ -65,16 +65,17 @@ def test_the_plan_of_a_session_for_a_coach_and_a_client_in_different_zones() -> 
                         client=NEW_YORK, now=now)
     assert plan == [
         # The day before at the client's 09:00 check-in time (EDT).
-        Planned(CLIENT, SessionWork.PREP, utc(2026, 3, 29, 13)),
-        Planned(CLIENT, SessionWork.REMINDER, utc(2026, 3, 30, 15)),
-        Planned(COACH, SessionWork.REMINDER, utc(2026, 3, 30, 15)),
-        Planned(CLIENT, SessionWork.RECAP, utc(2026, 3, 30, 17)),
-        Planned(COACH, SessionWork.OUTCOME, utc(2026, 3, 30, 17)),
+        Planned(CLIENT, CheckinKind.SESSION_PREP, utc(2026, 3, 29, 13)),
+        Planned(CLIENT, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 15)),
+        Planned(COACH, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 15)),
+        Planned(CLIENT, CheckinKind.SESSION_RECAP, utc(2026, 3, 30, 17)),
+        Planned(COACH, CheckinKind.SESSION_OUTCOME, utc(2026, 3, 30, 17)),
     ]
+    assert sorted({p.work for p in plan}) == sorted(SESSION_KINDS)  # what the starter knows
     # Nothing in the past: once the session started, only what follows it.
     later = session_plan(starts, 60, coach_id=COACH, coach=ROME, client_id=CLIENT,
                          client=NEW_YORK, now=starts)
-    assert [p.work for p in later] == [SessionWork.RECAP, SessionWork.OUTCOME]
+    assert [p.work for p in later] == [CheckinKind.SESSION_RECAP, CheckinKind.SESSION_OUTCOME]
 
 
 def test_quiet_hours_bring_a_reminder_forward_and_hold_a_recap_back() -> None:
@@ -126,14 +127,15 @@ def test_a_group_sessions_rows_each_member_in_their_own_quiet_hours_and_the_chat
     sleeper = Profile(time_zone="America/New_York", checkin_hour=9, quiet_start=22 * 60,
                       quiet_end=7 * 60)  # 00:30 in New York: inside their night
     early = Profile(time_zone="Asia/Jerusalem", checkin_hour=7)  # 07:30 there: no quiet hours
+    # 22:00 the evening before, when their night begins.
     assert member_plan(starts, client_id=CLIENT, client=sleeper, now=utc(2026, 3, 1)) == [
-        Planned(CLIENT, SessionWork.REMINDER, utc(2026, 3, 30, 2))]  # 22:00 the evening before
+        Planned(CLIENT, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 2))]
     assert member_plan(starts, client_id=3, client=early, now=utc(2026, 3, 1)) == [
-        Planned(3, SessionWork.REMINDER, utc(2026, 3, 30, 4, 30))]
+        Planned(3, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 4, 30))]
     assert member_plan(starts, client_id=3, client=early, now=utc(2026, 3, 30, 4, 30)) == []
     # The coach's own reminder and the chat's, exactly an hour before (a chat has no night).
     coach = Profile(time_zone="Europe/Rome", checkin_hour=8, quiet_start=23 * 60,
                     quiet_end=7 * 60 + 15)
     assert group_plan(starts, coach_id=COACH, coach=coach, now=utc(2026, 3, 1)) == [
-        Planned(COACH, SessionWork.GROUP_REMINDER, utc(2026, 3, 29, 21)),
-        Planned(COACH, SessionWork.GROUP_CHAT, utc(2026, 3, 30, 4, 30))]
+        Planned(COACH, CheckinKind.GROUP_SESSION, utc(2026, 3, 29, 21)),
+        Planned(COACH, CheckinKind.GROUP_CHAT, utc(2026, 3, 30, 4, 30))]

@@ -192,6 +192,7 @@ async def test_rowcounts_ids_many_rows_and_errors_come_through(engine: AsyncEngi
         assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar_one() == 501
 
 
+@pytest.mark.timed
 async def test_waiting_for_another_writer_happens_off_the_loop(
         engine: AsyncEngine, database: Path, thread_calls: list[str]) -> None:
     with write_lock_held_elsewhere(database):
@@ -209,6 +210,7 @@ async def test_waiting_for_another_writer_happens_off_the_loop(
     assert thread_calls == []
 
 
+@pytest.mark.timed
 async def test_the_loop_keeps_running_while_a_writer_waits(
         engine: AsyncEngine, database: Path) -> None:
     with write_lock_held_elsewhere(database):
@@ -239,6 +241,7 @@ async def test_a_writer_gives_up_after_the_lock_wait_and_the_connection_recovers
         await short.dispose()
 
 
+@pytest.mark.timed
 async def test_a_turn_cancelled_while_waiting_rolls_back_behind_the_wait(
         engine: AsyncEngine, database: Path) -> None:
     with write_lock_held_elsewhere(database):

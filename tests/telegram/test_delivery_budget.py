@@ -47,6 +47,7 @@ async def kill(sender: Sender) -> None:
             await task
 
 
+@pytest.mark.timed
 async def test_two_replicas_share_one_budget_and_a_dead_ones_share_returns(
         pg_url: str, fake_bot_api: FakeBotApi) -> None:
     fake_bot_api.enforce_limits(per_bot=RATE + 1, chat_burst=3)
@@ -100,6 +101,7 @@ async def reply_turn(store: Store, user: int, texts: list[str], update_id: int) 
     return committed[0]
 
 
+@pytest.mark.timed
 async def test_replies_go_ahead_of_bulk_and_a_chat_keeps_its_order(
         store: Store, fake_bot_api: FakeBotApi) -> None:
     fake_bot_api.enforce_limits(per_bot=RATE + 1, chat_burst=3)

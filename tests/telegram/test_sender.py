@@ -84,6 +84,7 @@ RATE = 100.0
 ARRIVAL_JITTER = 2
 
 
+@pytest.mark.timed
 async def test_the_bucket_never_bursts_not_even_after_a_stall() -> None:
     bucket = TokenBucket(RATE)
     releases: list[float] = []
@@ -96,6 +97,7 @@ async def test_the_bucket_never_bursts_not_even_after_a_stall() -> None:
     assert abs(achieved_rate(releases[:100]) - RATE) / RATE <= 0.05
 
 
+@pytest.mark.timed
 async def test_2000_chats_at_the_configured_rate(
         sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi,
         caplog: pytest.LogCaptureFixture) -> None:
@@ -112,6 +114,7 @@ async def test_2000_chats_at_the_configured_rate(
         range(1000, 3000))
 
 
+@pytest.mark.timed
 async def test_429_in_the_middle_of_2000_nothing_reaches_telegram_during_retry_after(
         sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi,
         caplog: pytest.LogCaptureFixture) -> None:
@@ -136,6 +139,7 @@ async def test_429_in_the_middle_of_2000_nothing_reaches_telegram_during_retry_a
     assert await count(sqlite_store, "outbox", "status = 'sent'") == 2000
 
 
+@pytest.mark.timed
 async def test_a_chats_messages_keep_their_order_one_per_second(
         sqlite_store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
     await enqueue(sqlite_store, [(7, {"text": f"part {i}"}) for i in range(5)]

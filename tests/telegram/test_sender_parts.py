@@ -33,7 +33,7 @@ class ScriptedBot:
         self.accepted: list[str] = []
         self.fail_on, self.error = fail_on, error
 
-    async def _post(self, method: str, data: dict[str, Any]) -> bool:
+    async def do_api_request(self, method: str, data: dict[str, Any]) -> bool:
         self.calls += 1
         if self.calls == self.fail_on:
             raise self.error

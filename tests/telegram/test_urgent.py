@@ -40,6 +40,7 @@ async def urgent_turn(store: Store, user: int, texts: list[tuple[str, bool]],
     return committed[0]
 
 
+@pytest.mark.timed
 async def test_an_urgent_row_overtakes_a_burst_of_30_and_holds_them_back(
         store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
     chat = 500
@@ -86,6 +87,7 @@ async def test_urgent_goes_first_within_its_turn_and_later_replies_follow(
                                         ("sent", "reply")]
 
 
+@pytest.mark.timed
 async def test_an_urgent_row_skips_the_chats_pace(
         store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
     """Three replies use up the chat's burst; the urgent one does not wait for the pace."""

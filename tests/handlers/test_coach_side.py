@@ -1,51 +1,36 @@
-"""The coach's side of issue 26 over the fake Bot API: a coach writing to a client, the
+"""The coach's side of issue 26, in process: a coach writing to a client, the
 client replying (and a reply in crisis never reaching the coach), the /clients overview,
 pausing, changing and cancelling an assignment, a quiet client noticed in the digest, a
 private note; and another coach trying every new button and command with forged data."""
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import select
 
-from bot.coaching.links import make_coach
 from bot.schedule.digests import notice_quiet_clients
 from bot.store import Assignment, CoachLink, CoachNote, PlannedCheckin, User
-from tests.e2e.conftest import RunningBot, TelegramUser
+from tests.flows import forge, link, make_coaches
+from tests.inprocess import ClientUser, InProcessBot
 
 COACH, CLIENT, OTHER_COACH = 501, 502, 503
 LUCA, MARTA = "\u2068Luca\u2069", "\u2068Marta\u2069"
 
 
-async def linked(bot: RunningBot) -> tuple[TelegramUser, TelegramUser, TelegramUser]:
+async def linked(bot: InProcessBot) -> tuple[ClientUser, ClientUser, ClientUser]:
     """Marta coaches Luca; Eve is another coach."""
-    async with bot.store.sessionmaker() as session, session.begin():
-        await make_coach(session, COACH)
-        await make_coach(session, OTHER_COACH)
+    await make_coaches(bot, COACH, OTHER_COACH)
     coach = bot.user(COACH, first_name="Marta")
     client = bot.user(CLIENT, first_name="Luca")
     other = bot.user(OTHER_COACH, first_name="Eve")
-    invite = (await coach.send("/invite"))[0].text or ""
-    code = re.search(r"start=(invite_[A-Za-z0-9_-]+)", invite)
-    assert code is not None
     await bot.agree(CLIENT)
-    await client.send(f"/start {code.group(1)}")
-    await client.press("Yes, share")
+    await link(coach, client)
     return coach, client, other
 
 
-def forge(bot: RunningBot, user_id: int, data: str) -> None:
-    bot.fake.send_raw({"callback_query": {
-        "id": data, "chat_instance": "1", "data": data,
-        "from": {"id": user_id, "is_bot": False, "first_name": "Eve"},
-        "message": {"message_id": 1, "date": 0, "text": "x",
-                    "chat": {"id": user_id, "type": "private"}}}})
-
-
-async def test_a_coach_writes_and_the_client_replies(running_bot: RunningBot) -> None:
-    coach, client, other = await linked(running_bot)
+async def test_a_coach_writes_and_the_client_replies(bot: InProcessBot) -> None:
+    coach, client, other = await linked(bot)
     await coach.send("/message")
     asked = await coach.press(LUCA)
     assert "What would you like to tell" in (asked[0].text or "")
@@ -68,38 +53,38 @@ async def test_a_coach_writes_and_the_client_replies(running_bot: RunningBot) ->
     # Another coach, forging every new button and naming the client, gets nowhere.
     for data in (f"message:{CLIENT}", f"note:{CLIENT}", f"asg:{CLIENT}", "message:abc",
                  f"message:{CLIENT}:x", "asg:-1"):
-        forge(running_bot, OTHER_COACH, data)
+        forge(bot, OTHER_COACH, data)
         assert "can't find that client" in ((await other.replies())[0].text or "")
     for command in ("/message Luca", f"/note {CLIENT}", "/assignments Luca"):
         assert "can't find that client" in ((await other.send(command))[0].text or "")
     # A client who forges a reply to a coach they do not share with reaches no one.
-    forge(running_bot, CLIENT, f"coachreply:{OTHER_COACH}")
+    forge(bot, CLIENT, f"coachreply:{OTHER_COACH}")
     refused = await client.replies()
     assert "no longer share your progress with that coach" in (refused[0].text or "")
     assert other.messages[-1].text is not None and "Luca" not in other.messages[-1].text
 
 
-async def test_a_reply_in_crisis_never_reaches_the_coach(running_bot: RunningBot) -> None:
-    coach, client, _ = await linked(running_bot)
+async def test_a_reply_in_crisis_never_reaches_the_coach(bot: InProcessBot) -> None:
+    coach, client, _ = await linked(bot)
     await coach.send("/message Luca")
     await coach.send("Thinking about our last session")
     await client.replies()
     await client.press("Reply to my coach")
     help_lines = await client.send("I want to end my life")
     assert any("help" in (m.text or "").lower() for m in help_lines)
-    notice = await coach.replies(timeout=30)  # the crisis digest, without the words
+    notice = await coach.replies()  # the crisis digest, without the words
     assert len(notice) == 1 and "may be in crisis" in (notice[0].text or "")
     assert all("end my life" not in (m.text or "") for m in coach.messages)
 
 
-async def test_assignments_are_paused_changed_and_cancelled(running_bot: RunningBot) -> None:
-    coach, client, other = await linked(running_bot)
+async def test_assignments_are_paused_changed_and_cancelled(bot: InProcessBot) -> None:
+    coach, client, other = await linked(bot)
     await coach.send("/assign")
     await coach.press(LUCA)
     await coach.press("Three good things")
     await coach.press("Every day for a week")
     await coach.press("8:00\u202fAM")
-    async with running_bot.store.sessionmaker() as session, session.begin():
+    async with bot.store.sessionmaker() as session, session.begin():
         assignment = (await session.execute(select(Assignment))).scalar_one()
         session.add(PlannedCheckin(user_id=CLIENT, kind="exercise", ref=str(assignment.id),
                                    due_at=datetime.now(UTC) + timedelta(hours=3)))
@@ -109,17 +94,17 @@ async def test_assignments_are_paused_changed_and_cancelled(running_bot: Running
     assert listed[1].text == f"Assignments of {LUCA}:"
     assert (listed[2].text or "").startswith("Three good things\nEvery day at 8:00\u202fAM")
     assert (await coach.press("7"))[0].text == "Done: I tell you after 7 quiet days."
-    forge(running_bot, OTHER_COACH, f"quiet:{CLIENT}:1")
+    forge(bot, OTHER_COACH, f"quiet:{CLIENT}:1")
     assert "can't find that client" in ((await other.replies())[0].text or "")
-    async with running_bot.store.sessionmaker() as session:
+    async with bot.store.sessionmaker() as session:
         assert (await session.execute(select(CoachLink.silent_days))).scalar_one() == 7
     for data in (f"asgdo:pause:{assignment.id}", f"asgdo:cancel:{assignment.id}",
                  f"asgchange:{assignment.id}", "asgdo:explode:1", "asgdo:pause:x"):
-        forge(running_bot, OTHER_COACH, data)
+        forge(bot, OTHER_COACH, data)
         assert "not one of yours" in ((await other.replies())[0].text or "")
     paused = await coach.press("Pause")
     assert (paused[0].text or "").startswith("Paused")
-    async with running_bot.store.sessionmaker() as session:
+    async with bot.store.sessionmaker() as session:
         row = await session.get(Assignment, assignment.id)
         planned = (await session.execute(select(PlannedCheckin))).scalar_one()
         assert row is not None and row.paused and row.active
@@ -137,7 +122,7 @@ async def test_assignments_are_paused_changed_and_cancelled(running_bot: Running
     await coach.send("/assignments Luca")
     cancelled = await coach.press("Cancel")
     assert (cancelled[0].text or "").startswith("Cancelled")
-    async with running_bot.store.sessionmaker() as session:
+    async with bot.store.sessionmaker() as session:
         row = await session.get(Assignment, assignment.id)
         assert row is not None and not row.active
         assert row.schedule == {"kind": "weekdays", "hour": 18, "minute": 30,
@@ -149,28 +134,28 @@ async def test_assignments_are_paused_changed_and_cancelled(running_bot: Running
 
 
 async def test_a_quiet_client_is_named_in_the_digest_and_the_overview(
-        running_bot: RunningBot) -> None:
-    coach, _, _ = await linked(running_bot)
-    async with running_bot.store.sessionmaker() as session, session.begin():
+        bot: InProcessBot) -> None:
+    coach, _, _ = await linked(bot)
+    async with bot.store.sessionmaker() as session, session.begin():
         link = (await session.execute(select(CoachLink))).scalar_one()
         link.consent_at = datetime.now(UTC) - timedelta(days=5)
-    await notice_quiet_clients(running_bot.store, datetime.now(UTC))  # the loop's work
-    digest = await coach.replies(timeout=30)
+    await notice_quiet_clients(bot.store, datetime.now(UTC))  # the loop's work
+    digest = await coach.replies()
     assert digest[0].text == f"News from your clients:\n• No answer for a few days: {LUCA}"
     overview = await coach.send("/clients")
     assert (overview[0].text or "").startswith(f"Your clients:\n• {LUCA} · no answer yet")
     assert "⚠ quiet for 5 days" in (overview[0].text or "")
 
 
-async def test_a_private_note_shows_in_the_coachs_report(running_bot: RunningBot) -> None:
-    coach, client, _ = await linked(running_bot)
+async def test_a_private_note_shows_in_the_coachs_report(bot: InProcessBot) -> None:
+    coach, client, _ = await linked(bot)
     await coach.send("/note")
     await coach.press(LUCA)
     kept = await coach.send("Wants to change jobs by summer")
     assert kept[0].text == "Noted."
     report = await coach.send("/progress Luca")
     assert "Wants to change jobs by summer" in (report[0].text or "")
-    async with running_bot.store.sessionmaker() as session:
+    async with bot.store.sessionmaker() as session:
         note = (await session.execute(select(CoachNote))).scalar_one()
         assert (note.coach_id, note.client_id) == (COACH, CLIENT)
         luca = await session.get(User, CLIENT)
@@ -179,8 +164,8 @@ async def test_a_private_note_shows_in_the_coachs_report(running_bot: RunningBot
 
 
 async def test_the_client_sees_their_coachs_exercises_and_their_own_chart(
-        running_bot: RunningBot) -> None:
-    coach, client, _ = await linked(running_bot)
+        bot: InProcessBot) -> None:
+    coach, client, _ = await linked(bot)
     client.language_code = "he"
     await client.send("/language")
     await client.press("עברית")
@@ -200,4 +185,4 @@ async def test_the_client_sees_their_coachs_exercises_and_their_own_chart(
     assert MARTA in (listed[0].text or "")
     progress = await client.send("/progress")
     assert progress[-1].kind == "photo"
-    assert running_bot.fake.photos[-1].content.startswith(b"\x89PNG")
+    assert bot.fake.photos[-1].content.startswith(b"\x89PNG")

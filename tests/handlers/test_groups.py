@@ -1,11 +1,10 @@
-"""Groups on Telegram through the fake Bot API: a coach makes a group, people join in
+"""Groups on Telegram, in process: a coach makes a group, people join in
 private, the coach links the group's own chat (``my_chat_member`` when the bot is added
 and removed, ``migrate_to_chat_id``), commands there get a pointer to the private chat, and
 a crisis seen there is answered in private only."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,30 +12,38 @@ from pathlib import Path
 import pytest
 
 from bot.coaching.links import make_coach
-from tests.e2e.conftest import RunningBot, bot_running, settings_for
-from tests.fakes.bot_api import FakeBotApi
+from tests.fakes.bot_api import FakeBotApi, SentMessage
+from tests.inprocess import InProcessBot, client_settings, in_process
 
 COACH, ANA, BO, CI, STRANGER = 501, 502, 503, 504, 505
 CHAT, SUPERGROUP, UNLINKED = -700, -100700, -800
 
 
 @pytest.fixture
-async def group_bot(fake_bot_api: FakeBotApi, tmp_path: Path,
-                    db_url: str) -> AsyncIterator[RunningBot]:
+async def group_bot(tmp_path: Path, db_url: str) -> AsyncIterator[InProcessBot]:
     """The bot on SQLite and on PostgreSQL."""
-    settings = settings_for(fake_bot_api, tmp_path, database_url=db_url, allow_plaintext=True)
-    async with bot_running(fake_bot_api, settings) as bot:
+    fake = FakeBotApi()
+    settings = client_settings(fake, tmp_path, database_url=db_url, allow_plaintext=True)
+    async with in_process(fake, settings) as bot:
         yield bot
 
 
-async def quiet(bot: RunningBot, chat_id: int, count: int) -> None:
-    """The chat still has exactly ``count`` messages a moment later."""
-    await asyncio.sleep(0.8)
+async def messages_in(bot: InProcessBot, chat_id: int, count: int) -> list[SentMessage]:
+    """The chat's messages once every waiting update is handled: at least ``count``."""
+    await bot.pump()
+    messages = bot.fake.messages_to(chat_id)
+    assert len(messages) >= count, [m.text for m in messages]
+    return messages
+
+
+async def quiet(bot: InProcessBot, chat_id: int, count: int) -> None:
+    """The chat still has exactly ``count`` messages once everything waiting is handled."""
+    await bot.pump()
     assert len(bot.fake.messages_to(chat_id)) == count, [
         m.text for m in bot.fake.messages_to(chat_id)]
 
 
-async def test_a_group_from_the_link_to_its_own_chat(group_bot: RunningBot) -> None:
+async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) -> None:
     running_bot = group_bot
     fake = running_bot.fake
     async with running_bot.store.sessionmaker() as session, session.begin():
@@ -72,28 +79,28 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: RunningBot) -> N
     fake.bot_membership(UNLINKED, STRANGER, "member")
     fake.send_text(STRANGER, f"/start {chat_link.group(1)}", chat_type="group",
                    chat_id=UNLINKED)
-    refused = await fake.wait_for_messages(UNLINKED, 1)
+    refused = await messages_in(running_bot, UNLINKED, 1)
     assert "Only the group's coach can link" in (refused[0].text or "")
     fake.send_text(ANA, "/checkin", chat_type="group", chat_id=UNLINKED, first_name="Ana")
-    unlinked = await fake.wait_for_messages(UNLINKED, 2)
+    unlinked = await messages_in(running_bot, UNLINKED, 2)
     assert "only talk in private chats" in (unlinked[1].text or "")
 
     # The coach adds the bot (Telegram's startgroup link sends /start with the payload).
     fake.bot_membership(CHAT, COACH, "administrator")
     fake.send_text(COACH, f"/start@{fake.bot_username} {chat_link.group(1)}",
                    chat_type="group", chat_id=CHAT, first_name="Marta")
-    hello = await fake.wait_for_messages(CHAT, 1)
+    hello = await messages_in(running_bot, CHAT, 1)
     assert (hello[0].text or "").startswith("Hello, “\u2068Sales team\u2069”!")
 
     # A command there: a pointer to the private chat, nothing else.
     fake.send_text(BO, "/progress", chat_type="group", chat_id=CHAT, first_name="Bo")
-    pointer = await fake.wait_for_messages(CHAT, 2)
+    pointer = await messages_in(running_bot, CHAT, 2)
     assert f"https://t.me/{fake.bot_username}" in (pointer[1].text or "")
     # A crisis seen there is answered in private, and not a word in the group.
     private_before = len(fake.messages_to(CI))
     fake.send_text(CI, f"@{fake.bot_username} i want to kill myself tonight, i have the "
                    "pills ready", chat_type="group", chat_id=CHAT, first_name="Ci")
-    helped = await fake.wait_for_messages(CI, private_before + 1)
+    helped = await messages_in(running_bot, CI, private_before + 1)
     assert any("pausing our coaching" in (m.text or "") for m in helped[private_before:])
     await quiet(running_bot, CHAT, 2)
 
@@ -116,7 +123,7 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: RunningBot) -> N
     assert "\u2068Bo\u2069 will contribute: \u2068I write the guide\u2069" in view
     assert "Ana" not in view.split("Shared goal")[1]  # Ana said nothing: nothing shown
     await coach.press("The team reached its goal")
-    party = await fake.wait_for_messages(CHAT, 3)
+    party = await messages_in(running_bot, CHAT, 3)
     assert (party[2].text or "").startswith("Congratulations, \u2068Sales team\u2069!")
     assert "I write the guide" not in " ".join(m.text or "" for m in party)
 
@@ -124,7 +131,7 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: RunningBot) -> N
     await coach.send("/groups")
     await coach.press("\u2068Sales team\u2069 (3)")
     await coach.press("Post this week's question in the group's chat")
-    question = (await fake.wait_for_messages(CHAT, 4))[3]
+    question = (await messages_in(running_bot, CHAT, 4))[3]
     assert (question.text or "").startswith("This week's question: ")
     data = (question.reply_markup or {})["inline_keyboard"][0][0]["callback_data"]
     for member, words, share in ((members[0], "We listen better", "Yes"),
@@ -134,7 +141,7 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: RunningBot) -> N
         assert asked[-1].text == "Take a moment. What is your answer?"
         await member.send(words)
         await member.press(share)
-    posted = await fake.wait_for_messages(CHAT, 5)
+    posted = await messages_in(running_bot, CHAT, 5)
     assert posted[4].text == "\u2068Ana\u2069 answers: \u2068We listen better\u2069"
     await quiet(running_bot, CHAT, 5)  # the answer without a yes stays private
     fake.press_button(STRANGER, question.message_id, data, chat_id=CHAT)
@@ -143,15 +150,15 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: RunningBot) -> N
 
     # The group becomes a supergroup: the link follows it.
     fake.migrate_group(CHAT, SUPERGROUP, COACH)
-    await asyncio.sleep(0.5)
+    await running_bot.pump()
     fake.send_text(ANA, "/help", chat_type="supergroup", chat_id=SUPERGROUP, first_name="Ana")
-    moved = await fake.wait_for_messages(SUPERGROUP, 1)
+    moved = await messages_in(running_bot, SUPERGROUP, 1)
     assert "Let's talk in private" in (moved[0].text or "")
     # Removed from the group: the link ends, and the bot refuses the chat again.
     fake.bot_membership(SUPERGROUP, COACH, "kicked", chat_type="supergroup")
-    await asyncio.sleep(0.5)
+    await running_bot.pump()
     fake.send_text(ANA, "/help", chat_type="supergroup", chat_id=SUPERGROUP, first_name="Ana")
-    gone = await fake.wait_for_messages(SUPERGROUP, 2)
+    gone = await messages_in(running_bot, SUPERGROUP, 2)
     assert "only talk in private chats" in (gone[1].text or "")
 
     # A member leaves with /leave; a forged leave of a group they are not in gets nothing.
@@ -164,7 +171,7 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: RunningBot) -> N
     assert stranger.messages[-1].text == "You are not in any group."
 
 
-async def forge(bot: RunningBot, user_id: int, data: str) -> str:
+async def forge(bot: InProcessBot, user_id: int, data: str) -> str:
     """``user_id`` sends a callback query with ``data`` on a message the bot sent them, as
     a modified client can; returns the bot's answer."""
     fake = bot.fake
@@ -174,11 +181,11 @@ async def forge(bot: RunningBot, user_id: int, data: str) -> str:
                                                  "first_name": "X", "language_code": "en"},
         "message": fake._messages[(user_id, last.message_id)],
         "chat_instance": "1", "data": data}})
-    answer = await fake.wait_for_messages(user_id, len(fake.messages_to(user_id)) + 1)
+    answer = await messages_in(bot, user_id, len(fake.messages_to(user_id)) + 1)
     return answer[-1].text or ""
 
 
-async def test_forged_buttons_of_another_group_get_nowhere(group_bot: RunningBot) -> None:
+async def test_forged_buttons_of_another_group_get_nowhere(group_bot: InProcessBot) -> None:
     bot = group_bot
     async with bot.store.sessionmaker() as session, session.begin():
         await make_coach(session, COACH)

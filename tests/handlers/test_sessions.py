@@ -1,10 +1,9 @@
-"""A coach schedules a session by buttons over the fake Bot API; the client gets the calendar
+"""A coach schedules a session by buttons, in process; the client gets the calendar
 file and, when the scheduler's rows come due, the reminder, the preparation and the recap, in
 their language (Hebrew, and Catalan); the recap's commitment becomes an action."""
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,7 +11,6 @@ from babel.dates import format_skeleton
 from icalendar import Calendar
 from sqlalchemy import select, update
 
-from bot.coaching.links import make_coach
 from bot.schedule.planning import zone_of
 from bot.store import (
     CoachingSession,
@@ -21,7 +19,8 @@ from bot.store import (
     PlannedCheckin,
     User,
 )
-from tests.e2e.conftest import RunningBot
+from tests.flows import link, make_coaches
+from tests.inprocess import InProcessBot
 
 COACH, CLIENT = 501, 502
 #: (client's language, zone, the words they would type, a date they would type)
@@ -33,7 +32,7 @@ CLIENTS = {
 }
 
 
-async def _due_now(bot: RunningBot, kind: str) -> None:
+async def _due_now(bot: InProcessBot, kind: str) -> None:
     """The scheduler's row for this comes due now (the running bot's tick starts it)."""
     async with bot.store.sessionmaker() as session, session.begin():
         await session.execute(update(PlannedCheckin).where(PlannedCheckin.kind == kind)
@@ -42,19 +41,14 @@ async def _due_now(bot: RunningBot, kind: str) -> None:
 
 @pytest.mark.parametrize("language", ["he", "ca"])
 async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
-        running_bot: RunningBot, language: str) -> None:
+        bot: InProcessBot, language: str) -> None:
     zone, words, tomorrow_word = CLIENTS[language]
-    async with running_bot.store.sessionmaker() as session, session.begin():
-        await make_coach(session, COACH)
-    coach = running_bot.user(COACH, first_name="Marta", language_code="it")
-    client = running_bot.user(CLIENT, first_name="Noa", language_code=language)
-    invite = (await coach.send("/invite"))[0].text or ""
-    code = re.search(r"start=(invite_[A-Za-z0-9_-]+)", invite)
-    assert code is not None
-    await running_bot.agree(CLIENT)
-    await client.send(f"/start {code.group(1)}")
-    await client.press(client.button_labels()[0])  # yes, share
-    async with running_bot.store.sessionmaker() as session, session.begin():
+    await make_coaches(bot, COACH)
+    coach = bot.user(COACH, first_name="Marta", language_code="it")
+    client = bot.user(CLIENT, first_name="Noa", language_code=language)
+    await bot.agree(CLIENT)
+    await link(coach, client, accept=None)  # "yes, share" in their language
+    async with bot.store.sessionmaker() as session, session.begin():
         for user_id, where in ((COACH, "Europe/Rome"), (CLIENT, zone)):
             person = await session.get(User, user_id)
             assert person is not None
@@ -78,26 +72,26 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
 
     told = await client.replies()
     assert told[-1].kind == "document"
-    calendar = Calendar.from_ical(running_bot.fake.documents[-1].content)
+    calendar = Calendar.from_ical(bot.fake.documents[-1].content)
     [event] = calendar.walk("VEVENT")
-    async with running_bot.store.sessionmaker() as session:
+    async with bot.store.sessionmaker() as session:
         session_row = (await session.execute(select(CoachingSession))).scalar_one()
     assert event.decoded("dtstart").astimezone(UTC) == session_row.starts_at
     local = session_row.starts_at.astimezone(zone_of(zone))
     assert f"{local:%H:%M}" in (told[0].text or "")  # the client's own clock
 
     # The reminder, with "I can't make it"; the coach hears of it.
-    await _due_now(running_bot, "session_reminder")
-    reminder = await client.replies(timeout=30)
+    await _due_now(bot, "session_reminder")
+    reminder = await client.replies()
     assert reminder[0].reply_markup is not None
-    await coach.replies(timeout=30)  # the coach's own reminder
+    await coach.replies()  # the coach's own reminder
     await client.press(client.button_labels()[-1])
     heard = await coach.replies()
     assert "\u2068Noa\u2069 non riesce a esserci" in (heard[0].text or "")
 
     # The preparation the day before, in the client's language.
-    await _due_now(running_bot, "session_prep")
-    prep = await client.replies(timeout=30)
+    await _due_now(bot, "session_prep")
+    prep = await client.replies()
     assert "/cancel" in (prep[0].text or "")
     await client.send(words[0])
     await client.send(words[1])
@@ -105,23 +99,23 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     assert closing[-1].text
 
     # The recap when it is over: what they commit to becomes an action with its date.
-    await _due_now(running_bot, "session_recap")
-    recap = await client.replies(timeout=30)
+    await _due_now(bot, "session_recap")
+    recap = await client.replies()
     assert recap
     await client.send(words[2])
     await client.send(words[3])
     noted = await client.send(tomorrow_word)
     assert f"\u2068{words[3]}\u2069" in (noted[-1].text or "")
-    async with running_bot.store.sessionmaker() as session:
+    async with bot.store.sessionmaker() as session:
         action = (await session.execute(select(CommitmentAction))).scalar_one()
     assert action.words == words[3] and action.source == "session"
     assert action.due_on == datetime.now(UTC).astimezone(zone_of(zone)).date() + timedelta(1)
 
     # The held-or-missed prompt for the coach once it is over, then the counts.
-    async with running_bot.store.sessionmaker() as session, session.begin():
+    async with bot.store.sessionmaker() as session, session.begin():
         await session.execute(update(CoachingSession).values(
             starts_at=datetime.now(UTC) - timedelta(hours=2)))
-    await _due_now(running_bot, "session_outcome")
-    await coach.replies(timeout=30)
+    await _due_now(bot, "session_outcome")
+    await coach.replies()
     counted = await coach.press("Svolta")
     assert "Sessioni concordate: 1 · svolte: 1 · rimaste: 0" in (counted[0].text or "")
