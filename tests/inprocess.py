@@ -60,7 +60,10 @@ class InProcessRequest(BaseRequest):
                          read_timeout: object = None, write_timeout: object = None,
                          connect_timeout: object = None, pool_timeout: object = None,
                          ) -> tuple[int, bytes]:
-        *_, token_part, api_method = urlsplit(url).path.split("/")
+        path = urlsplit(url).path
+        if "/file/bot" in path:  # a download of a file a user sent
+            return 200, self.fake.user_file(path)
+        *_, token_part, api_method = path.split("/")
         params: dict[str, Any] = dict(request_data.json_parameters) if request_data else {}
         for name, (filename, content, mime) in (
                 request_data.multipart_data if request_data else {}).items():

@@ -10,11 +10,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching.coach_dialogues import assignable, row_id
 from bot.coaching.coach_errors import InvalidSchedule, UnknownExercise
 from bot.coaching.contracts import CUSTOM_EXERCISE, EXERCISE_STATUS
 from bot.coaching.links import linked_since
 from bot.dialogue.model import DialogueSet
-from bot.store import Assignment, Exercise
+from bot.store import Assignment, Exercise, User
 from bot.store.kinds import ScheduleKind
 
 MAX_DAILY_DAYS = 90
@@ -81,9 +82,14 @@ async def own_exercises(session: AsyncSession, coach_id: int) -> list[tuple[int,
 
 async def checked_exercise(session: AsyncSession, coach_id: int, exercise_slug: str,
                            known_exercises: Collection[str],
-                           custom_exercise_id: int | None) -> str:
-    """The slug an assignment runs: a library exercise, or ``custom_exercise`` for one of this
-    coach's own (never another coach's)."""
+                           custom_exercise_id: int | None,
+                           client_locale: str | None = None) -> str:
+    """The slug an assignment runs: a library exercise, ``custom_exercise`` for one of this
+    coach's own (never another coach's), or a dialogue this coach sent, for a client who uses
+    its language (none for a group: its members' languages differ)."""
+    if row_id(exercise_slug) is not None and custom_exercise_id is None:
+        await assignable(session, coach_id, exercise_slug, client_locale)
+        return exercise_slug
     if custom_exercise_id is not None:
         own = await session.scalar(select(Exercise.id).where(
             Exercise.id == custom_exercise_id, Exercise.coach_id == coach_id))
@@ -120,8 +126,10 @@ async def assign_exercise(
     id, run by the `custom_exercise` dialogue), to a client of this coach; returns the
     assignment id."""
     await linked_since(session, coach_id, client_id)
+    client = await session.get(User, client_id)
     exercise_slug = await checked_exercise(session, coach_id, exercise_slug, known_exercises,
-                                           custom_exercise_id)
+                                           custom_exercise_id,
+                                           client.locale if client is not None else None)
     clean = checked_schedule(schedule, starts_on, ends_on)
     assignment = Assignment(
         coach_id=coach_id,

@@ -163,3 +163,44 @@ def weekly_trend_png(
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI)
     return buffer.getvalue()
+
+
+def measure_png(points: Points, title: str, *, target: float | None, scale: bool,
+                labels: ChartLabels | None = None, target_label: str = N_("Target")) -> bytes:
+    """An 800x400 PNG of one measure's values by day, with its target as a dashed line; a
+    1-10 scale keeps its whole range in view. Empty: a valid PNG saying so."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    labels = labels or ChartLabels()
+    rtl = labels.rtl
+    figure = Figure(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.set_title(shaped(title, rtl))
+    if scale:
+        axes.set_ylim(0, 10.5)
+    if points:
+        days = [d.toordinal() for d, _ in points]
+        axes.plot(days, [v for _, v in points], "o-")
+        if target is not None:
+            axes.axhline(target, linestyle="--", color="tab:green",
+                         label=shaped(target_label, rtl))
+            axes.legend(loc="lower right" if rtl else "lower left")
+        shown = sorted(set(points[i][0] for i in range(0, len(points),
+                                                        max(1, len(points) // 8))))
+        axes.set_xticks([d.toordinal() for d in shown],
+                        [shaped(labels.tick(d), rtl) for d in shown], rotation=30,
+                        ha="left" if rtl else "right")
+        axes.grid(alpha=0.3)
+    else:
+        axes.set_xticks([])
+        axes.text(0.5, 0.5, shaped(labels.no_data, rtl), ha="center", va="center",
+                  transform=axes.transAxes)
+    if rtl:
+        axes.invert_xaxis()
+        axes.yaxis.tick_right()
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()

@@ -33,6 +33,9 @@ GROUP_GOAL = "group_goal"  # the coach writes the team's goal
 GROUP_CONTRIBUTION = "group_contribution"  # a member's own part in it, in private
 GROUP_ANSWER = "group_answer"  # a member's answer to the week's question, in private
 GROUP_RENAME = "group_rename"  # the coach gives a group another name
+NEW_MEASURE = "new_measure"  # a coach's /measure: a scale or number to ask a client for
+MEASURE_CHECKIN = "measure_checkin"  # the client rates one of their coach's measures, 1-10
+MEASURE_COUNT = "measure_count"  # the client gives a number for one of their coach's measures
 
 CONSENT = "profile.consent"
 ADULT = "profile.adult"
@@ -76,7 +79,10 @@ CONTRACTS: tuple[Contract, ...] = (
         CHECKIN_HOUR: "time", "profile.quiet_start": "time", "profile.quiet_end": "time",
         "profile.pause_days": "number", "profile.reminders": "choice"}),
     Contract(NEW_EXERCISE, "a coach's /newexercise starts it", {
-        "custom.title": "text", "custom.instructions": "text", "custom.save": "yes_no"}),
+        "custom.title": "text", "custom.instructions": "text", "custom.save": "yes_no",
+        **{f"custom.q{n}": "text" for n in (1, 2, 3)},
+        **{f"custom.q{n}_type": "choice" for n in (1, 2, 3)},
+        **{f"custom.q{n}_options": "text" for n in (1, 2, 3)}}),
     Contract(CUSTOM_EXERCISE, "it runs every coach's own exercise", {EXERCISE_STATUS: "choice"}),
     Contract(CARE_CHECKIN, "the scheduler starts it the day after a crisis"),
     Contract(SESSION_PREP, "the scheduler starts it the day before a session",
@@ -94,6 +100,23 @@ CONTRACTS: tuple[Contract, ...] = (
         "group.answer": "text", "group.answer_share": "yes_no"}),
     Contract(GROUP_RENAME, "a coach's /groups starts it; the group's new name is stored", {
         "group.new_name": "text", "group.new_name_save": "yes_no"}),
+    Contract(NEW_MEASURE, "a coach's /measure starts it, and a measure is made of its "
+             "answers", {
+                 "measure.name": "text", "measure.kind": "choice",
+                 "measure.target_scale": "scale", "measure.target_number": "number",
+                 "measure.how_often": "choice", "measure.days": "text",
+                 "measure.every": "number", "measure.time": "time", "measure.weeks": "number",
+                 "measure.summary_weeks": "number"}),
+    Contract(MEASURE_CHECKIN, "the scheduler starts it for a coach's 1-10 measure, and keeps "
+             "its answer as the measure's value", {"tracked.scale": "scale"}),
+    Contract(MEASURE_COUNT, "the scheduler starts it for a coach's measure that is a number, "
+             "and keeps its answer as the measure's value", {"tracked.number": "number"}),
+    Contract("wheel_of_life", "its scores are kept to compare wheels later", {
+        "wheel.health": "scale", "wheel.work": "scale", "wheel.money": "scale",
+        "wheel.people": "scale", "wheel.love": "scale", "wheel.growth": "scale",
+        "wheel.fun": "scale", "wheel.home": "scale"}),
+    Contract("values_ranking", "its score is kept to compare later",
+             {"exercise.value_fit": "scale"}),
 )
 
 

@@ -14,7 +14,15 @@ from datetime import UTC, date, datetime, time, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching import managing, messages, notes, noticing
+from bot.coaching import (
+    coach_dialogues,
+    managing,
+    measures,
+    messages,
+    notes,
+    noticing,
+    programmes,
+)
 from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, record_commitments
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import checkin_days, user_zone
@@ -24,6 +32,7 @@ from bot.coaching.contracts import (
     EXERCISE_STATUS,
     GOAL_SETTING,
     NEW_EXERCISE,
+    NEW_MEASURE,
     STREAK_VARIABLES,
     WEEKLY_REVIEW,
 )
@@ -53,7 +62,8 @@ PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES)
 #: belong, never kept as the user's answers, and taken out of the conversation once it has
 #: left the dialogue.
 CARRIED = {messages.MESSAGE_CLIENT: "message.", messages.REPLY_TO_COACH: "reply.",
-           notes.COACH_NOTE: "note.", managing.EXERCISE_SCHEDULE: "schedule."}
+           notes.COACH_NOTE: "note.", managing.EXERCISE_SCHEDULE: "schedule.",
+           NEW_MEASURE: "measure."}
 
 
 @dataclass(frozen=True)
@@ -222,24 +232,41 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
         await t.session.flush()
 
 
-async def apply_new_exercise(t: StoreTurn, outcome: Outcome) -> None:
-    """A coach who wrote an exercise and chose to save it gets it in their library."""
+async def apply_new_exercise(t: StoreTurn, outcome: Outcome,
+                             dialogues: DialogueSet) -> list[Reply]:
+    """A coach who wrote an exercise and chose to save it gets it in their library; with
+    questions of their own, as a dialogue in their language (checked like one they send)."""
     variables = outcome.state.variables
     if NEW_EXERCISE not in outcome.finished or variables.get("custom.save") is not True \
             or not t.user.is_coach:
-        return
+        return []
+    questions = coach_dialogues.own_questions(variables)
+    if questions:
+        tr = translator_for(t.user.locale)
+        source = coach_dialogues.own_exercise_source(
+            str(variables.get("custom.title") or ""),
+            str(variables.get("custom.instructions") or ""), questions, t.user.locale, tr)
+        try:
+            await coach_dialogues.upload(t.session, t.user_id, source, "exercise.yaml",
+                                         dialogues, t.now)
+        except coach_dialogues.UploadRefused as refused:
+            return [Reply(tr.gettext("I could not keep that exercise with its questions:")
+                          + "\n" + "\n".join(e.message for e in refused.errors))]
+        return [Reply(tr.gettext("Your questions are in your language, so /assign offers this "
+                                 "exercise for your clients who use it."))]
     t.session.add(Exercise(coach_id=t.user_id, slug=f"custom_{secrets.token_hex(6)}",
                            title=str(variables.get("custom.title") or ""),
                            instructions=str(variables.get("custom.instructions") or ""),
                            questions=[]))
     await t.session.flush()
+    return []
 
 
 #: Where a coach writes to or about a client: their words are not a client's own, so the
 #: crisis check of a client's messages does not apply to them (the detector took "Thinking of
 #: you" for a sign of crisis, which stopped the message and sent the coach help lines).
 COACH_WRITING = frozenset({messages.MESSAGE_CLIENT, notes.COACH_NOTE,
-                           managing.EXERCISE_SCHEDULE})
+                           managing.EXERCISE_SCHEDULE, NEW_MEASURE})
 
 
 def forget_carried(outcome: Outcome) -> Outcome:
@@ -267,6 +294,11 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     conversation (the consent answer itself is the first one kept)."""
     user = t.user
     state = ConversationState.from_dict(t.state)
+    running = [frame.dialogue for frame in state.stack]
+    if isinstance(action, Start):
+        running.append(action.dialogue_id)
+    dialogues = await coach_dialogues.with_coach_dialogues(t.session, dialogues, running,
+                                                           user.id)
     if isinstance(action, Turn) and user.is_coach and state.stack \
             and state.stack[-1].dialogue in COACH_WRITING:
         action = replace(action, screened=False)
@@ -294,6 +326,9 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value,
                         marker=marker_of(answer.variable))
         event = event_for_status(answer.value) if answer.variable == EXERCISE_STATUS else None
+        if answer.variable == EXERCISE_STATUS:
+            await programmes.step_done(t.session, user.id, answer.dialogue, answer.value,
+                                       ctx.today, now)
         if event is not None:
             await notify_coaches(t.session, user.id, event, now)
             if await noticing.skipped_again(t.session, user.id, answer.dialogue,
@@ -307,11 +342,12 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     await apply_goals(t, outcome, now)
     if outcome.saved or outcome.finished:
         await record_commitments(t.session, user.id, outcome, ctx.today, now)
-    await apply_new_exercise(t, outcome)
+    told_first = await apply_new_exercise(t, outcome, dialogues)
     await apply_group_dialogues(t, outcome)
-    told = [*await messages.apply_messages(t, outcome, now),
+    told = [*told_first, *await messages.apply_messages(t, outcome, now),
             *await notes.apply_note(t, outcome, now),
             *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues)),
+            *await measures.apply_measures(t, outcome, now),
             *(Reply(text) for text in await apply_new_sessions(t, outcome, now)),
             *(Reply(text) for text in await apply_new_group_sessions(t, outcome, now))]
     outcome = forget_carried(replace(outcome, replies=(*outcome.replies, *told)))

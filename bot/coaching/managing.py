@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from bot.coaching.assignments import assign_exercise, validate_schedule
+from bot.coaching.coach_dialogues import row_id
 from bot.coaching.coach_errors import InvalidSchedule, NotYourClient, UnknownExercise
 from bot.coaching.links import active_link, is_linked
 from bot.dialogue.expr import Value
@@ -24,7 +25,7 @@ from bot.engine import Outcome, Reply
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
 from bot.i18n import Translator, parse_weekdays, translator_for, week_order, working_days
-from bot.store import Assignment, Exercise, PlannedCheckin, User
+from bot.store import Assignment, CoachDialogue, Exercise, Measure, PlannedCheckin, User
 from bot.store import Turn as StoreTurn
 
 __all__ = [
@@ -76,13 +77,29 @@ async def assignments_of(session: AsyncSession, coach_id: int,
     if not await is_linked(session, coach_id, client_id):
         raise NotYourClient("no active link to this client")
     rows = await session.execute(
-        select(Assignment, Exercise.title)
+        select(Assignment, Exercise.title, Measure.name)
         .outerjoin(Exercise, Exercise.id == Assignment.exercise_id)
+        .outerjoin(Measure, Measure.id == Assignment.measure_id)
         .where(Assignment.coach_id == coach_id, Assignment.client_id == client_id,
                Assignment.active.is_(True))
         .order_by(Assignment.created_at, Assignment.id))
-    return [AssignmentView(a.id, a.client_id, a.exercise_slug, title, a.schedule,
-                           a.starts_on, a.ends_on, a.paused) for a, title in rows]
+    found = [(a, title or measure) for a, title, measure in rows]
+    titles = await _coach_dialogue_titles(session, [a.exercise_slug for a, _ in found])
+    return [AssignmentView(a.id, a.client_id, a.exercise_slug,
+                           title or titles.get(a.exercise_slug or ""), a.schedule,
+                           a.starts_on, a.ends_on, a.paused) for a, title in found]
+
+
+async def _coach_dialogue_titles(session: AsyncSession,
+                                 slugs: list[str | None]) -> dict[str, str]:
+    """The titles of the coaches' own dialogues among these slugs (their run ids)."""
+    titles: dict[str, str] = {}
+    for slug in slugs:
+        number = row_id(slug or "")
+        row = await session.get(CoachDialogue, number) if number is not None else None
+        if slug and row is not None:
+            titles[slug] = row.title
+    return titles
 
 
 async def owned(session: AsyncSession, coach_id: int, assignment_id: int) -> Assignment:
@@ -108,13 +125,18 @@ async def assigned_to(session: AsyncSession, client_id: int) -> list[FromCoach]:
     """The client's active assignments from coaches they still share with, oldest first."""
     coach = aliased(User)
     rows = await session.execute(
-        select(coach.first_name, Assignment.exercise_slug, Exercise.title, Assignment.paused)
+        select(coach.first_name, Assignment.exercise_slug, Exercise.title, Measure.name,
+               Assignment.paused)
         .join(coach, coach.id == Assignment.coach_id)
         .outerjoin(Exercise, Exercise.id == Assignment.exercise_id)
+        .outerjoin(Measure, Measure.id == Assignment.measure_id)
         .where(Assignment.client_id == client_id, Assignment.active.is_(True),
                active_link(Assignment.coach_id, Assignment.client_id))
         .order_by(Assignment.created_at, Assignment.id))
-    return [FromCoach(name, slug, title, paused) for name, slug, title, paused in rows]
+    found = list(rows)
+    titles = await _coach_dialogue_titles(session, [slug for _, slug, _, _, _ in found])
+    return [FromCoach(name, slug, title or measure or titles.get(slug or ""), paused)
+            for name, slug, title, measure, paused in found]
 
 
 async def _cancel_planned(session: AsyncSession, assignment: Assignment) -> None:

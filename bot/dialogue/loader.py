@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +30,7 @@ from bot.dialogue.model import (
     Position,
     Step,
 )
+from bot.dialogue.programmes import PROGRAMMES_DIR, Programme, check_programmes
 from bot.dialogue.template import TemplateError, placeholders
 
 _ID = re.compile(r"[a-z][a-z0-9_]*\Z")
@@ -41,7 +42,9 @@ _MAX_OPTIONS = 12
 
 _DIALOGUE_KEYS = {
     "id", "title", "kind", "description", "start", "steps", "on_missing", "requires",
+    "language",
 }
+_LANGUAGE = re.compile(r"[a-z]{2,3}\Z")
 _KINDS = ("dialogue", "exercise")
 # An exercise reports back how it went, for the client's coach; these are the answers.
 EXERCISE_STATUS = "exercise.status"
@@ -231,6 +234,13 @@ class _FileParser:
             kind = getattr(kind_node, "value", "")
             if kind not in _KINDS:
                 self.error(kind_node, "'kind' must be one of: " + ", ".join(_KINDS))
+        language = None
+        if "language" in fields:
+            language = self.text(fields["language"][1], "'language'")
+            if language is not None and not _LANGUAGE.match(language):
+                self.error(fields["language"][1], f"'language' must be a language code such "
+                           f"as hr or it, not '{language}'")
+                language = None
         requires: set[str] = set()
         requires_pos = self.pos(root)
         if "requires" in fields:
@@ -283,6 +293,7 @@ class _FileParser:
             requires=frozenset(requires),
             kind=kind,  # type: ignore[arg-type]
             reads=frozenset(name for r in reads.values() for name, _ in (*r.before, *r.after)),
+            language=language,
         )
         return _ParsedDialogue(dialogue, reads, self.pos(fields["id"][1]), requires_pos)
 
@@ -668,9 +679,11 @@ def _check_requires(
 
 
 def dialogue_files(path: Path) -> list[Path]:
+    """The dialogue files under ``path`` (not the programmes, in their own folder)."""
     if path.is_file():
         return [path]
-    return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+                  and p.relative_to(path).parts[0] != PROGRAMMES_DIR)
 
 
 def check_dialogues(
@@ -705,9 +718,15 @@ def check_dialogues(
         _check_silent_loops(p, errors)
     _check_requires(parsed, errors)
     _check_call_cycles(parsed, errors)
+    programmes: dict[str, Programme] = {}
+    if path.is_dir():
+        exercises = (i for i, p in parsed.items()
+                     if p.dialogue.kind == "exercise" and not p.dialogue.requires)
+        programmes, problems = check_programmes(path, exercises, display=display)
+        errors.extend(DialogueError(p.position, p.message) for p in problems)
     if errors:
         return None, sorted(set(errors))
-    return DialogueSet({i: p.dialogue for i, p in parsed.items()}), []
+    return DialogueSet({i: p.dialogue for i, p in parsed.items()}, programmes), []
 
 
 def parse_dialogue_file(raw: bytes, display: str) -> tuple[Dialogue | None, list[DialogueError]]:
@@ -726,7 +745,10 @@ def load_dialogues(path: Path) -> DialogueSet:
 
 
 def texts_of(dialogue: Dialogue) -> Iterable[tuple[int, str | tuple[str, str]]]:
-    """Every translatable text of a dialogue with its line: used by the gettext extractor."""
+    """Every translatable text of a dialogue with its line: used by the gettext extractor.
+    A dialogue written in one language (``language:``) has none."""
+    if dialogue.language is not None:
+        return
     yield 1, dialogue.title
     for step in dialogue.steps.values():
         if step.say:
@@ -735,3 +757,60 @@ def texts_of(dialogue: Dialogue) -> Iterable[tuple[int, str | tuple[str, str]]]:
             yield step.position.line, (step.say_plural.one, step.say_plural.other)
         for option in step.ask.options:
             yield step.position.line, option.label
+
+
+#: Limits of a dialogue a coach uploads (bytes, steps).
+MAX_UPLOAD_BYTES = 64 * 1024
+MAX_UPLOAD_STEPS = 60
+
+
+def check_uploaded(raw: bytes, display: str, *, reserved: Collection[str] = ()
+                   ) -> tuple[Dialogue | None, list[DialogueError]]:
+    """A dialogue a coach sent as a file, on its own: the same checks as ``check_dialogues``
+    for one file, and more, since it comes from outside. It must be an exercise, declare its
+    language, need nothing from other dialogues (no ``requires``, no ``call``), keep to the
+    size limits, use no YAML anchors or aliases (which can make a small file huge), and not
+    take the id of a dialogue in ``reserved`` (the platform's). Errors are
+    ``display:line:column: message``."""
+    where = Position(display, 1, 1)
+    if len(raw) > MAX_UPLOAD_BYTES:
+        return None, [DialogueError(where, f"the file is larger than "
+                                           f"{MAX_UPLOAD_BYTES // 1024} KB")]
+    try:
+        for event in yaml.parse(raw.decode("utf-8"), Loader=yaml.SafeLoader):
+            anchor = getattr(event, "anchor", None)
+            if isinstance(event, yaml.AliasEvent) or anchor is not None:
+                mark = event.start_mark
+                return None, [DialogueError(
+                    Position(display, mark.line + 1, mark.column + 1) if mark else where,
+                    "anchors and aliases (& and *) are not allowed here; write each text out")]
+    except (UnicodeDecodeError, yaml.YAMLError):
+        pass  # the parser below says where and why
+    parser = _FileParser(Path(display), display, raw)
+    parsed = parser.parse()
+    errors = list(parser.errors)
+    if parsed is None:
+        return None, sorted(errors)
+    dialogue = parsed.dialogue
+    if dialogue.id in reserved:
+        errors.append(DialogueError(parsed.id_position, f"the id '{dialogue.id}' belongs to "
+                                    "one of the bot's own dialogues; choose another"))
+    if dialogue.kind != "exercise":
+        errors.append(DialogueError(where, "a dialogue you send must be an exercise: add "
+                                    "'kind: exercise'"))
+    if dialogue.language is None:
+        errors.append(DialogueError(where, "say which language it is written in, for example "
+                                    "'language: hr'"))
+    if dialogue.requires:
+        errors.append(DialogueError(parsed.requires_position, "a dialogue you send cannot "
+                                    "require variables from other dialogues"))
+    if len(dialogue.steps) > MAX_UPLOAD_STEPS:
+        errors.append(DialogueError(where, f"at most {MAX_UPLOAD_STEPS} steps"))
+    single = {dialogue.id: parsed}
+    _check_targets(parsed, set(), errors)  # no other dialogue may be called
+    _check_reachable(parsed, errors)
+    _check_reads(_Flow(single), parsed, errors)
+    _check_silent_loops(parsed, errors)
+    if errors:
+        return None, sorted(set(errors))
+    return dialogue, []

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # programmes.py uses this module's Position
+    from bot.dialogue.programmes import Programme
 
 from bot.dialogue.expr import Expr
 
@@ -26,7 +29,8 @@ BUILTIN_VARIABLES = frozenset({
 #: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
 #: lists them under `requires`, and no dialogue saves them.
 STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.client_name",
-                          "schedule.client_name"})
+                          "schedule.client_name", "measure.client_name", "tracked.id",
+                          "tracked.name"})
 
 
 @dataclass(frozen=True, order=True)
@@ -103,6 +107,9 @@ class Dialogue:
     requires: frozenset[str] = field(default_factory=frozenset)
     kind: Literal["dialogue", "exercise"] = "dialogue"
     reads: frozenset[str] = field(default_factory=frozenset)  # variables its steps read
+    # Written in one language (a coach's own, ``language: hr``): its texts are shown as
+    # written and are not in the catalogs. None: English source texts, translated.
+    language: str | None = None
 
     @property
     def restart_step(self) -> str:
@@ -113,6 +120,8 @@ class Dialogue:
 @dataclass(frozen=True)
 class DialogueSet:
     dialogues: Mapping[str, Dialogue]
+    # The programmes beside them (dialogues/programmes/): Programme objects by id.
+    programmes: Mapping[str, Programme] = field(default_factory=dict)
 
     @cached_property
     def choice_labels(self) -> Mapping[str, Mapping[str, str]]:

@@ -18,9 +18,20 @@ def extract_dialogue_yaml(
     options: Mapping[str, Any],
 ) -> Iterator[Extracted]:
     """Registered as the `coachbot_yaml` extractor (see pyproject.toml and babel.cfg)."""
+    from pathlib import PurePath
+
     from bot.dialogue.loader import parse_dialogue_file, texts_of
+    from bot.dialogue.programmes import PROGRAMMES_DIR, parse_programme
 
     name = getattr(fileobj, "name", "dialogue.yaml")
+    if PROGRAMMES_DIR in PurePath(str(name)).parts:  # a programme: only its title is shown
+        programme, problems = parse_programme(fileobj.read(), str(name))
+        if programme is None:
+            raise ValueError("cannot extract from an invalid programme:\n"
+                             + "\n".join(str(e) for e in problems))
+        yield 2, "gettext", programme.title, [f"The title of a programme ({programme.id}): "
+                                              "a sequence of exercises over weeks."]
+        return
     dialogue, errors = parse_dialogue_file(fileobj.read(), str(name))
     if dialogue is None:
         raise ValueError("cannot extract from an invalid dialogue:\n"

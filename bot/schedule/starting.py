@@ -17,7 +17,13 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.contracts import CARE_CHECKIN, CHECKIN_MARKER, DAILY_CHECKIN, WEEKLY_REVIEW
+from bot.coaching.coach_dialogues import with_coach_dialogues
+from bot.coaching.contracts import (
+    CARE_CHECKIN,
+    CHECKIN_MARKER,
+    DAILY_CHECKIN,
+    WEEKLY_REVIEW,
+)
 from bot.coaching.conversation import (
     Start,
     converse,
@@ -25,6 +31,7 @@ from bot.coaching.conversation import (
     enqueue_replies,
 )
 from bot.coaching.groups import weekly_question_due
+from bot.coaching.measures import measure_start
 from bot.coaching.safety import CARE_KIND
 from bot.coaching.sessions import PREP_DIALOGUE, session_work
 from bot.dialogue.model import DialogueSet
@@ -34,7 +41,16 @@ from bot.schedule.claims import DEFAULT_LEASE, Claimed, release_expired
 from bot.schedule.planner import RHYTHM_LOOKBACK, has_active_goal, profile_of, user_gone
 from bot.schedule.planning import Profile
 from bot.schedule.sessions import GROUP_WORK
-from bot.store import Answer, Assignment, Conversation, Exercise, PlannedCheckin, Store, Turn
+from bot.store import (
+    Answer,
+    Assignment,
+    Conversation,
+    Exercise,
+    Measure,
+    PlannedCheckin,
+    Store,
+    Turn,
+)
 from bot.store.kinds import SESSION_KINDS, CheckinKind, CheckinStatus
 
 log = logging.getLogger(__name__)
@@ -120,6 +136,10 @@ async def _start_for(t: Turn, row: Claimed) -> Start | None:
     if assignment is None or not assignment.active or assignment.paused \
             or assignment.client_id != t.user_id:
         return None
+    if assignment.measure_id is not None:
+        measure = await t.session.get(Measure, assignment.measure_id)
+        return None if measure is None or measure.client_id != t.user_id else Start(
+            *measure_start(measure))
     if assignment.exercise_id is not None:
         exercise = await t.session.get(Exercise, assignment.exercise_id)
         return None if exercise is None else custom_exercise_start(exercise)
@@ -152,6 +172,9 @@ async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
         if verdict is not None:
             return verdict, None
     action = await _start_for(t, row)
+    if action is not None:  # a coach's own dialogue joins the set for its client's turn
+        dialogues = await with_coach_dialogues(t.session, dialogues, [action.dialogue_id],
+                                               t.user_id)
     if action is None or action.dialogue_id not in dialogues:
         log.warning("check-in %s (%s): nothing to start", row.id, row.kind)
         return Outcome.CANCELLED, None

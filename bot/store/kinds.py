@@ -85,6 +85,19 @@ class ScheduleKind(StrEnum):
     EVERY = "every"  # every ``every`` days from the start
 
 
+class MeasureKind(StrEnum):
+    """What a coach's measure asks for."""
+
+    SCALE = "scale"  # 1 to 10
+    NUMBER = "number"  # any number (kilometres, hours of sleep, pages)
+
+
+class ProgrammeStatus(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+
+
 class GroupKind(StrEnum):
     TEAM = "team"  # a team coached towards a shared result
     COHORT = "cohort"  # people with similar goals going through a programme together

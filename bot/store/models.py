@@ -34,8 +34,10 @@ from .kinds import (
     CoachEventKind,
     GoalStatus,
     GroupKind,
+    MeasureKind,
     OutboxKind,
     OutboxStatus,
+    ProgrammeStatus,
     Visibility,
     one_of,
 )
@@ -255,6 +257,13 @@ class Assignment(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # A member's copy of a group assignment (group_assignments.id); NULL: one to one.
     group_assignment_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    # A coach's measure this assignment asks for (measures.id; the slug is the
+    # measure_checkin dialogue); NULL: an exercise.
+    measure_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    # One step of a programme given to the client (programme_runs.id); NULL: on its own.
+    programme_run_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    # A programme step the client reported done (or partly): the next step may start.
+    done_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
         CheckConstraint(
@@ -611,6 +620,81 @@ class CoachNote(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class Measure(Base):
+    """Something a coach asks a client to rate or count on a schedule (the assignment that
+    asks it points here). Its name and target are the coach's words about the client."""
+
+    __tablename__ = "measures"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    name: Mapped[str] = mapped_column(EncryptedText)
+    kind: Mapped[str] = mapped_column(String(16))
+    target: Mapped[Any] = mapped_column(EncryptedJSON, nullable=True)
+    # A start-versus-now summary goes to both every this many weeks (0: never).
+    summary_weeks: Mapped[int] = mapped_column(Integer, default=4, server_default="4")
+    last_summary_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (
+        CheckConstraint(one_of("kind", MeasureKind), name="kind"),
+        CheckConstraint("summary_weeks BETWEEN 0 AND 52", name="summary_weeks"),
+    )
+
+
+class MeasureValue(Base):
+    """One of a client's own ratings or counts: of a coach's measure, or a score an exercise
+    asked for (the wheel of life's areas, how their life fits their first value), under
+    ``key``. Encrypted like every other answer: which scale it is tells something too."""
+
+    __tablename__ = "measure_values"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    measure_id: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("measures.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(EncryptedText)
+    value: Mapped[Any] = mapped_column(EncryptedJSON)
+    answered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ProgrammeRun(Base):
+    """A programme (a sequence of exercises over weeks, ``dialogues/programmes/``) given to
+    a client: each step is an assignment pointing here, planned from ``starts_on`` in the
+    client's zone."""
+
+    __tablename__ = "programme_runs"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    programme: Mapped[str] = mapped_column(String(64))
+    starts_on: Mapped[date] = mapped_column(Date)
+    status: Mapped[str] = mapped_column(String(16), default=ProgrammeStatus.ACTIVE,
+                                        server_default=ProgrammeStatus.ACTIVE.value)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (CheckConstraint(one_of("status", ProgrammeStatus), name="status"),)
+
+
+class CoachDialogue(Base):
+    """A dialogue a coach uploaded as YAML: only their clients who speak its language can be
+    given it. The source is the coach's own writing, encrypted at rest."""
+
+    __tablename__ = "coach_dialogues"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    dialogue_id: Mapped[str] = mapped_column(String(64))
+    locale: Mapped[str] = mapped_column(String(35))
+    title: Mapped[str] = mapped_column(EncryptedText)
+    source: Mapped[str] = mapped_column(EncryptedText)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("coach_id", "dialogue_id"),)
+
+
 #: Columns that address a user without a foreign key: a private chat's id is its user's id,
 #: so a message to that chat is about them whoever queued it.
 ADDRESS_COLUMNS: tuple[tuple[str, str], ...] = (("outbox", "chat_id"),)
@@ -646,4 +730,10 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("group_members", "user_id"),
     ("group_contributions", "user_id"),
     ("group_sessions", "coach_id"),
+    ("measures", "coach_id"),
+    ("measures", "client_id"),
+    ("measure_values", "client_id"),
+    ("programme_runs", "coach_id"),
+    ("programme_runs", "client_id"),
+    ("coach_dialogues", "coach_id"),
 )

@@ -22,7 +22,7 @@ from bot.coaching.sessions import BUTTON as SESSION_BUTTON
 from bot.coaching.sessions import GROUP_BUTTON as GROUP_SESSION_BUTTON
 from bot.i18n import N_
 from bot.telegram import coach_side
-from bot.telegram.coach import INVITE_PREFIX
+from bot.telegram.coach import INVITE_PREFIX, TRY_DIALOGUE
 from bot.telegram.commands import Audience
 from bot.telegram.groups import CHAT_PREFIX, JOIN_PREFIX
 
@@ -127,6 +127,10 @@ BUTTONS = Routes(
     Route(coach_side.ACT, CO, _side(lambda s: s.act_button), NOT_YOUR_ASSIGNMENT),
     Route(coach_side.CHANGE, CO, _side(lambda s: s.change_button), NOT_YOUR_ASSIGNMENT),
     Route(coach_side.QUIET, CO, _side(lambda s: s.quiet_button), NOT_YOUR_CLIENT),
+    Route(coach_side.MEASURE, CO, _side(lambda s: s.measure_button), NOT_YOUR_CLIENT),
+    Route(coach_side.PROGRAMME, CO, _side(lambda s: s.programme_button), NOT_YOUR_CLIENT),
+    Route(coach_side.PROGRAMME_ACT, CO, _side(lambda s: s.programme_act_button)),
+    Route(TRY_DIALOGUE, CO, lambda h, p: h.in_press(p, h.coach.try_dialogue)),
     # Groups: a member's …
     Route("gjoin", C, lambda h, p: h.in_press(p, h.groups.answer_join)),
     Route("gleave", C, lambda h, p: h.in_press(p, h.groups.leave_button)),

@@ -12,15 +12,27 @@ from datetime import time, timedelta
 from typing import TYPE_CHECKING
 
 from telegram import Update
+from telegram.error import TelegramError
 
-from bot.coaching import assignments, coach_errors, links, managing, notes, reports
+from bot.coaching import (
+    assignments,
+    coach_dialogues,
+    coach_errors,
+    links,
+    managing,
+    measures,
+    notes,
+    reports,
+)
 from bot.coaching.contracts import NEW_EXERCISE, ONBOARDING
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.coaching.sessions import brief_question
-from bot.dialogue.model import DialogueSet
+from bot.dialogue.loader import MAX_UPLOAD_BYTES, DialogueError
+from bot.dialogue.model import DialogueSet, Position
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import Translator, translator_for
+from bot.i18n.languages import LANGUAGE_NAMES
 from bot.store import Turn as StoreTurn
 from bot.store import User
 from bot.telegram.commands import CommandCall, set_coach_menus
@@ -34,6 +46,8 @@ Respond = Callable[[Update, Callable[[StoreTurn], Awaitable[Outcome | None]]], A
 # A command's work inside its user's store turn: (turn, the text after the command).
 TurnFn = Callable[[StoreTurn, str], Awaitable[Outcome | None]]
 INVITE_PREFIX = "invite_"
+TRY_DIALOGUE = "cdtry"  # cdtry:<coach dialogue id>: the coach tries their own dialogue
+MAX_ERRORS_SHOWN = 15
 # Schedules a coach picks from: (button key, schedule, how long in days).
 SCHEDULES: dict[str, tuple[dict[str, object], int]] = {
     "d7": ({"kind": "daily", "days": 7}, 7),
@@ -168,6 +182,11 @@ class CoachHandlers:
         say(t, "\n".join([reports.progress_report(progress, tr), *private]), subject=client_id)
         t.enqueue(t.user_id, {"photo": chart.hex(), "caption": tr.gettext(
             "Weekly trend: mood and goal, last 12 weeks")}, subject=client_id)
+        client = await t.session.get(User, client_id)
+        if client is not None:
+            for payload in await measures.measure_reports(t.session, client, tr,
+                                                          coach_id=t.user_id):
+                t.enqueue(t.user_id, payload, subject=client_id)
         return None
 
     async def _find_client(self, t: StoreTurn, argument: str) -> int | None:
@@ -201,7 +220,8 @@ class CoachHandlers:
             say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
                               "them."))
             return None
-        choices = await self.exercise_choices(t, tr)
+        client = await t.session.get(User, client_id)
+        choices = await self.exercise_choices(t, tr, client.locale if client else None)
         if len(parts) == 1:
             say(t, tr.gettext("Which exercise?"), tuple(
                 Button(title, f"assign:{client_id}:{key}") for key, title in choices.items()))
@@ -248,14 +268,87 @@ class CoachHandlers:
             subject=client_id)
         return None
 
-    async def exercise_choices(self, t: StoreTurn, tr: Translator) -> dict[str, str]:
-        """Button key → title: the library's exercises, then the coach's own."""
+    async def exercise_choices(self, t: StoreTurn, tr: Translator,
+                               client_locale: str | None = None) -> dict[str, str]:
+        """Button key → title: the library's exercises, then the coach's own, then the
+        dialogues the coach sent in the client's language (when there is one client)."""
         library = {e: tr.gettext(self.dialogues[e].title)
                    for e in assignments.exercise_ids(self.dialogues)}
         choices = dict(sorted(library.items(), key=lambda item: item[1]))
         for exercise_id, title in await assignments.own_exercises(t.session, t.user_id):
             choices[f"{CUSTOM}{exercise_id}"] = title
+        for row in await coach_dialogues.dialogues_of(t.session, t.user_id):
+            if row.locale == client_locale:
+                choices[coach_dialogues.run_id(row.id)] = row.title
         return choices
+
+    # -- dialogues a coach sends as files ----------------------------------------------------
+
+    async def on_document(self, update: Update) -> bool:
+        """A coach's YAML file: read (outside any transaction), checked and kept, or refused
+        with every error by file, line and column. False: not a dialogue file."""
+        message = update.message
+        document = message.document if message is not None else None
+        name = (document.file_name or "") if document is not None else ""
+        if document is None or not name.lower().endswith(coach_dialogues.SUFFIXES):
+            return False
+        raw: bytes | None = None
+        if (document.file_size or 0) <= MAX_UPLOAD_BYTES:
+            try:
+                file = await document.get_file()
+                raw = bytes(await file.download_as_bytearray())
+            except TelegramError as exc:
+                log.warning("a coach's file could not be read: %s", type(exc).__name__)
+                await self.respond(update, lambda t: self._upload_failed(t))
+                return True
+        await self.respond(update, lambda t: self._keep_upload(t, raw, name))
+        return True
+
+    async def _upload_failed(self, t: StoreTurn) -> None:
+        say(t, translator_for(t.user.locale).gettext(
+            "I could not read that file. Please send it again."))
+
+    async def _keep_upload(self, t: StoreTurn, raw: bytes | None, name: str) -> None:
+        tr = translator_for(t.user.locale)
+        if not t.user.is_coach:
+            say(t, tr.gettext("Only coaches can send dialogues. If you are a coach, ask the "
+                              "bot's administrator to set you up."))
+            return
+        try:
+            if raw is None:
+                raise coach_dialogues.UploadRefused([DialogueError(
+                    Position(name, 1, 1), f"the file is larger than "
+                                          f"{MAX_UPLOAD_BYTES // 1024} KB")])
+            row = await coach_dialogues.upload(t.session, t.user_id, raw, name, self.dialogues,
+                                               t.now)
+        except coach_dialogues.UploadRefused as refused:
+            shown = refused.errors[:MAX_ERRORS_SHOWN]
+            say(t, "\n".join([tr.ngettext(
+                "I did not keep this dialogue: there is {count} problem to fix.",
+                "I did not keep this dialogue: there are {count} problems to fix.",
+                len(refused.errors)).format(count=tr.number(len(refused.errors))), "",
+                *(str(error) for error in shown)]))
+            return
+        except coach_errors.NotACoach:
+            return
+        say(t, tr.gettext("Kept: “{title}”.\nLanguage: {language}.\nTry it yourself first; "
+                          "then /assign gives it to your clients who use that language.").format(
+                              title=tr.words(row.title),
+                              language=LANGUAGE_NAMES.get(row.locale, row.locale)),
+            (Button(tr.gettext("Try it"), f"{TRY_DIALOGUE}:{row.id}"),))
+
+    async def try_dialogue(self, t: StoreTurn, raw_id: str) -> Outcome | None:
+        """The coach runs their own dialogue, as a client would get it."""
+        number = parse_id(raw_id)
+        found = None if number is None else await coach_dialogues.dialogue_of(
+            t.session, coach_dialogues.run_id(number), t.user_id)
+        if found is None or not t.user.is_coach:
+            say(t, translator_for(t.user.locale).gettext(
+                "That dialogue is not one of yours."))
+            return None
+        outcome = await converse(t, self.dialogues, Start(found.id), t.now)
+        enqueue_replies(t, outcome)
+        return outcome
 
     @staticmethod
     async def _client_hour(t: StoreTurn, client_id: int) -> int:

@@ -10,22 +10,30 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time, timedelta
 
-from bot.coaching import links, managing, messages, notes, noticing
+from bot.coaching import links, managing, measures, messages, notes, noticing, programmes
+from bot.coaching.assignments import exercise_ids
+from bot.coaching.checkins import user_zone
+from bot.coaching.coach_errors import NotYourClient
+from bot.coaching.contracts import NEW_MEASURE
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome
 from bot.engine.state import Button
 from bot.i18n import N_, Translator, translator_for
 from bot.store import Turn as StoreTurn
-from bot.store import User
+from bot.store import User, UserView
 from bot.telegram.coach import parse_id, say
 
 #: Button data prefixes (with ":<id>"): each names what the button does.
 MESSAGE = messages.ANSWER_BUTTON  # message:<client>: write to that client
 REPLY = messages.REPLY_BUTTON  # coachreply:<coach>: the client answers their coach
 NOTE = "note"  # note:<client>
+MEASURE = "measure"  # measure:<client>: define a measure for that client
+PROGRAMME = "prg"  # prg:<client>[:<programme>[:<hour>]]: give that client a programme
+PROGRAMME_ACT = "prgdo"  # prgdo:<action>:<run>: pause, resume or cancel a whole programme
+PROGRAMME_HOURS = ("7", "8", "12", "18", "20")
 ASSIGNMENTS = "asg"  # asg:<client>: that client's assignments
 ACT = "asgdo"  # asgdo:<action>:<assignment>: pause, resume, cancel
 CHANGE = "asgchange"  # asgchange:<assignment>
@@ -58,6 +66,16 @@ class CoachSideHandlers:
     async def note(self, t: StoreTurn, argument: str) -> Outcome | None:
         """/note [name]: a private note about a client."""
         return await self._for_client(t, argument, NOTE, self._start_note, N_PICK_NOTE)
+
+    async def measure(self, t: StoreTurn, argument: str) -> Outcome | None:
+        """/measure [name]: a scale or number to ask a client for on a schedule."""
+        return await self._for_client(t, argument, MEASURE, self._start_measure,
+                                      N_PICK_MEASURE)
+
+    async def programme(self, t: StoreTurn, argument: str) -> Outcome | None:
+        """/programme [name]: give a client a programme of exercises over weeks."""
+        return await self._for_client(t, argument, PROGRAMME, self._pick_programme,
+                                      N_PICK_PROGRAMME)
 
     async def assignments(self, t: StoreTurn, argument: str) -> Outcome | None:
         """/assignments [name]: a client's assignments, each with its buttons."""
@@ -107,6 +125,16 @@ class CoachSideHandlers:
 
     async def start_reply(self, t: StoreTurn, rest: str) -> Outcome | None:
         return await self._start_reply(t, rest)
+
+    async def measure_button(self, t: StoreTurn, rest: str) -> Outcome | None:
+        return await self._with_client_id(t, rest, self._start_measure)
+
+    async def programme_button(self, t: StoreTurn, rest: str) -> None:
+        await self._programme_step(t, rest)
+
+    async def programme_act_button(self, t: StoreTurn, rest: str) -> None:
+        action, _, number = rest.partition(":")
+        await self._act_on_programme(t, action, number)
 
     # -- the steps -----------------------------------------------------------------------------
 
@@ -167,6 +195,79 @@ class CoachSideHandlers:
             notes.NOTE_CLIENT: client.id,
             notes.NOTE_CLIENT_NAME: tr.words(client.first_name or tr.number(client.id))}))
 
+    async def _start_measure(self, t: StoreTurn, client: User) -> Outcome:
+        tr = translator_for(t.user.locale)
+        return await self._run(t, Start(NEW_MEASURE, {
+            measures.NEW_CLIENT: client.id,
+            measures.NEW_CLIENT_NAME: tr.words(client.first_name or tr.number(client.id))}))
+
+    async def _pick_programme(self, t: StoreTurn, client: User) -> None:
+        await self._programme_step(t, str(client.id))
+
+    async def _programme_step(self, t: StoreTurn, rest: str) -> None:
+        """prg:<client> → which programme; …:<programme> → at what time; …:<hour> → given,
+        from the client's tomorrow. Every step checks the link again."""
+        tr = translator_for(t.user.locale)
+        parts = rest.split(":")
+        client_id = parse_id(parts[0])
+        client = None
+        if client_id is not None and t.user.is_coach and len(parts) <= 3:
+            try:
+                client = await programmes.client_of(t.session, t.user_id, client_id)
+            except NotYourClient:
+                client = None
+        if client is None:
+            _not_yours(t)
+            return
+        library = self.dialogues.programmes
+        if len(parts) == 1:
+            say(t, tr.gettext("Which programme?"), tuple(
+                Button(tr.gettext(p.title), f"{PROGRAMME}:{client.id}:{p.id}")
+                for p in sorted(library.values(), key=lambda p: tr.gettext(p.title))))
+            return
+        chosen = library.get(parts[1])
+        if chosen is None or (len(parts) == 3 and parts[2] not in PROGRAMME_HOURS):
+            say(t, tr.gettext("That button is no longer valid. Send /programme to start "
+                              "again."))
+            return
+        if len(parts) == 2:
+            say(t, tr.gettext("At what time? It is the client's own local time."), tuple(
+                Button(tr.time(time(int(h))), f"{PROGRAMME}:{client.id}:{chosen.id}:{h}")
+                for h in PROGRAMME_HOURS))
+            return
+        starts_on = t.now.astimezone(user_zone(client)).date() + timedelta(days=1)
+        await programmes.assign_programme(
+            t.session, t.user_id, client.id, chosen, starts_on, int(parts[2]), 0, t.now,
+            exercise_ids(self.dialogues))
+        last = starts_on + timedelta(days=chosen.steps[-1].day)
+        say(t, tr.gettext("Given “{programme}” to {client}.").format(
+            programme=tr.gettext(chosen.title), client=_name(tr, client.first_name, client.id))
+            + "\n" + tr.gettext("First day: {start}").format(start=tr.date(starts_on, "short"))
+            + "\n" + tr.gettext("Last step: {date}").format(date=tr.date(last, "short")),
+            subject=client.id)
+
+    async def _act_on_programme(self, t: StoreTurn, raw_action: str, raw_id: str) -> None:
+        tr = translator_for(t.user.locale)
+        run_id = parse_id(raw_id)
+        try:
+            action = programmes.ProgrammeAction(raw_action)
+            if run_id is None:
+                raise NotYourClient("not an id")
+            run = await programmes.act_on_programme(t.session, t.user_id, run_id, action)
+        except (ValueError, NotYourClient):
+            say(t, tr.gettext("That programme is not one of yours any more. Send "
+                              "/assignments to see them."))
+            return
+        done = {
+            programmes.ProgrammeAction.PAUSE: tr.gettext(
+                "Paused: nothing more of it is sent until you resume it."),
+            programmes.ProgrammeAction.RESUME: tr.gettext(
+                "Resumed: it is planned again from now on."),
+            programmes.ProgrammeAction.CANCEL: tr.gettext(
+                "Cancelled: nothing more of it is sent."),
+        }[action]
+        say(t, done, subject=run.client_id)
+
     async def _start_reply(self, t: StoreTurn, raw: str) -> Outcome | None:
         """The client pressed "Reply to my coach": only to a coach they share with now."""
         tr = translator_for(t.user.locale)
@@ -195,6 +296,9 @@ class CoachSideHandlers:
             say(t, tr.gettext("{client} has no assignments from you. Send /assign to give "
                               "them an exercise.").format(client=name), subject=client.id)
             return
+        for run in await programmes.runs_of(t.session, client.id, coach_id=t.user_id):
+            say(t, programme_text(run, self.dialogues, tr, client_today(client, t.now)),
+                programme_buttons(run, tr), subject=client.id)
         say(t, tr.gettext("Assignments of {client}:").format(client=name), subject=client.id)
         country = managing.client_country(client)
         for view in found:
@@ -270,6 +374,44 @@ class CoachSideHandlers:
 N_PICK_MESSAGE = N_("Who would you like to write to?")
 N_PICK_NOTE = N_("Which client is the note about?")
 N_PICK_ASSIGNMENTS = N_("Whose assignments would you like to see?")
+N_PICK_MEASURE = N_("Whom is the measure for?")
+N_PICK_PROGRAMME = N_("Whom is the programme for?")
+
+
+def client_today(client: UserView, now: datetime) -> date:
+    return now.astimezone(user_zone(client)).date()
+
+
+def programme_text(run: programmes.RunView, dialogues: DialogueSet, tr: Translator,
+                   today: date) -> str:
+    """Where a client is in a programme, for them or their coach: labels before values."""
+    programme = dialogues.programmes.get(run.programme)
+    title = tr.gettext(programme.title) if programme is not None else run.programme
+    lines = [tr.gettext("Programme: {title}").format(title=title),
+             tr.gettext("Steps done: {done} of {total}").format(
+                 done=tr.number(run.done), total=tr.number(len(run.steps)))]
+    current = run.current(today)
+    if current is not None:
+        dialogue = dialogues.get(run.steps[current].exercise)
+        lines.append(tr.gettext("Now: {exercise}").format(
+            exercise=tr.gettext(dialogue.title) if dialogue is not None else ""))
+    following = run.next_start(today)
+    if following is not None:
+        lines.append(tr.gettext("Next step from: {date}").format(
+            date=tr.date(following, "short")))
+    if run.done == len(run.steps):
+        lines.append(tr.gettext("Every step is done."))
+    if run.status == "paused":
+        lines.append(tr.gettext("Paused."))
+    return "\n".join(lines)
+
+
+def programme_buttons(run: programmes.RunView, tr: Translator) -> tuple[Button, ...]:
+    A = programmes.ProgrammeAction
+    toggle = (Button(tr.gettext("Resume"), f"{PROGRAMME_ACT}:{A.RESUME.value}:{run.id}")
+              if run.status == "paused"
+              else Button(tr.gettext("Pause"), f"{PROGRAMME_ACT}:{A.PAUSE.value}:{run.id}"))
+    return (toggle, Button(tr.gettext("Cancel"), f"{PROGRAMME_ACT}:{A.CANCEL.value}:{run.id}"))
 
 
 def assignment_buttons(view: managing.AssignmentView, tr: Translator) -> tuple[Button, ...]:

@@ -16,6 +16,7 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
+from bot.coaching import measures, programmes
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.chart import own_trend_png
 from bot.coaching.checkins import has_active_goal
@@ -65,7 +66,7 @@ from bot.telegram.buttons import (
     Route,
 )
 from bot.telegram.coach import CoachHandlers, TurnFn
-from bot.telegram.coach_side import PressStep
+from bot.telegram.coach_side import PressStep, client_today, programme_text
 from bot.telegram.commands import COMMANDS, Audience, CommandCall, help_text, set_coach_menu
 from bot.telegram.groups import GroupHandlers
 from bot.telegram.sessions import SessionFlows
@@ -247,6 +248,9 @@ class Handlers:
                 return
         if edited:
             return  # an edit of an earlier answer: that answer already counted
+        if message.document is not None and await self._from_coach(update) \
+                and await self.coach.on_document(update):
+            return
         if message.text is None:
             await self._on_non_text(update)
         elif message.text.startswith("/"):
@@ -317,6 +321,11 @@ class Handlers:
 
         await self._turn(update, run, before_consent=True)
 
+    async def _from_coach(self, update: Update) -> bool:
+        user = update.effective_user
+        stored = await self.store.get_user(user.id) if user is not None else None
+        return stored is not None and stored.is_coach
+
     async def _on_non_text(self, update: Update) -> None:
         await self._converse(update, Resume(), note=N_(
             "I can only read text messages for now. Could you write it in words? If you need "
@@ -359,6 +368,10 @@ class Handlers:
             tr = translator_for(t.user.locale)
             if given:
                 t.enqueue(t.user_id, Reply(from_coaches_text(self.dialogues, given, tr))
+                          .to_payload())
+            today = client_today(t.user, t.now)
+            for run in await programmes.runs_of(t.session, t.user_id):
+                t.enqueue(t.user_id, Reply(programme_text(run, self.dialogues, tr, today))
                           .to_payload())
             t.enqueue(t.user_id, exercises_reply(self.dialogues, t.user.locale).to_payload())
             return None
@@ -420,6 +433,11 @@ class Handlers:
             chart = await own_trend_png(t.session, t.user_id, t.now, ctx.translator)
             t.enqueue(t.user_id, {"photo": chart.hex(), "caption": ctx.translator.gettext(
                 "Weekly trend: mood and goal, last 12 weeks")})
+            wheel = await measures.wheel_summary(t.session, t.user_id, ctx.translator)
+            if wheel is not None:
+                t.enqueue(t.user_id, Reply(wheel).to_payload())
+            for payload in await measures.measure_reports(t.session, t.user, ctx.translator):
+                t.enqueue(t.user_id, payload)
             return None
 
         await self._turn(call.update, run, before_consent=call.before_consent)

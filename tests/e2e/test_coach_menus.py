@@ -30,9 +30,10 @@ async def test_coaches_get_the_coach_commands_in_their_own_menu(
         assert f"user {COACH} can now invite clients" in (done[0].text or "")
         await fake_bot_api.wait_for_calls("setMyCommands", calls + 1)
         names = [c["command"] for c in fake_bot_api.commands_for(scope=coach_menu)]
-        assert names[:10] == ["invite", "clients", "message", "assign", "assignments", "note",
-                              "schedule", "newexercise", "newgroup", "groups"]
-        assert names[10:] == clients  # and the client's commands: a coach uses them too
+        assert names[:12] == ["invite", "clients", "message", "assign", "assignments", "note",
+                              "measure", "programme", "schedule", "newexercise", "newgroup",
+                              "groups"]
+        assert names[12:] == clients  # and the client's commands: a coach uses them too
         coach = bot.user(COACH)
         await coach.send("/language")
         calls = len(fake_bot_api.calls("setMyCommands"))

@@ -407,6 +407,8 @@ class FakeBotApi:
         self.commands: dict[tuple[str, str], list[JSON]] = {}  # (scope key, language_code)
         self.documents: list[SentFile] = []
         self.photos: list[SentFile] = []
+        # Files users sent the bot, by file_id (getFile, then a download of its file_path).
+        self.user_files: dict[str, bytes] = {}
         self.webhook_deliveries: list[WebhookDelivery] = []
         self.webhook_url = ""
         self.webhook_secret: str | None = None
@@ -462,6 +464,7 @@ class FakeBotApi:
                 "sendDocument": self._send_document,
                 "sendPhoto": self._send_photo,
                 "sendChatAction": self._send_chat_action,
+                "getFile": self._get_file,
                 "close": self._ok,
                 "logOut": self._ok,
             }.items()
@@ -550,6 +553,24 @@ class FakeBotApi:
             self._known_user(user_id), "private", None, {"sticker": sticker}
         )
         return self._enqueue({"message": message})
+
+    def send_file(self, user_id: int, file_name: str, data: bytes, *,
+                  caption: str | None = None) -> int:
+        """The user sends a document (a file) to the bot; the bot can fetch it with getFile
+        and a download of the file path."""
+        file_id = f"BQACAgIAAxkBAAIBfakeDoc{len(self.user_files)}"
+        self.user_files[file_id] = data
+        content: JSON = {"document": {"file_id": file_id, "file_unique_id": f"u{file_id}",
+                                      "file_name": file_name, "mime_type": "application/yaml",
+                                      "file_size": len(data)}}
+        if caption is not None:
+            content["caption"] = caption
+        message = self._user_message(self._known_user(user_id), "private", None, content)
+        return self._enqueue({"message": message})
+
+    def user_file(self, file_path: str) -> bytes:
+        """The bytes of a file a user sent, by the path getFile gave."""
+        return self.user_files[file_path.rsplit("/", 1)[-1]]
 
     def send_photo(self, user_id: int, *, caption: str | None = None) -> int:
         sizes = [
@@ -1050,6 +1071,13 @@ class FakeBotApi:
 
     async def _ok(self, params: JSON) -> bool:
         return True
+
+    async def _get_file(self, params: JSON) -> JSON:
+        file_id = str(params.get("file_id"))
+        if file_id not in self.user_files:
+            raise ApiError(400, "Bad Request: invalid file_id")
+        return {"file_id": file_id, "file_unique_id": f"u{file_id}",
+                "file_size": len(self.user_files[file_id]), "file_path": f"documents/{file_id}"}
 
     async def _get_me(self, params: JSON) -> JSON:
         return {

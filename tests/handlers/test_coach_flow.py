@@ -105,6 +105,7 @@ async def test_a_coach_writes_an_exercise_and_the_client_gets_it(
     await coach.send("/newexercise")
     await coach.send("Morning pages")
     await coach.send("Write three pages by hand every morning, before you check your phone.")
+    await coach.press("No")  # no questions of their own
     saved = await coach.press("Yes")
     assert saved[0].text is not None and saved[0].text.startswith("Saved.")
     await coach.send("/assign")
@@ -118,6 +119,7 @@ async def test_a_coach_writes_an_exercise_and_the_client_gets_it(
     await other.send("/newexercise")
     await other.send("Mine")
     await other.send("Do it")
+    await other.press("No")
     await other.press("Yes")
     async with bot.store.sessionmaker() as session:
         theirs = (await session.execute(select(Exercise.id).where(

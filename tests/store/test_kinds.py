@@ -15,8 +15,10 @@ from bot.store.kinds import (
     CheckinStatus,
     GoalStatus,
     GroupKind,
+    MeasureKind,
     OutboxKind,
     OutboxStatus,
+    ProgrammeStatus,
     Visibility,
     one_of,
 )
@@ -36,6 +38,8 @@ COLUMNS: dict[tuple[str, str], type[StrEnum]] = {
     ("group_sessions", "status"): SessionStatus,
     ("groups", "kind"): GroupKind,
     ("group_members", "visibility"): Visibility,
+    ("measures", "kind"): MeasureKind,
+    ("programme_runs", "status"): ProgrammeStatus,
     ("users", "address"): AddressForm,
 }
 # coach_events.kind (CoachEventKind) is encrypted at rest, so that a crisis event does not

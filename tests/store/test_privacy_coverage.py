@@ -18,6 +18,7 @@ from bot.store import (
     Answer,
     Assignment,
     Base,
+    CoachDialogue,
     CoachEvent,
     CoachingSession,
     CoachLink,
@@ -34,9 +35,12 @@ from bot.store import (
     GroupSession,
     Invite,
     KeyFingerprint,
+    Measure,
+    MeasureValue,
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
+    ProgrammeRun,
     SendBudget,
     SessionMode,
     SessionStatus,
@@ -101,11 +105,24 @@ async def _populate(store: Store) -> None:
                                     active=True, created_at=NOW)
         s.add(for_group)
         await s.flush()
+        measure = Measure(coach_id=COACH, client_id=CLIENT, name=f"{WORDS} energy",
+                          kind="scale", target=8, summary_weeks=4, last_summary_at=NOW,
+                          created_at=NOW)
+        run = ProgrammeRun(coach_id=COACH, client_id=CLIENT, programme="values_and_goals",
+                           starts_on=date(2026, 1, 5), status="active", created_at=NOW)
+        s.add_all([measure, run])
+        await s.flush()
+        s.add(MeasureValue(client_id=CLIENT, measure_id=measure.id, key=f"{WORDS} scale",
+                           value=7, answered_at=NOW))
+        s.add(CoachDialogue(coach_id=COACH, dialogue_id="mine", locale="it",
+                            title=f"{COACH_WORDS} title", source=f"{COACH_WORDS} yaml",
+                            created_at=NOW))
         assignment = Assignment(coach_id=COACH, client_id=CLIENT, exercise_slug="breathing",
                                 exercise_id=exercise.id, schedule={"kind": "daily"},
                                 starts_on=date(2026, 1, 5), ends_on=date(2026, 1, 9),
                                 active=True, paused=True, created_at=NOW,
-                                group_assignment_id=for_group.id)
+                                group_assignment_id=for_group.id, measure_id=measure.id,
+                                programme_run_id=run.id, done_at=NOW)
         s.add(assignment)
         await s.flush()
         s.add(PlannedCheckin(user_id=CLIENT, kind="exercise", ref=str(assignment.id),

@@ -24,8 +24,8 @@ EN = translator_for("en")
 CLIENT_COMMANDS = ["sos", "checkin", "goal", "progress", "exercises", "reminders", "timezone",
                    "language", "cancel", "actions", "sessions", "brief", "coach", "export",
                    "delete", "leave", "help"]
-COACH_COMMANDS = ["invite", "clients", "message", "assign", "assignments", "note", "schedule",
-                  "newexercise", "newgroup", "groups"]
+COACH_COMMANDS = ["invite", "clients", "message", "assign", "assignments", "note", "measure",
+                  "programme", "schedule", "newexercise", "newgroup", "groups"]
 
 
 async def nothing(h: Any, c: Any) -> None:
@@ -58,13 +58,15 @@ def test_help_lists_the_client_commands_and_for_a_coach_theirs() -> None:
         f"/{name}" for name in CLIENT_COMMANDS]
     assert "For coaches:" not in client
     coach = help_text(EN, coach=True).splitlines()
-    assert coach[coach.index("For coaches:") + 1:][:9] == [
+    assert coach[coach.index("For coaches:") + 1:][:11] == [
         "/invite — Invite a client (a link that works once)",
         "/clients — Your clients and their progress",
         "/message — Write to a client",
         "/assign — Assign an exercise to a client",
         "/assignments — A client's assignments: pause, change, cancel",
         "/note — A private note about a client",
+        "/measure — Ask a client for a rating or a number on a schedule",
+        "/programme — Give a client a programme of exercises over weeks",
         "/schedule — Schedule a session or a series with a client",
         "/newexercise — Write an exercise of your own",
         "/progress — A client's progress: /progress name",

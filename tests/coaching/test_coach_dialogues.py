@@ -1,0 +1,221 @@
+"""Dialogues a coach sends as YAML files (issue 26): checked like ``coachbot validate`` with
+file:line:column errors, refused when unsafe or when they would take a platform dialogue's
+place, kept per coach (encrypted), given only to that coach's clients in its language, and
+run for them. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+from sqlalchemy import select, text
+
+from bot.coaching import coach_dialogues
+from bot.coaching.assignments import assign_exercise, checked_exercise
+from bot.coaching.coach_errors import NotACoach, UnknownExercise
+from bot.coaching.conversation import Start, converse
+from bot.dialogue import DialogueSet, load_dialogues
+from bot.dialogue.loader import MAX_UPLOAD_BYTES, check_uploaded
+from bot.engine import Outcome, Turn
+from bot.store import Answer, CoachDialogue, CoachLink, Store, User
+from bot.store import Turn as StoreTurn
+
+REPO = Path(__file__).parents[2]
+NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
+COACH, OTHER_COACH, CLIENT, OTHER_CLIENT, ITALIAN = 1, 2, 10, 11, 12
+
+GOOD = """\
+id: jutarnje_stranice
+title: Jutarnje stranice
+kind: exercise
+language: hr
+start: uvod
+steps:
+  uvod:
+    say: "Ujutro napiši tri stranice rukom, prije mobitela."
+    next: kako
+  kako:
+    say: "Kako je prošlo?"
+    ask:
+      type: choice
+      save: exercise.status
+      options: {done: "Napravljeno", partly: "Djelomično", skipped: "Preskočeno"}
+    next: osjecaj
+  osjecaj:
+    say: "Koliko ti je lakše u glavi, od 1 do 10?"
+    ask: {type: scale, min: 1, max: 10, save: stranice.lakse}
+    next: end
+"""
+
+
+@pytest.fixture(scope="module")
+def dialogues() -> DialogueSet:
+    return load_dialogues(REPO / "dialogues")
+
+
+@pytest.fixture
+async def db(db_url: str) -> AsyncIterator[Store]:
+    store = Store(db_url, encryption_key=Fernet.generate_key().decode())
+    await store.start()
+    async with store.sessionmaker() as s, s.begin():
+        s.add_all([User(id=COACH, first_name="Carla", is_coach=True),
+                   User(id=OTHER_COACH, first_name="Oscar", is_coach=True),
+                   User(id=CLIENT, first_name="Ana", locale="hr", consent_at=NOW),
+                   User(id=OTHER_CLIENT, first_name="Bo", locale="hr", consent_at=NOW),
+                   User(id=ITALIAN, first_name="Lia", locale="it", consent_at=NOW)])
+        await s.flush()
+        for coach, client in ((COACH, CLIENT), (OTHER_COACH, OTHER_CLIENT), (COACH, ITALIAN)):
+            s.add(CoachLink(coach_id=coach, client_id=client, created_at=NOW,
+                            consent_at=NOW - timedelta(days=3)))
+    yield store
+    await store.close()
+
+
+async def upload(store: Store, coach: int, source: str, dialogues: DialogueSet,
+                 name: str = "stranice.yaml") -> int:
+    async with store.sessionmaker() as s, s.begin():
+        row = await coach_dialogues.upload(s, coach, source.encode(), name, dialogues, NOW)
+        return row.id
+
+
+async def run(store: Store, dialogues: DialogueSet, user: int, *actions: Any) -> Outcome:
+    outcome: Outcome | None = None
+    for action in actions:
+        async def go(t: StoreTurn, action: Any = action) -> Outcome:
+            return await converse(t, dialogues, action, NOW)
+
+        outcome = await store.run_turn(user, go)
+    assert outcome is not None
+    return outcome
+
+
+# -- the checks, pure --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    (GOOD.replace('say: "Kako je prošlo?"', 'say: "Kako je prošlo?'),
+     "f.yaml:11:5: YAML syntax"),
+    (GOOD.replace("next: osjecaj", "next: nigdje"), "f.yaml:16:11: goes to step 'nigdje'"),
+    (GOOD.replace("  osjecaj:\n", "  osjecaj:\n    sey: x\n"), "f.yaml:18:5: unknown key 'sey'"),
+    (GOOD.replace("language: hr\n", ""), "f.yaml:1:1: say which language"),
+    (GOOD.replace("kind: exercise\n", ""), "f.yaml:1:1: a dialogue you send must be an exercise"),
+    (GOOD.replace("id: jutarnje_stranice", "id: daily_checkin"),
+     "f.yaml:1:5: the id 'daily_checkin' belongs to one of the bot's own dialogues"),
+    (GOOD.replace("next: end", "next:\n      - call: daily_checkin\n        then: end"),
+     "f.yaml:21:15: calls dialogue 'daily_checkin'"),
+    (GOOD.replace('"Kako je prošlo?"', '&a "Kako je prošlo?"'), "f.yaml:11:10: anchors"),
+    (GOOD.replace("start: uvod\n", "start: uvod\nrequires: [goal.title]\n"),
+     "f.yaml:6:11: a dialogue you send cannot require"),
+    (GOOD.replace("Ujutro napiši", "{goal.title}: ujutro napiši"),
+     "f.yaml:8:10: 'goal.title' is read here"),
+])
+def test_a_bad_file_is_refused_with_line_and_column(source: str, expected: str) -> None:
+    dialogue, errors = check_uploaded(source.encode(), "f.yaml", reserved={"daily_checkin"})
+    assert dialogue is None
+    assert any(str(e).startswith(expected) for e in errors), [str(e) for e in errors]
+
+
+def test_a_huge_or_explosive_file_is_refused_before_it_is_built() -> None:
+    _, errors = check_uploaded(b"#" * (MAX_UPLOAD_BYTES + 1), "big.yaml")
+    assert [str(e) for e in errors] == ["big.yaml:1:1: the file is larger than 64 KB"]
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(20))
+    _, errors = check_uploaded(laughs.encode(), "laughs.yaml")
+    assert len(errors) == 1 and "anchors and aliases" in str(errors[0])
+
+
+def test_a_good_file_passes_and_a_single_language_one_asks_for_no_translations() -> None:
+    from bot.dialogue.loader import texts_of
+
+    dialogue, errors = check_uploaded(GOOD.encode(), "f.yaml")
+    assert errors == [] and dialogue is not None and dialogue.language == "hr"
+    assert list(texts_of(dialogue)) == []
+
+
+# -- kept, given, run -------------------------------------------------------------------------
+
+
+async def test_kept_encrypted_per_coach_and_nothing_kept_when_refused(
+        db: Store, dialogues: DialogueSet) -> None:
+    with pytest.raises(coach_dialogues.UploadRefused) as refused:
+        await upload(db, COACH, GOOD.replace("next: osjecaj", "next: nigdje"), dialogues)
+    assert str(refused.value.errors[0]).startswith("stranice.yaml:16:11:")
+    with pytest.raises(NotACoach):
+        await upload(db, CLIENT, GOOD, dialogues)
+    async with db.sessionmaker() as s:
+        assert (await s.execute(select(CoachDialogue))).all() == []
+    first = await upload(db, COACH, GOOD, dialogues)
+    again = await upload(db, COACH, GOOD.replace("Jutarnje stranice", "Stranice"), dialogues)
+    assert first == again  # a new version of the same id replaces the old
+    async with db.engine.connect() as conn:
+        raw = (await conn.execute(text("SELECT title, source FROM coach_dialogues"))).one()
+    assert "Stranice" not in raw[0] and "jutarnje" not in raw[1]
+
+
+async def test_only_the_coachs_own_clients_in_its_language_can_be_given_it(
+        db: Store, dialogues: DialogueSet) -> None:
+    row = await upload(db, COACH, GOOD, dialogues)
+    slug = coach_dialogues.run_id(row)
+    schedule = {"kind": "daily", "days": 7, "hour": 8}
+    async with db.sessionmaker() as s, s.begin():
+        made = await assign_exercise(s, COACH, CLIENT, slug, schedule, date(2026, 3, 5), None,
+                                     NOW, frozenset())
+        assert made > 0
+        for coach, client in ((OTHER_COACH, OTHER_CLIENT), (COACH, ITALIAN)):
+            with pytest.raises(UnknownExercise):
+                await assign_exercise(s, coach, client, slug, schedule, date(2026, 3, 5), None,
+                                      NOW, frozenset())
+        with pytest.raises(UnknownExercise):  # a group: no one language
+            await checked_exercise(s, COACH, slug, frozenset(), None)
+
+
+async def test_a_linked_client_runs_it_and_no_one_else_can(
+        db: Store, dialogues: DialogueSet) -> None:
+    row = await upload(db, COACH, GOOD, dialogues)
+    slug = coach_dialogues.run_id(row)
+    outcome = await run(db, dialogues, CLIENT, Start(slug), Turn(text="1"), Turn(text="7"))
+    assert outcome.finished == (slug,) or slug in outcome.finished
+    async with db.sessionmaker() as s:
+        answers = [(a.dialogue_id, a.variable, a.value) for a in (await s.execute(
+            select(Answer).where(Answer.user_id == CLIENT))).scalars()]
+    assert (slug, "stranice.lakse", 7) in answers
+    async with db.sessionmaker() as s:
+        for stranger in (OTHER_CLIENT, OTHER_COACH):
+            assert await coach_dialogues.dialogue_of(s, slug, stranger) is None
+        assert await coach_dialogues.dialogue_of(s, slug, COACH) is not None
+        assert await coach_dialogues.dialogue_of(s, "cd999999", CLIENT) is None
+
+
+
+async def test_a_coachs_own_questions_become_a_dialogue_in_their_language(
+        db: Store, dialogues: DialogueSet) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        coach = await s.get(User, COACH)
+        assert coach is not None
+        coach.locale = "hr"
+    steps = [Start("new_exercise"), Turn(text="Jutarnja šetnja {10 min}"),
+             Turn(text="Prošetaj prije posla."), Turn(text="da"),  # questions: yes
+             Turn(text="Što si primijetio/la?"), Turn(text="1"),  # in words
+             Turn(text="da"), Turn(text="Koliko energije imaš?"), Turn(text="2"),  # 1-10
+             Turn(text="da"), Turn(text="Kada?"), Turn(text="3"),  # options
+             Turn(text="Jutro, podne, večer"), Turn(text="da")]  # save
+    await run(db, dialogues, COACH, *steps)
+    async with db.sessionmaker() as s:
+        row = (await s.execute(select(CoachDialogue))).scalar_one()
+    assert (row.coach_id, row.locale, row.title) == (COACH, "hr", "Jutarnja šetnja {10 min}")
+    slug = coach_dialogues.run_id(row.id)
+    first = await run(db, dialogues, CLIENT, Start(slug))
+    assert [r.text for r in first.replies][:2] == ["Jutarnja šetnja {10 min}",
+                                                   "Prošetaj prije posla."]
+    done = await run(db, dialogues, CLIENT, Turn(text="1"), Turn(text="Mirnije"),
+                     Turn(text="8"), Turn(text="2"))
+    assert slug in done.finished
+    async with db.sessionmaker() as s:
+        answers = {a.variable: a.value for a in (await s.execute(
+            select(Answer).where(Answer.user_id == CLIENT))).scalars()}
+    assert (answers["own.q1"], answers["own.q2"], answers["own.q3"]) == ("Mirnije", 8, "o2")
