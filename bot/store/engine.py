@@ -29,13 +29,17 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
+def make_engine(url: str, *, encryption_key: str | None = None,
+                connections: int = PG_POOL_SIZE, pre_ping: bool = True) -> AsyncEngine:
     """Create an async engine for ``url``.
 
     On SQLite every transaction starts with ``BEGIN IMMEDIATE`` so writers are
     serialised across tasks and processes (waiting up to the busy timeout), the
     journal is WAL, foreign keys are enforced, and statements run on the event loop's
     thread, waiting for a lock on the connection's own (``sqlite_async``).
+
+    ``connections``: the PostgreSQL pool's size; ``pre_ping``: test a pooled connection
+    before each use (a round trip; without it a dropped connection fails one transaction).
 
     Both engines hide statement parameters from error messages (``hide_parameters``): they
     hold what clients wrote, and a failed statement's error ends up in the logs.
@@ -60,7 +64,7 @@ def make_engine(url: str, *, encryption_key: str | None = None) -> AsyncEngine:
         # connection opened past the pool is closed again when returned, so under load each
         # turn past the pool paid for a new connection; waiting for a pooled one is cheaper
         # (docs/performance.md, items 20 and 24).
-        engine = create_async_engine(url, pool_pre_ping=True, pool_size=PG_POOL_SIZE,
+        engine = create_async_engine(url, pool_pre_ping=pre_ping, pool_size=connections,
                                      max_overflow=0, hide_parameters=True)
     cipher = make_cipher(encryption_key) if encryption_key else None
     install_cipher(engine.sync_engine.dialect, cipher)

@@ -15,6 +15,7 @@ from sqlalchemy import (
     ColumnElement,
     Date,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -432,12 +433,15 @@ def undelivered(status: ColumnElement[str] | QueryableAttribute[str]) -> ColumnE
 
 class SendBudget(Base):
     """The bot's send budget, shared by its replicas (``bot/telegram/pacing.py``): the first
-    release time no replica has leased yet. Nothing about a person."""
+    release time no replica has leased yet, and the spread of arrival times the release
+    times are spaced for (the largest a replica reported lately). Nothing about a person."""
 
     __tablename__ = "send_budget"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     next_slot: Mapped[datetime] = mapped_column(UTCDateTime)
+    spread: Mapped[float] = mapped_column(Float, server_default="0")
+    spread_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 #: What a coach is told about (bot/coaching/events.py checks it: the column is encrypted).

@@ -408,6 +408,7 @@ class Store:
         self._encryption_key = encryption_key
         self._engine: AsyncEngine | None = None
         self._sessions: async_sessionmaker[AsyncSession] | None = None
+        self._own_engines: list[AsyncEngine] = []
 
     def __repr__(self) -> str:  # never show the key
         encrypted = "on" if self._encryption_key else "off"
@@ -444,7 +445,20 @@ class Store:
         self._engine = engine
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
 
+    def own_engine(self) -> AsyncEngine:
+        """An engine with one connection of its own, apart from the pool every turn draws
+        on (the send budget's leases: a busy pool must not keep the sends waiting). Closed
+        with the store. Its connection is not pinged before each use (a round trip per
+        lease): a dropped one fails one lease, which is tried again."""
+        engine = make_engine(self.url, encryption_key=self._encryption_key, connections=1,
+                             pre_ping=False)
+        self._own_engines.append(engine)
+        return engine
+
     async def close(self) -> None:
+        for own in self._own_engines:
+            await own.dispose()
+        self._own_engines.clear()
         if self._engine is not None:
             await self._engine.dispose()
         self._engine = None

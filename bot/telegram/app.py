@@ -8,7 +8,7 @@ import gc
 import hmac
 import logging
 import signal
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -108,8 +108,11 @@ class FailedUpdates:
 
     REMEMBERED = 10_000  # update ids whose failed deliveries are counted
 
-    def __init__(self, *, webhook: bool, redeliveries: int = 3) -> None:
+    def __init__(self, *, webhook: bool, redeliveries: int = 3,
+                 say: Callable[[int, str], Awaitable[None]] | None = None) -> None:
+        """``say``: how the user is told (the sender's, within the bot's budget)."""
         self.webhook = webhook
+        self.say = say
         self.redeliveries = redeliveries
         self.redeliver: set[int] = set()
         self._failures: dict[int, int] = {}
@@ -135,10 +138,13 @@ class FailedUpdates:
                 and update.effective_chat is not None \
                 and update.effective_chat.type == "private":
             tr = translator_for(update.effective_user.language_code)
+            text = tr.gettext("Sorry, something went wrong on my side and your last message "
+                              "did not reach me. Please send it again in a moment.")
             with contextlib.suppress(TelegramError):
-                await context.bot.send_message(update.effective_chat.id, tr.gettext(
-                    "Sorry, something went wrong on my side and your last message did not "
-                    "reach me. Please send it again in a moment."))
+                if self.say is not None:
+                    await self.say(update.effective_chat.id, text)
+                else:
+                    await context.bot.send_message(update.effective_chat.id, text)
 
 
 async def set_commands(application: Application[Any, Any, Any, Any, Any, Any]) -> None:
@@ -252,7 +258,7 @@ def wire(settings: Settings, store: Store, dialogues: DialogueSet, *,
                         bot_username=lambda: application.bot.username,
                         min_age=settings.min_age)
     application.add_handler(TypeHandler(Update, handlers.on_update))
-    failed = FailedUpdates(webhook=bool(settings.webhook_url))
+    failed = FailedUpdates(webhook=bool(settings.webhook_url), say=sender.say_now)
     application.add_error_handler(failed)
     return Wired(application, sender, handlers, failed)
 

@@ -63,6 +63,7 @@ class GroupHandlers:
     known_exercises: Callable[[], frozenset[str]]
     exercise_choices: Callable[[StoreTurn, Translator], Awaitable[dict[str, str]]]
     dialogues: DialogueSet
+    say_now: Callable[[int, str], Awaitable[None]]  # the sender's, within the budget
 
     def _link(self, payload: str, *, group_chat: bool = False) -> str:
         return f"https://t.me/{self.bot_username()}?{'startgroup' if group_chat else 'start'}" \
@@ -505,7 +506,7 @@ class GroupHandlers:
             locale = group.chat_locale if group is not None else None
         if group is None:
             return False  # not linked by a coach: refused like any group
-        await self._say_in_chat(update, chat.id, translator_for(locale).gettext(
+        await self._say_in_chat(chat.id, translator_for(locale).gettext(
             "Let's talk in private, where what you write stays between us: {link}").format(
                 link=f"https://t.me/{self.bot_username()}"))
         return True
@@ -524,10 +525,10 @@ class GroupHandlers:
                                                datetime.now(UTC))
                 name = group.name
         except coach_errors.NotYourGroup:
-            await self._say_in_chat(update, chat.id, tr.gettext(
+            await self._say_in_chat(chat.id, tr.gettext(
                 "Only the group's coach can link this chat to a coaching group."))
             return
-        await self._say_in_chat(update, chat.id, tr.gettext(
+        await self._say_in_chat(chat.id, tr.gettext(
             "Hello, “{group}”! Here I post only what is for everyone. Everything personal "
             "happens in private chats with me.").format(group=tr.words(name)))
 
@@ -538,10 +539,9 @@ class GroupHandlers:
                 if await groups.unlink_chat(s, change.chat.id):
                     log.info("removed from a linked group chat; link ended")
 
-    @staticmethod
-    async def _say_in_chat(update: Update, chat_id: int, text: str) -> None:
+    async def _say_in_chat(self, chat_id: int, text: str) -> None:
         try:
-            await update.get_bot().send_message(chat_id, text)
+            await self.say_now(chat_id, text)
         except TelegramError as exc:
             log.warning("could not answer in a group: %s", type(exc).__name__)
 

@@ -82,6 +82,8 @@ class Deliverer(Protocol):
 
     async def deliver_now(self, user_id: int, *, patient: bool = False) -> object: ...
 
+    async def say_now(self, chat_id: int, text: str) -> None: ...
+
 
 @dataclass
 class Handlers:
@@ -100,7 +102,8 @@ class Handlers:
         self.sessions = SessionFlows(self.dialogues)
         self.groups = GroupHandlers(self.store, self._turn, self.bot_username,
                                     lambda: exercise_ids(self.dialogues),
-                                    self.coach.exercise_choices, self.dialogues)
+                                    self.coach.exercise_choices, self.dialogues,
+                                    self.sender.say_now)
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -146,7 +149,7 @@ class Handlers:
         await self.store.run_turn(user.id, body, update_id=update.update_id,
                                   hold_for=self.sender.lease)
         if goodbye:  # straight to Telegram: nothing of theirs is left to queue it in
-            await self._say_directly(update, goodbye)
+            await self._say_directly(user.id, goodbye)
         elif committed:
             try:
                 await self.sender.deliver_turn(committed[0])
@@ -176,15 +179,12 @@ class Handlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    @staticmethod
-    async def _say_directly(update: Update, replies: list[Reply]) -> None:
-        user = update.effective_user
-        assert user is not None
+    async def _say_directly(self, user_id: int, replies: list[Reply]) -> None:
         for reply in replies:
             try:
-                await update.get_bot().send_message(user.id, reply.text)
+                await self.sender.say_now(user_id, reply.text)
             except TelegramError as exc:
-                log.warning("goodbye to user %s not sent: %s", user.id, type(exc).__name__)
+                log.warning("goodbye to user %s not sent: %s", user_id, type(exc).__name__)
 
     async def _converse(self, update: Update, action: Action, *,
                         note: str | None = None) -> None:
@@ -306,7 +306,7 @@ class Handlers:
             return  # stay silent in groups unless spoken to with a command
         tr = translator_for(user.language_code if user else None)
         try:
-            await context.bot.send_message(chat.id, tr.gettext(
+            await self.sender.say_now(chat.id, tr.gettext(
                 "I only talk in private chats, because what you share with me is confidential. "
                 "Please write to me directly."))
         except TelegramError as exc:
@@ -579,7 +579,7 @@ class Handlers:
         stored = await self.store.get_user(user.id)
         tr = translator_for(stored.locale if stored else user.language_code)
         await self.store.erase_user(user.id)
-        await query.get_bot().send_message(user.id, tr.gettext(
+        await self.sender.say_now(user.id, tr.gettext(
             "Done. Everything you shared with me is deleted. If you ever want to start again, "
             "send /start."))
 

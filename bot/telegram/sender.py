@@ -193,13 +193,14 @@ class Sender:
         self.store = store
         self.bot = bot
         share = shared and store.engine.dialect.name == "postgresql"
-        self.bucket = TokenBucket(rate, budget=SharedBudget(store.engine, rate)
-                                  if share else None)
+        budget_engine = store.own_engine() if share else None
+        self.bucket = TokenBucket(rate, budget=SharedBudget(budget_engine, rate)
+                                  if budget_engine is not None else None)
         self.paid_bucket = None if not paid_broadcast else TokenBucket(
             PAID_BROADCAST_RATE,
-            budget=SharedBudget(store.engine, PAID_BROADCAST_RATE, key=PAID_BUDGET)
-            if share else None)
-        self.chats = ChatPacer(per_chat_interval)
+            budget=SharedBudget(budget_engine, PAID_BROADCAST_RATE, key=PAID_BUDGET)
+            if budget_engine is not None else None)
+        self.chats = ChatPacer(per_chat_interval, spread=self.bucket.budget.spread)
         self.max_attempts = max_attempts
         self.give_up_after = give_up_after
         self.heartbeats = heartbeats
@@ -243,6 +244,20 @@ class Sender:
                 return sent
             sent += await self._send(rows[0])
         return sent
+
+    async def say_now(self, chat_id: int, text: str) -> None:
+        """Send ``text`` to ``chat_id`` at once, not through the outbox, within the bot's
+        budget (as a reply) and the chat's pace: for what has no row to live in (the
+        goodbye to a client just erased, an answer in a group, "send it again" after a
+        turn failed). Telegram's errors are the caller's."""
+        await self.chats.wait(chat_id)
+        await self.bucket.acquire(Priority.REPLY)
+        released = time.monotonic()
+        self.chats.sent(chat_id)
+        try:
+            await self.bot.do_api_request("sendMessage", {"chat_id": chat_id, "text": text})
+        finally:
+            self.bucket.observe(time.monotonic() - released)
 
     async def deliver_turn(self, t: StoreTurn, *, patient: bool = False) -> int:
         """After the turn `t` committed: send the messages it held for us (see
@@ -483,16 +498,21 @@ class Sender:
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
             await bucket.acquire(priority)
+            released = time.monotonic()
             self.chats.sent(row.chat_id)  # as it leaves: Telegram counts its arrival
             caption = str(payload.get("caption") or "")[:1024]
-            if "photo" in payload:  # a chart
-                await self.bot.send_photo(row.chat_id, bytes.fromhex(str(payload["photo"])),
-                                          caption=caption, allow_paid_broadcast=paid or None)
-            else:  # a calendar file
-                await self.bot.send_document(
-                    row.chat_id, bytes.fromhex(str(payload["document"])),
-                    filename=str(payload.get("filename") or "file"), caption=caption,
-                    allow_paid_broadcast=paid or None)
+            try:
+                if "photo" in payload:  # a chart
+                    await self.bot.send_photo(
+                        row.chat_id, bytes.fromhex(str(payload["photo"])), caption=caption,
+                        allow_paid_broadcast=paid or None)
+                else:  # a calendar file
+                    await self.bot.send_document(
+                        row.chat_id, bytes.fromhex(str(payload["document"])),
+                        filename=str(payload.get("filename") or "file"), caption=caption,
+                        allow_paid_broadcast=paid or None)
+            finally:
+                bucket.observe(time.monotonic() - released)
             return
         parts = split_text(str(payload.get("text", "")))
         markup = keyboard(payload.get("buttons") or ())
@@ -500,15 +520,20 @@ class Sender:
             if not row.urgent:
                 await self.chats.wait(row.chat_id)
             await bucket.acquire(priority)
+            released = time.monotonic()
             last = index == len(parts) - 1
             self.chats.sent(row.chat_id)  # as it leaves: Telegram counts its arrival
             # PTB's send_message parses Telegram's answer into a Message, which nothing
             # here reads: 10% of the bot's CPU under load. The same request, unparsed
             # (PTB's public raw call: the same errors, 429 with retry_after, 403 …).
-            await self.bot.do_api_request("sendMessage", {
-                "chat_id": row.chat_id, "text": parts[index],
-                "reply_markup": markup if last else None,
-                "allow_paid_broadcast": paid or None})
+            try:
+                await self.bot.do_api_request("sendMessage", {
+                    "chat_id": row.chat_id, "text": parts[index],
+                    "reply_markup": markup if last else None,
+                    "allow_paid_broadcast": paid or None})
+            finally:
+                # How long it took tells the budget how far apart sends may arrive.
+                bucket.observe(time.monotonic() - released)
             if not last:  # a retry (429, 5xx, a restart) resumes at the next part
                 row.parts_sent = index + 1
                 await self._write(_RECORD_PARTS, {"row_id": row.id, "parts": row.parts_sent})

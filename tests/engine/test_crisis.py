@@ -133,13 +133,17 @@ FALSE_POSITIVES: dict[str, list[str]] = {
         "I'm killing myself at the gym this month",
         "quitting now would be career suicide",
         "I need to cut myself some slack",
+        # Coaching talk a retrained model once flagged as urgent self-harm.
+        "My head felt lighter",
+        "I broke my streak yesterday",
+        "I wore long sleeves to the interview",
+        "I bought a lighter for the candles",
         "I want to take my life back",
         "I hurt my back at the gym",
         "I don't want to live in London",
         "we watched Suicide Squad",
         "I cut myself off from social media",
         "I wanted to die of embarrassment",
-        "I need to cut my hair",
     ],
     "ca": [
         "em moro de riure",

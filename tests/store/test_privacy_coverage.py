@@ -169,7 +169,7 @@ async def _populate(store: Store) -> None:
                            text=f"{WORDS} replied", created_at=NOW, delivered_at=NOW))
         s.add(CoachNote(coach_id=COACH, client_id=CLIENT, text=f"{WORDS} note",
                         created_at=NOW))
-        s.add(SendBudget(id=1, next_slot=NOW))
+        s.add(SendBudget(id=1, next_slot=NOW, spread=0.02, spread_at=NOW))
         s.add(KeyFingerprint(fingerprint="f" * 64, recorded_at=NOW))
 
 

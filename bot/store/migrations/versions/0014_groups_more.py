@@ -2,7 +2,7 @@
 question by itself.
 
 Revision ID: 0014
-Revises: 0013
+Revises: 0015
 Create Date: 2026-12-04
 
 ``group_sessions`` (a session of a whole group; each member's own copy is a
@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0014"
-down_revision: str | None = "0013"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
