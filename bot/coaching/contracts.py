@@ -29,6 +29,9 @@ CARE_CHECKIN = "care_checkin"  # the dialogue of the day after a crisis
 SESSION_PREP = "session_prep"  # the day before a coaching session
 SESSION_RECAP = "session_recap"  # when a coaching session is over
 SESSION_PLACE = "session_place"  # the last step of a coach's /schedule
+SESSION_NOTE = "session_note"  # free text (or a file) when no question is open: keep it?
+ENGAGEMENT_CLOSE = "engagement_close"  # the agreed sessions are all held: a look back
+SESSION_CANT = "session_cant"  # "I can't make it": when would suit the client instead
 GROUP_GOAL = "group_goal"  # the coach writes the team's goal
 GROUP_CONTRIBUTION = "group_contribution"  # a member's own part in it, in private
 GROUP_ANSWER = "group_answer"  # a member's answer to the week's question, in private
@@ -86,11 +89,18 @@ CONTRACTS: tuple[Contract, ...] = (
     Contract(CUSTOM_EXERCISE, "it runs every coach's own exercise", {EXERCISE_STATUS: "choice"}),
     Contract(CARE_CHECKIN, "the scheduler starts it the day after a crisis"),
     Contract(SESSION_PREP, "the scheduler starts it the day before a session",
-             {"prep.since": "text", "prep.want": "text", "prep.scale": "scale"}),
+             {"prep.since": "text", "prep.want": "text", "prep.scale": "scale",
+              "prep.focus": "text"}),
     Contract(SESSION_RECAP, "the scheduler starts it when a session is over, and an action "
              "is made of its commitment", {"recap.commitment": "text", "recap.by": "date"}),
     Contract(SESSION_PLACE, "a coach's /schedule ends in it, and the sessions are made when "
              "it ends", {"session.place": "text"}),
+    Contract(SESSION_NOTE, "free text or a file sent when no question is open starts it, and "
+             "a note is made of it when it ends", {"jot.choice": "choice", "jot.share": "choice"}),
+    Contract(SESSION_CANT, "\"I can't make it\" on a reminder starts it, and its answer goes "
+             "to the coach", {"cant.when": "text"}),
+    Contract(ENGAGEMENT_CLOSE, "the scheduler starts it when the last agreed session is "
+             "held, and a no ends the link", {"closing.stay": "yes_no"}),
     Contract(GROUP_GOAL, "a coach's /groups starts it for a team; its goal is stored", {
         "group.goal": "text", "group.goal_save": "yes_no"}),
     Contract(GROUP_CONTRIBUTION, "a team's shared goal starts it for each member", {

@@ -16,12 +16,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching import (
     coach_dialogues,
+    engagements,
     managing,
     measures,
     messages,
     notes,
     noticing,
     programmes,
+    session_notes,
 )
 from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, record_commitments
 from bot.coaching.assignments import exercise_ids
@@ -29,10 +31,13 @@ from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.contracts import (
     ADDRESS,
     CUSTOM_EXERCISE,
+    ENGAGEMENT_CLOSE,
     EXERCISE_STATUS,
     GOAL_SETTING,
     NEW_EXERCISE,
     NEW_MEASURE,
+    SESSION_CANT,
+    SESSION_NOTE,
     STREAK_VARIABLES,
     WEEKLY_REVIEW,
 )
@@ -41,7 +46,7 @@ from bot.coaching.group_sessions import apply_new_group_sessions
 from bot.coaching.groups import apply_group_dialogues
 from bot.coaching.markers import marker_of
 from bot.coaching.safety import pause_after_crisis, record_signal
-from bot.coaching.sessions import apply_new_sessions
+from bot.coaching.sessions import apply_another_time, apply_new_sessions
 from bot.coaching.streaks import streak
 from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.expr import Value
@@ -54,8 +59,11 @@ from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import AddressForm, CoachEventKind, GoalStatus
 
+#: What the preparation for a session reads: the notes kept for it, and the active goal's
+#: title (absent without one, where ``goal.title`` may be a dropped goal's).
+PREP_VARIABLES = session_notes.NOTES_VARIABLES | {"goal.active"}
 #: Variables the platform computes from the record (a query each), by group.
-PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES)
+PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES, PREP_VARIABLES)
 
 #: Dialogues whose answers are input for the platform (a message to the other person, a
 #: coach's note, a schedule), with the prefix of their variables: they are carried where they
@@ -63,7 +71,8 @@ PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES)
 #: left the dialogue.
 CARRIED = {messages.MESSAGE_CLIENT: "message.", messages.REPLY_TO_COACH: "reply.",
            notes.COACH_NOTE: "note.", managing.EXERCISE_SCHEDULE: "schedule.",
-           NEW_MEASURE: "measure."}
+           SESSION_NOTE: session_notes.PREFIX, ENGAGEMENT_CLOSE: engagements.PREFIX,
+           SESSION_CANT: "cant.", NEW_MEASURE: "measure."}
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,11 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
         provided.update({"streak.days": current, "streak.best": best})
     if session is not None and COMMITMENT_VARIABLES in groups:
         provided.update(await commitment_variables(session, user.id, today, translator))
+    if session is not None and PREP_VARIABLES in groups:
+        provided.update(await session_notes.notes_variables(session, user.id, now, translator))
+        goal = await _active_goal(session, user)
+        if goal is not None:
+            provided["goal.active"] = goal.title
     return Context(
         translator=translator,
         today=today,
@@ -346,9 +360,12 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     await apply_group_dialogues(t, outcome)
     told = [*told_first, *await messages.apply_messages(t, outcome, now),
             *await notes.apply_note(t, outcome, now),
+            *(Reply(text) for text in await session_notes.apply_session_note(t, outcome, now)),
+            *(Reply(text) for text in await engagements.apply_closing(t, outcome, now)),
+            *(Reply(text) for text in await apply_another_time(t, outcome, now)),
             *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues)),
             *await measures.apply_measures(t, outcome, now),
-            *(Reply(text) for text in await apply_new_sessions(t, outcome, now)),
+            *await apply_new_sessions(t, outcome, now),
             *(Reply(text) for text in await apply_new_group_sessions(t, outcome, now))]
     outcome = forget_carried(replace(outcome, replies=(*outcome.replies, *told)))
     t.set_state(outcome.state.to_dict())

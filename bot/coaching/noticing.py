@@ -14,7 +14,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, ScalarSelect, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching.actions import open_actions
 from bot.coaching.assignments import STATUS_VARIABLE
+from bot.coaching.checkins import user_zone
 from bot.coaching.coach_errors import NotYourClient
 from bot.coaching.links import is_linked
 from bot.coaching.safety import paused_by_crisis
@@ -138,7 +140,8 @@ class ClientOverview:
     silent_days: int
     in_crisis_pause: bool
     skipped_twice: bool  # lately (since the last notice was read)
-    open_actions: int | None = None  # issue 25's commitments, once they are rows
+    open_actions: int = 0  # the client's commitments still open …
+    overdue_actions: int = 0  # … and of those, the ones past their date (client's day)
 
     def quiet_for(self, now: datetime, linked_at: datetime) -> int:
         since = self.last_activity or linked_at
@@ -167,8 +170,11 @@ async def overview(session: AsyncSession, coach_id: int, now: datetime) -> list[
                 Assignment.active.is_(True)).group_by(Assignment.paused))).all())
         skipped = CoachEventKind.SKIPPED_TWICE in await _kinds_since(
             session, coach_id, client.id, now - timedelta(days=SKIPPED_SHOWN_DAYS))
+        pending = await open_actions(session, client.id)
+        today = now.astimezone(user_zone(client)).date()
         found.append((ClientOverview(
             client.id, client.first_name, last, int(counts.get(False, 0)),
             int(counts.get(True, 0)), link.silent_days, paused_by_crisis(client, now),
-            bool(skipped)), link.consent_at))
+            bool(skipped), len(pending), sum(a.due_on < today for a in pending)),
+            link.consent_at))
     return found

@@ -42,6 +42,9 @@ TABLE_LABELS: dict[str, str] = {
                        "done, partly done or skipped, a goal reached, some quiet days, or that "
                        "I saw signs of a crisis."),
     "coach_messages": N_("Messages between you and your coach through me, both ways."),
+    "session_notes": N_("Notes you kept for your sessions: your words, or the voice "
+                        "messages, photos and files you sent me (by their Telegram reference), "
+                        "and whether your coach was to see them."),
     "coach_notes": N_("Notes your coach wrote about you for themselves. You see them here "
                       "because they are about you."),
     "groups": N_("The groups you coach, if you are a coach: their names and links."),

@@ -17,9 +17,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.coaching.actions import actions_summary, summary_lines
 from bot.coaching.calendar import CalendarSession, session_ics
 from bot.coaching.coach_errors import NotYourClient
-from bot.coaching.links import active_link, coaches_of, linked_since
+from bot.coaching.engagements import plan_closing
+from bot.coaching.links import active_link, clients_of, coaches_of, is_linked, linked_since
+from bot.coaching.session_notes import brief_notes
 from bot.dialogue.expr import Value
-from bot.engine import Outcome
+from bot.engine import Outcome, Reply
 from bot.i18n import N_, Translator, translator_for
 from bot.schedule.planning import Profile, zone_of
 from bot.schedule.sessions import (
@@ -50,6 +52,9 @@ from bot.store.models import SessionTime
 
 UID_DOMAIN = "coachbot"
 PREP_DIALOGUE = "session_prep"
+#: Asks a client who can't make it which times would suit them (``cant.session``: which).
+CANT_DIALOGUE = "session_cant"
+CANT_SESSION = "cant.session"
 RECAP_DIALOGUE = "session_recap"
 #: Button data of the messages around a session: ``session:<what>:<session id>``.
 BUTTON = "session"
@@ -261,26 +266,55 @@ async def upcoming(session: AsyncSession, user_id: int, now: datetime,
 
 @dataclass(frozen=True)
 class Engagement:
-    """Sessions agreed with a coach (scheduled, held or missed), held and left."""
+    """The sessions a coach and a client agreed on (the number they set, or else those
+    scheduled since the link, held or missed), and how many were held, missed and are left."""
 
     agreed: int
     held: int
     missed: int
+    set: bool = False  # the number was agreed, not counted from the sessions scheduled
 
     @property
     def left(self) -> int:
-        return self.agreed - self.held - self.missed
+        return max(0, self.agreed - self.held - self.missed)
+
+    @property
+    def ended(self) -> bool:
+        """The agreed number has been reached (the look back is due)."""
+        return self.set and self.left == 0
+
+
+#: The numbers of sessions a coach can choose as agreed.
+AGREED_CHOICES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24)
 
 
 async def engagement(session: AsyncSession, coach_id: int, client_id: int) -> Engagement:
-    rows = list((await session.execute(
-        select(CoachingSession.status)
-        .where(and_(CoachingSession.coach_id == coach_id,
-                    CoachingSession.client_id == client_id,
-                    CoachingSession.group_session_id.is_(None),
-                    CoachingSession.status != SessionStatus.CANCELLED)))).scalars())
-    return Engagement(agreed=len(rows), held=rows.count(SessionStatus.HELD),
-                      missed=rows.count(SessionStatus.MISSED))
+    link = (await session.execute(
+        select(CoachLink).where(active_link(coach_id, client_id)))).scalar_one_or_none()
+    query = select(CoachingSession.status).where(and_(
+        CoachingSession.coach_id == coach_id, CoachingSession.client_id == client_id,
+        CoachingSession.group_session_id.is_(None),
+        CoachingSession.status != SessionStatus.CANCELLED))
+    if link is not None:  # an earlier link's sessions were another engagement
+        query = query.where(CoachingSession.created_at >= link.created_at)
+    rows = list((await session.execute(query)).scalars())
+    agreed = link.sessions_agreed if link is not None else None
+    return Engagement(agreed=agreed or len(rows), held=rows.count(SessionStatus.HELD),
+                      missed=rows.count(SessionStatus.MISSED), set=bool(agreed))
+
+
+async def set_agreed(session: AsyncSession, coach_id: int, client_id: int,
+                     count: int) -> bool:
+    """The coach sets the number of sessions agreed with a linked client."""
+    if count not in AGREED_CHOICES:
+        return False
+    link = (await session.execute(
+        select(CoachLink).where(active_link(coach_id, client_id)))).scalar_one_or_none()
+    if link is None or link.consent_at is None:
+        return False
+    link.sessions_agreed = count
+    await session.flush()
+    return True
 
 
 # -- how a session reads -----------------------------------------------------------------
@@ -338,9 +372,10 @@ def chosen_sessions(variables: Mapping[str, Value], zone: str) -> NewSessions | 
         return None
 
 
-async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> list[str]:
+async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> list[Reply]:
     """A coach who finished choosing gets the sessions; the client hears of them with the
-    calendar file. Returns what to tell the coach, after the dialogue's own last words."""
+    calendar file. Returns what to tell the coach, after the dialogue's own last words (and,
+    while no number of sessions is agreed with this client, the question of how many)."""
     if PLACE_DIALOGUE not in outcome.finished or not t.user.is_coach:
         return []
     tr = translator_for(t.user.locale)
@@ -350,11 +385,18 @@ async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> l
     try:
         created = await schedule_sessions(t.session, t.user_id, chosen, now)
     except NotYourClient:
-        return [tr.gettext("I can't find that client among yours. Send /clients to see them.")]
+        return [Reply(tr.gettext(
+            "I can't find that client among yours. Send /clients to see them."))]
     if not created:
-        return [tr.gettext("That time has already passed. Send /schedule to choose another "
-                           "one.")]
-    return [await announce(t, created, SessionChange.NEW, now, tell_coach=False)]
+        return [Reply(tr.gettext("That time has already passed. Send /schedule to choose "
+                                 "another one."))]
+    told = [Reply(await announce(t, created, SessionChange.NEW, now, tell_coach=False))]
+    if not (await engagement(t.session, t.user_id, chosen.client_id)).set:
+        client = await t.session.get(User, chosen.client_id)
+        asked = agree_question(chosen.client_id, client.first_name or "?" if client else "?",
+                               tr)
+        told.append(Reply.from_payload(asked))
+    return told
 
 
 class SessionChange(StrEnum):
@@ -448,8 +490,11 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
         text = tr.gettext("A reminder: your session with {person} is coming up.").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
         brief = await brief_text(t.session, cs, tr, now)
-        return Due(messages=({"text": text if brief is None else f"{text}\n\n{brief}"},),
-                   subject=client.id)
+        noted, copies = await brief_notes(t.session, client.id, tr, now)
+        for part in (brief, "\n".join(noted)):
+            if part:
+                text += "\n\n" + part
+        return Due(messages=({"text": text}, *copies), subject=client.id)
     if kind == CheckinKind.SESSION_REMINDER and now < cs.starts_at:
         group = await group_of_copy(t.session, cs)
         text = (tr.gettext("A reminder: your coaching session is coming up.") if group is None
@@ -547,6 +592,7 @@ BRIEF_ANSWERS = (
     ("prep.since", N_("Since the last session:")),
     ("prep.want", N_("What they want from this session:")),
     ("prep.scale", N_("Where they stand on their goal (1 to 10):")),
+    ("prep.focus", N_("What they would like to work towards (no goal set):")),
 )
 #: How long before a session its preparation counts for the brief.
 PREP_COUNTS_FOR = timedelta(days=3)
@@ -635,15 +681,16 @@ async def brief_questions(t: StoreTurn) -> None:
         t.enqueue(t.user_id, brief_question(coach.user_id, coach.first_name or "?", tr))
 
 
-async def cant_make_it(t: StoreTurn, session_id: int, now: datetime) -> None:
+async def cant_make_it(t: StoreTurn, session_id: int, now: datetime) -> bool:
     """The client answered a reminder with "I can't make it": their coach hears of it and is
-    offered to move the session; the client is told so."""
+    offered to move the session. True when the client is then asked which times would suit
+    them instead (``CANT_DIALOGUE``)."""
     tr = translator_for(t.user.locale)
     cs = await t.session.get(CoachingSession, session_id)
     if cs is None or cs.client_id != t.user_id or cs.status != SessionStatus.SCHEDULED \
             or cs.starts_at <= now - timedelta(minutes=cs.minutes):
         t.enqueue(t.user_id, {"text": tr.gettext("This session is not planned any more.")})
-        return
+        return False
     coach, client = await _people(t.session, cs)
     ctr = translator_for(coach.locale)
     group = await group_of_copy(t.session, cs)
@@ -655,15 +702,36 @@ async def cant_make_it(t: StoreTurn, session_id: int, now: datetime) -> None:
                     [cs], coach.time_zone, ctr)}, subject=client.id)
         t.enqueue(t.user_id, {"text": tr.gettext(
             "Thank you for letting me know. I told your coach.")})
-        return
+        return False  # the group session is not moved: no other times asked for
     text = ctr.gettext("{person} can't make it to this session:").format(
         person=ctr.words(client.first_name or str(client.id))) + "\n" + session_lines(
             [cs], coach.time_zone, ctr)
-    t.enqueue(coach.id, {"text": text, "buttons": _buttons(
-        (ctr.gettext("Find another time"), f"{BUTTON}:move:{cs.id}"),
-        (ctr.gettext("Cancel the session"), f"{BUTTON}:cancel:{cs.id}"))}, subject=client.id)
-    t.enqueue(t.user_id, {"text": tr.gettext(
-        "Thank you for letting me know. I told your coach, who will suggest another time.")})
+    t.enqueue(coach.id, {"text": text, "buttons": _move_or_cancel(cs, ctr)}, subject=client.id)
+    return True
+
+
+def _move_or_cancel(cs: CoachingSession, tr: Translator) -> list[dict[str, str]]:
+    return _buttons((tr.gettext("Find another time"), f"{BUTTON}:move:{cs.id}"),
+                    (tr.gettext("Cancel the session"), f"{BUTTON}:cancel:{cs.id}"))
+
+
+async def apply_another_time(t: StoreTurn, outcome: Outcome, now: datetime) -> list[str]:
+    """The times a client who can't make it proposed go to their coach, with the buttons to
+    move or cancel the session."""
+    variables = outcome.state.variables
+    session_id, when = variables.get(CANT_SESSION), variables.get("cant.when")
+    if CANT_DIALOGUE not in outcome.finished or not isinstance(session_id, int) \
+            or not isinstance(when, str) or not when.strip():
+        return []
+    cs = await t.session.get(CoachingSession, session_id)
+    if cs is None or cs.client_id != t.user_id or cs.status != SessionStatus.SCHEDULED:
+        return []
+    coach, client = await _people(t.session, cs)
+    ctr = translator_for(coach.locale)
+    text = ctr.gettext("{person} could make it at these times instead:").format(
+        person=ctr.words(client.first_name or str(client.id))) + "\n" + ctr.words(when)
+    t.enqueue(coach.id, {"text": text, "buttons": _move_or_cancel(cs, ctr)}, subject=client.id)
+    return []
 
 
 async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetime) -> None:
@@ -675,9 +743,16 @@ async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetim
         t.enqueue(t.user_id, {"text": tr.gettext("This session is not planned any more.")})
         return
     counts = await engagement(t.session, cs.coach_id, cs.client_id)
-    t.enqueue(t.user_id, {"text": (tr.gettext("Noted: held.") if held
-                                   else tr.gettext("Noted: missed.")) + "\n"
-                          + engagement_text(counts, tr)}, subject=cs.client_id)
+    text = (tr.gettext("Noted: held.") if held else tr.gettext("Noted: missed.")) + "\n" \
+        + engagement_text(counts, tr)
+    client = await t.session.get(User, cs.client_id)
+    if held and counts.ended and client is not None and await plan_closing(
+            t.session, cs.coach_id, cs.client_id, profile_of(client), now):
+        text += "\n" + tr.gettext(
+            "That was the last of the sessions you agreed on. I will invite {person} to look "
+            "back on the way travelled and to choose whether to stay linked with you.").format(
+            person=tr.words(client.first_name or str(client.id)))
+    t.enqueue(t.user_id, {"text": text}, subject=cs.client_id)
 
 
 async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
@@ -686,11 +761,11 @@ async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
     tr = translator_for(t.user.locale)
     coming = await upcoming(t.session, t.user_id, now)
     pairs = {(cs.coach_id, cs.client_id) for cs in coming if cs.group_session_id is None}
+    pairs |= {(t.user_id, c.user_id) for c in await clients_of(t.session, t.user_id)}
+    pairs |= {(c.user_id, t.user_id) for c in await coaches_of(t.session, t.user_id)}
     group_lines, buttons = await coach_lines(t, tr) if t.user.is_coach else ([], [])
-    if not coming and not group_lines:
-        return {"text": tr.gettext("No sessions are planned. Coaches schedule them with "
-                                   "/schedule.")}
-    lines = [tr.gettext("Your next sessions:"), *group_lines]
+    lines = [tr.gettext("Your next sessions:") if coming or group_lines else tr.gettext(
+        "No sessions are planned. Coaches schedule them with /schedule."), *group_lines]
     for number, cs in enumerate(coming, start=1):
         coaching = cs.coach_id == t.user_id
         other = await t.session.get(User, cs.client_id if coaching else cs.coach_id)
@@ -713,8 +788,46 @@ async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
         counts = await engagement(t.session, coach_id, client_id)
         other = await t.session.get(User, client_id if coach_id == t.user_id else coach_id)
         name = other.first_name if other is not None and other.first_name else "?"
-        lines.append(f"{tr.words(name)}: {engagement_text(counts, tr)}")
+        if counts.agreed:
+            lines.append(f"{tr.words(name)}: {engagement_text(counts, tr)}")
+        if coach_id == t.user_id:
+            buttons += _buttons((tr.gettext("Sessions agreed with {person}").format(
+                person=tr.words(name)), f"{BUTTON}:agree:{client_id}"))
     return {"text": "\n".join(lines), **({"buttons": buttons} if buttons else {})}
+
+
+def agree_question(client_id: int, name: str, tr: Translator) -> dict[str, object]:
+    """How many sessions the coach and this client agreed on, as buttons."""
+    return {"text": tr.gettext("How many sessions have you agreed on with {person}?").format(
+        person=tr.words(name)), "buttons": _buttons(*(
+            (tr.number(n), f"{BUTTON}:agree:{client_id}:{n}") for n in AGREED_CHOICES))}
+
+
+async def agree_button(t: StoreTurn, parts: Sequence[str]) -> None:
+    """``agree:<client>`` asks the number; ``agree:<client>:<n>`` sets it."""
+    tr = translator_for(t.user.locale)
+    client = await t.session.get(User, int(parts[0])) if parts and parts[0].isdigit() \
+        else None
+    if client is None or not await is_linked(t.session, t.user_id, client.id):
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "I can't find that client among yours. Send /clients to see them.")})
+        return
+    name = client.first_name or str(client.id)
+    if len(parts) == 1:
+        t.enqueue(t.user_id, agree_question(client.id, name, tr))
+        return
+    count = int(parts[1]) if len(parts) == 2 and parts[1].isdigit() else 0
+    if not await set_agreed(t.session, t.user_id, client.id, count):
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "That choice is not valid any more. Send /schedule to start again.")})
+        return
+    counts = await engagement(t.session, t.user_id, client.id)
+    t.enqueue(t.user_id, {"text": tr.words(name) + ": " + engagement_text(counts, tr)},
+              subject=client.id)
+    ctr = translator_for(client.locale)
+    t.enqueue(client.id, {"text": ctr.gettext(
+        "You and your coach agreed on the number of sessions: {count}. You can see how many "
+        "are left with /sessions.").format(count=ctr.isolate(ctr.number(count)))})
 
 
 def session_lines(sessions: Sequence[SessionTime], zone: str, tr: Translator) -> str:
@@ -730,9 +843,10 @@ def session_lines(sessions: Sequence[SessionTime], zone: str, tr: Translator) ->
 
 
 def engagement_text(counts: Engagement, tr: Translator) -> str:
-    return tr.gettext("Sessions agreed: {agreed} · held: {held} · left: {left}").format(
+    return tr.gettext("Sessions agreed: {agreed} · held: {held} · missed: {missed} · left: "
+                      "{left}").format(
         agreed=tr.isolate(tr.number(counts.agreed)), held=tr.isolate(tr.number(counts.held)),
-        left=tr.isolate(tr.number(counts.left)))
+        missed=tr.isolate(tr.number(counts.missed)), left=tr.isolate(tr.number(counts.left)))
 
 
 __all__: Sequence[str] = (

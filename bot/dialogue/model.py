@@ -24,13 +24,16 @@ END = "end"
 BUILTIN_VARIABLES = frozenset({
     "name", "today", "streak.days", "streak.best", "min_age",
     "commitment.last", "commitment.last_days_ago", "actions.open", "actions.overdue",
-    "actions.list",
+    "actions.list", "notes.count", "notes.list", "goal.active",
 })
 #: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
 #: lists them under `requires`, and no dialogue saves them.
 STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.client_name",
-                          "schedule.client_name", "measure.client_name", "tracked.id",
-                          "tracked.name"})
+                          "schedule.client_name", "jot.coach", "jot.words", "jot.media",
+                          "jot.file_id", "jot.message_id", "closing.coach", "closing.coach_id",
+                          "closing.first_goal", "closing.baseline", "closing.current",
+                          "closing.actions_done", "cant.session", "measure.client_name",
+                          "tracked.id", "tracked.name"})
 
 
 @dataclass(frozen=True, order=True)

@@ -402,14 +402,19 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
     outcome = _answer(dialogues, state, turn, ctx) if turn.answers \
         else Outcome(state=state, replies=())
     if outcome.state == state and signal is None:
-        # Not an answer (a wrong one, or none open): an open safety question stays open.
+        # Not an answer (a wrong one, or none open): an open safety question stays open,
+        # and with no other question open it is the one asked again.
         outcome = replace(outcome, state=asked)
+        if asked.safety_asked and outcome.unplaced:
+            return replace(outcome, replies=(safety_question(ctx, None),), unplaced=False)
     if signal is None:
         return outcome
     if signal.about_someone_else:
-        return replace(outcome, replies=(concern_reply(ctx), *outcome.replies), signal=signal)
+        return replace(outcome, replies=(concern_reply(ctx), *outcome.replies), signal=signal,
+                       unplaced=False)
     return replace(outcome, replies=(safety_question(ctx, signal.category),),
-                   state=replace(outcome.state, safety_asked=True), signal=signal)
+                   state=replace(outcome.state, safety_asked=True), signal=signal,
+                   unplaced=False)
 
 
 def _answer(dialogues: DialogueSet, state: ConversationState, turn: Turn,
@@ -422,7 +427,8 @@ def _answer(dialogues: DialogueSet, state: ConversationState, turn: Turn,
     if not run.stack:
         run.say(tr.gettext("There is no open question right now. "
                            "Send /help to see what we can do together."))
-        return run.outcome()
+        return replace(run.outcome(), unplaced=turn.text is not None and turn.button is None
+                       and turn.command is None)
     current = run.current()
     if current is None:
         return run.outcome()

@@ -130,3 +130,6 @@ class Outcome:
     finished: tuple[str, ...] = ()  # dialogues that reached their end in this turn
     crisis: bool = False  # the urgent path was taken: coaching stopped, help lines shown
     signal: CrisisSignal | None = None  # what the detector said of this message, if anything
+    # Free text that answered nothing: no question was open (nor the safety question). The
+    # front end may offer to keep it (a note for the client's next session).
+    unplaced: bool = False

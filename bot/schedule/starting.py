@@ -22,6 +22,7 @@ from bot.coaching.contracts import (
     CARE_CHECKIN,
     CHECKIN_MARKER,
     DAILY_CHECKIN,
+    ENGAGEMENT_CLOSE,
     WEEKLY_REVIEW,
 )
 from bot.coaching.conversation import (
@@ -30,10 +31,11 @@ from bot.coaching.conversation import (
     custom_exercise_start,
     enqueue_replies,
 )
+from bot.coaching.engagements import closing_variables
 from bot.coaching.groups import weekly_question_due
 from bot.coaching.measures import measure_start
 from bot.coaching.safety import CARE_KIND
-from bot.coaching.sessions import PREP_DIALOGUE, session_work
+from bot.coaching.sessions import session_work
 from bot.dialogue.model import DialogueSet
 from bot.observability import describe_failure
 from bot.schedule import claims, planning
@@ -130,6 +132,9 @@ async def _start_for(t: Turn, row: Claimed) -> Start | None:
     dialogue = STARTS.get(CheckinKind(row.kind))
     if dialogue is not None:
         return Start(dialogue)
+    if row.kind == CheckinKind.ENGAGEMENT_CLOSE:
+        closing = await closing_variables(t.session, t.user_id, row.ref)
+        return None if closing is None else Start(ENGAGEMENT_CLOSE, closing)
     if not row.ref.isdigit():
         return None
     assignment = await t.session.get(Assignment, int(row.ref))
@@ -219,9 +224,8 @@ async def _session_work(t: Turn, row: Claimed, dialogues: DialogueSet,
     profile = profile_of(t.user)
     if not planning.same_local_day(row.due_at, now, profile.zone):
         return Outcome.MISSED, None
-    if due.dialogue not in dialogues or (due.dialogue == PREP_DIALOGUE
-                                         and not await has_active_goal(t.session, t.user_id)):
-        return Outcome.CANCELLED, None  # the preparation looks at the client's goal
+    if due.dialogue not in dialogues:
+        return Outcome.CANCELLED, None
     if await _busy(t, now):
         return Outcome.POSTPONED, None
     return Outcome.STARTED, Start(due.dialogue)

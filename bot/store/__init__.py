@@ -5,7 +5,7 @@ Imports only SQLAlchemy, Alembic, cryptography and the standard library.
 
 from .engine import DEFAULT_URL, database_url
 from .keys import KeyMismatchError
-from .kinds import GroupKind, Visibility
+from .kinds import GroupKind, NoteMedia, NoteShare, Visibility
 from .migrate import ensure_schema, upgrade
 from .models import (
     ActionSource,
@@ -38,6 +38,7 @@ from .models import (
     ProgrammeRun,
     SendBudget,
     SessionMode,
+    SessionNote,
     SessionStatus,
     User,
     undelivered,
@@ -90,6 +91,8 @@ __all__ = [
     "KeyMismatchError",
     "Measure",
     "MeasureValue",
+    "NoteMedia",
+    "NoteShare",
     "Outbox",
     "PlannedCheckin",
     "ProcessedUpdate",
@@ -97,6 +100,7 @@ __all__ = [
     "Retention",
     "SendBudget",
     "SessionMode",
+    "SessionNote",
     "SessionStatus",
     "Store",
     "Turn",

@@ -29,6 +29,8 @@ class CheckinKind(StrEnum):
     SESSION_PREP = "session_prep"  # the client's preparation, the day before
     SESSION_RECAP = "session_recap"  # the client's recap, when it is over
     SESSION_OUTCOME = "session_outcome"  # the coach's held-or-missed prompt, when it is over
+    # The client's look back when the agreed sessions are all held (ref: the coach).
+    ENGAGEMENT_CLOSE = "engagement_close"
     # Around a group session (ref: ``g<group session id>``; the row's user: the coach).
     GROUP_SESSION = "group_session"  # the coach's reminder, before it
     GROUP_CHAT = "group_chat"  # the reminder in the group's linked chat, naming no one
@@ -75,6 +77,26 @@ class CoachEventKind(StrEnum):
     SILENT = "silent"  # no answer for the link's ``silent_days``
     SKIPPED_TWICE = "skipped_twice"  # the same exercise skipped twice in a row
     GOAL_DONE = "goal_done"
+
+
+class NoteMedia(StrEnum):
+    """What a client's note for their session is, when it is not only words: kept by its
+    Telegram file id, passed on to the coach with copyMessage."""
+
+    VOICE = "voice"
+    AUDIO = "audio"
+    PHOTO = "photo"
+    DOCUMENT = "document"
+    VIDEO = "video"
+    VIDEO_NOTE = "video_note"
+
+
+class NoteShare(StrEnum):
+    """Who a client's note is for, as the client said for that note."""
+
+    PRIVATE = "private"  # the client only
+    BRIEF = "brief"  # the coach, with the brief before the next session
+    SENT = "sent"  # the coach, at once (sent when the client said so)
 
 
 class ScheduleKind(StrEnum):

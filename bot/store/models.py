@@ -36,6 +36,8 @@ from .kinds import (
     GoalStatus,
     GroupKind,
     MeasureKind,
+    NoteMedia,
+    NoteShare,
     OutboxKind,
     OutboxStatus,
     ProgrammeStatus,
@@ -185,6 +187,9 @@ class CoachLink(Base):
     brief_consent: Mapped[bool | None] = mapped_column(Boolean)
     # The coach is alerted after this many days without an answer from the client.
     silent_days: Mapped[int] = mapped_column(Integer, default=4, server_default="4")
+    # The number of sessions the coach and the client agreed on (None: not set; the
+    # sessions scheduled count instead).
+    sessions_agreed: Mapped[int | None] = mapped_column(Integer)
 
     __table_args__ = (
         # At most one active link per (coach, client); unlinked history may repeat.
@@ -624,6 +629,32 @@ class CoachNote(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class SessionNote(Base):
+    """Something a client kept for their next session: their words, or a voice message,
+    photo, document or video kept by its Telegram file id (and the message's id, to copy it
+    to the coach). Stored only once the client chose to keep it."""
+
+    __tablename__ = "session_notes"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    user_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    words: Mapped[str | None] = mapped_column(EncryptedText)  # the text, or a caption
+    media: Mapped[NoteMedia | None] = mapped_column(String(16))
+    file_id: Mapped[str | None] = mapped_column(EncryptedText)
+    # The message in the client's private chat (its chat id is the client's id).
+    message_id: Mapped[int | None] = mapped_column(BigInteger)
+    share: Mapped[NoteShare] = mapped_column(String(16), default=NoteShare.PRIVATE,
+                                             server_default="private")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # When it reached the coach (at once, or with a brief).
+    shared_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        CheckConstraint(one_of("share", NoteShare), name="share"),
+        CheckConstraint(one_of("media", NoteMedia), name="media"),  # NULL passes: words
+    )
+
+
 class Measure(Base):
     """Something a coach asks a client to rate or count on a schedule (the assignment that
     asks it points here). Its name and target are the coach's words about the client."""
@@ -733,6 +764,7 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("groups", "coach_id"),
     ("group_members", "user_id"),
     ("group_contributions", "user_id"),
+    ("session_notes", "user_id"),
     ("group_sessions", "coach_id"),
     ("measures", "coach_id"),
     ("measures", "client_id"),

@@ -18,6 +18,7 @@ from bot.coaching.checkins import user_zone
 from bot.coaching.coach_errors import NotYourClient
 from bot.coaching.contracts import NEW_MEASURE
 from bot.coaching.conversation import Start, converse, enqueue_replies
+from bot.coaching.sessions import Engagement, engagement
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome
 from bot.engine.state import Button
@@ -92,7 +93,8 @@ class CoachSideHandlers:
             return None
         lines = [tr.gettext("Your clients:")]
         for seen, linked_at in found:
-            lines.append(overview_line(seen, linked_at, t.now, tr))
+            sessions = await engagement(t.session, t.user_id, seen.client_id)
+            lines.append(overview_line(seen, linked_at, t.now, tr, sessions))
         buttons = tuple(Button(_name(tr, seen.first_name, seen.client_id),
                                f"client:{seen.client_id}") for seen, _ in found)
         say(t, "\n".join(lines) + "\n\n" + tr.gettext("Pick one to see their progress:"),
@@ -423,7 +425,7 @@ def assignment_buttons(view: managing.AssignmentView, tr: Translator) -> tuple[B
 
 
 def overview_line(seen: noticing.ClientOverview, linked_at: datetime, now: datetime,
-                  tr: Translator) -> str:
+                  tr: Translator, sessions: Engagement | None = None) -> str:
     """One client in /clients: name, last activity, assignments, what needs attention."""
     parts = [_name(tr, seen.first_name, seen.client_id)]
     if seen.last_activity is None:
@@ -437,8 +439,18 @@ def overview_line(seen: noticing.ClientOverview, linked_at: datetime, now: datet
         parts.append(tr.ngettext("{count} paused", "{count} paused",
                                  seen.paused_assignments).format(
             count=tr.number(seen.paused_assignments)))
-    # Issue 25's open actions go here once commitments are rows (seen.open_actions).
+    if seen.open_actions:
+        parts.append(tr.ngettext("{count} open action", "{count} open actions",
+                                 seen.open_actions).format(count=tr.number(seen.open_actions)))
+    if sessions is not None and sessions.agreed:
+        parts.append(tr.ngettext("{count} session left", "{count} sessions left",
+                                 sessions.left).format(count=tr.number(sessions.left)))
     attention: list[str] = []
+    if seen.overdue_actions:
+        attention.append(tr.ngettext("{count} action past its date",
+                                     "{count} actions past their date",
+                                     seen.overdue_actions).format(
+            count=tr.number(seen.overdue_actions)))
     quiet = seen.quiet_for(now, linked_at)
     if quiet >= seen.silent_days:
         attention.append(tr.ngettext("quiet for {count} day", "quiet for {count} days",

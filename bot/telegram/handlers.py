@@ -16,11 +16,11 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
-from bot.coaching import measures, programmes
+from bot.coaching import measures, programmes, session_notes
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.chart import own_trend_png
 from bot.coaching.checkins import has_active_goal
-from bot.coaching.contracts import DAILY_CHECKIN, GOAL_SETTING, ONBOARDING
+from bot.coaching.contracts import DAILY_CHECKIN, GOAL_SETTING, ONBOARDING, SESSION_NOTE
 from bot.coaching.conversation import (
     Action,
     Resume,
@@ -30,6 +30,7 @@ from bot.coaching.conversation import (
     declined_consent,
     enqueue_replies,
 )
+from bot.coaching.links import coaches_of
 from bot.coaching.managing import FromCoach, assigned_to
 from bot.coaching.privacy import EXPORT_EVERY, export_document
 from bot.coaching.progress import progress_text
@@ -51,7 +52,7 @@ from bot.i18n import (
 from bot.i18n.languages import LANGUAGE_NAMES
 from bot.observability import UpdateKind, handling_update
 from bot.schedule.planner import replan, schedule_of
-from bot.store import Store, off_the_loop
+from bot.store import NoteMedia, Store, off_the_loop
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import AddressForm
 from bot.store.types import utcnow
@@ -196,7 +197,7 @@ class Handlers:
                           .to_payload())
             outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
             enqueue_replies(t, outcome)
-            return outcome
+            return await self._after_note(t, outcome)
 
         await self._turn(update, run, action=action)
 
@@ -256,7 +257,7 @@ class Handlers:
         elif message.text.startswith("/"):
             await self._on_command(update, message)
         else:
-            await self._converse(update, Turn(text=message.text))
+            await self._on_text(update, message.text)
 
     async def _in_group(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """A group chat: a linked group's own business (see groups.py); a crisis in what the
@@ -321,15 +322,86 @@ class Handlers:
 
         await self._turn(update, run, before_consent=True)
 
+    async def _on_text(self, update: Update, text: str) -> None:
+        """Free text. The engine checks it for a crisis, then takes it as the answer to the
+        open question, or to the open safety question; only when it answers nothing is it
+        offered to be kept as a note for the client's next session (added to the note
+        already on offer, if one is)."""
+        action = Turn(text=text)
+
+        async def run(t: StoreTurn) -> Outcome:
+            state = ConversationState.from_dict(t.state)
+            if _offering(state) and not state.safety_asked and not detect_crisis(text):
+                pending = session_notes.Jotted.from_variables(state.variables)
+                joined = pending.joined(session_notes.Jotted(words=text))
+                if joined is not None:
+                    return await self._offer_note(t, joined)
+            outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
+            if outcome.unplaced and await self._keeps_notes(t):
+                return await self._offer_note(t, session_notes.Jotted(words=text))
+            enqueue_replies(t, outcome)
+            return await self._after_note(t, outcome)
+
+        await self._turn(update, run, action=action)
+
+    @staticmethod
+    async def _keeps_notes(t: StoreTurn) -> bool:
+        """Clients keep notes for their sessions; a coach only as someone's client."""
+        return not t.user.is_coach or bool(await coaches_of(t.session, t.user_id))
+
+    async def _offer_note(self, t: StoreTurn, jotted: session_notes.Jotted) -> Outcome:
+        variables = await session_notes.offer_variables(t.session, t.user_id, jotted)
+        outcome = await converse(t, self.dialogues, Start(SESSION_NOTE, variables), t.now,
+                                 min_age=self.min_age)
+        enqueue_replies(t, outcome)
+        return outcome
+
+    async def _after_note(self, t: StoreTurn, outcome: Outcome) -> Outcome:
+        """A client who chose a check-in over keeping a note gets it (or a goal first)."""
+        if not any(a.variable == session_notes.CHOICE and a.value == session_notes.CHECKIN
+                   for a in outcome.saved):
+            return outcome
+        return await self._start_checkin(t)
     async def _from_coach(self, update: Update) -> bool:
         user = update.effective_user
         stored = await self.store.get_user(user.id) if user is not None else None
         return stored is not None and stored.is_coach
 
     async def _on_non_text(self, update: Update) -> None:
-        await self._converse(update, Resume(), note=N_(
-            "I can only read text messages for now. Could you write it in words? If you need "
-            "someone right now, /sos shows who you can talk to."))
+        """A voice message, a photo, a document or a video, with no question open, is
+        offered to be kept as a note (by its file id); anything else, or with a question
+        open, gets a request for words."""
+        message = update.message
+        jotted = None if message is None else _jotted(message)
+        note = N_("I can only read text messages for now. Could you write it in words? If you "
+                  "need someone right now, /sos shows who you can talk to.")
+        if jotted is None:
+            await self._converse(update, Resume(), note=note)
+            return
+
+        async def run(t: StoreTurn) -> Outcome:
+            state = ConversationState.from_dict(t.state)
+            offer: session_notes.Jotted | None = jotted
+            if _offering(state) and not state.safety_asked:
+                offer = session_notes.Jotted.from_variables(state.variables).joined(jotted)
+                if offer is None:
+                    t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(
+                        "One thing at a time: first tell me what to do with your earlier "
+                        "message, then send this one again.")).to_payload())
+                    outcome = await converse(t, self.dialogues, Resume(), t.now,
+                                             min_age=self.min_age)
+                    enqueue_replies(t, outcome)
+                    return outcome
+            elif state.active or state.safety_asked or not await self._keeps_notes(t):
+                t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(note))
+                          .to_payload())
+                outcome = await converse(t, self.dialogues, Resume(), t.now,
+                                         min_age=self.min_age)
+                enqueue_replies(t, outcome)
+                return outcome
+            return await self._offer_note(t, offer or jotted)
+
+        await self._turn(update, run, action=Resume())
 
     async def _on_command(self, update: Update, message: Message) -> None:
         assert message.text is not None
@@ -409,20 +481,20 @@ class Handlers:
         await self._turn(update, run, before_consent=before_consent)
 
     async def on_checkin(self, call: CommandCall) -> None:
-        async def run(t: StoreTurn) -> Outcome:
-            action: Action = Start(DAILY_CHECKIN)
-            # The goals table, not the conversation's variables: a goal whose setting was
-            # cancelled after its title left the title behind, but no goal.
-            if not await has_active_goal(t.session, t.user_id):
-                t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(
-                    "A check-in looks at your goal, and you have not set one yet. "
-                    "Let's start there.")).to_payload())
-                action = Start(GOAL_SETTING)
-            outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
-            enqueue_replies(t, outcome)
-            return outcome
+        await self._turn(call.update, self._start_checkin, before_consent=call.before_consent)
 
-        await self._turn(call.update, run, before_consent=call.before_consent)
+    async def _start_checkin(self, t: StoreTurn) -> Outcome:
+        action: Action = Start(DAILY_CHECKIN)
+        # The goals table, not the conversation's variables: a goal whose setting was
+        # cancelled after its title left the title behind, but no goal.
+        if not await has_active_goal(t.session, t.user_id):
+            t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(
+                "A check-in looks at your goal, and you have not set one yet. "
+                "Let's start there.")).to_payload())
+            action = Start(GOAL_SETTING)
+        outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
+        enqueue_replies(t, outcome)
+        return outcome
 
     async def on_progress(self, call: CommandCall) -> None:
         """The client's own progress: the text, and their weekly chart."""
@@ -582,6 +654,30 @@ class Handlers:
         await self.sender.say_now(user.id, tr.gettext(
             "Done. Everything you shared with me is deleted. If you ever want to start again, "
             "send /start."))
+
+
+def _offering(state: ConversationState) -> bool:
+    """Whether the conversation waits for the client's choice on a note on offer."""
+    top = state.stack[-1] if state.stack else None
+    return session_notes.offer_open(None if top is None else (top.dialogue, top.step))
+
+
+#: The kinds of message a note can be, by the Message field that carries each.
+_NOTE_MEDIA = tuple(NoteMedia)
+
+
+def _jotted(message: Message) -> session_notes.Jotted | None:
+    """A voice message, photo, document or video as a note on offer; None for anything else
+    (a sticker, a location …)."""
+    for media in _NOTE_MEDIA:
+        found = getattr(message, media.value, None)
+        if found:
+            item = found[-1] if isinstance(found, tuple) else found  # a photo's largest size
+            file_id = getattr(item, "file_id", None)
+            if isinstance(file_id, str):
+                return session_notes.Jotted(words=message.caption, media=media,
+                                            file_id=file_id, message_id=message.message_id)
+    return None
 
 
 def _zone(name: str) -> ZoneInfo:

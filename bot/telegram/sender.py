@@ -494,6 +494,17 @@ class Sender:
         priority = Priority.FIRST if retry or row.urgent else row.priority
         paid = self.paid_bucket is not None and row.priority is Priority.BULK
         bucket = self.paid_bucket if paid and self.paid_bucket is not None else self.bucket
+        if "copy" in payload:  # a client's note (a voice message, a photo …), passed on
+            source = payload["copy"]
+            assert isinstance(source, dict)
+            if not row.urgent:
+                await self.chats.wait(row.chat_id)
+            await bucket.acquire(priority)
+            self.chats.sent(row.chat_id)
+            await self.bot.copy_message(row.chat_id, int(source["from_chat"]),
+                                        int(source["message_id"]),
+                                        allow_paid_broadcast=paid or None)
+            return
         if "photo" in payload or "document" in payload:  # bytes, hex-encoded to stay JSON
             if not row.urgent:
                 await self.chats.wait(row.chat_id)

@@ -117,8 +117,12 @@ class SessionFlows:
         what, _, tail = rest.partition(":")
         parts = tail.split(":") if tail else []
         if what == "cant" and parts and parts[0].isdigit():
-            await domain.cant_make_it(t, int(parts[0]), t.now)
-            return None
+            if not await domain.cant_make_it(t, int(parts[0]), t.now):
+                return None
+            outcome = await converse(t, self.dialogues, Start(
+                domain.CANT_DIALOGUE, {domain.CANT_SESSION: int(parts[0])}), t.now)
+            enqueue_replies(t, outcome)
+            return outcome
         if what == "brief":
             await domain.brief_answer(t, tail)
             return None
@@ -128,7 +132,9 @@ class SessionFlows:
             return None
         if what == "new":
             return await self._new(t, parts)
-        if what in ("held", "missed") and parts and parts[0].isdigit():
+        if what == "agree":
+            await domain.agree_button(t, parts)
+        elif what in ("held", "missed") and parts and parts[0].isdigit():
             await domain.record_outcome(t, int(parts[0]), what == "held", t.now)
         elif what == "move" and parts and parts[0].isdigit():
             await self._move(t, parts)

@@ -16,13 +16,17 @@ from bot.coaching import managing, messages, notes, noticing
 from bot.coaching.conversation import Start, converse
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.engine import Outcome, Turn
+from bot.i18n import translator_for
 from bot.store import (
+    ActionSource,
+    ActionStatus,
     Answer,
     Assignment,
     CoachEvent,
     CoachLink,
     CoachMessage,
     CoachNote,
+    CommitmentAction,
     Outbox,
     PlannedCheckin,
     Store,
@@ -304,6 +308,23 @@ async def test_the_overview_shows_activity_assignments_and_attention(db: Store) 
     assert (seen.assignments, seen.paused_assignments) == (1, 1)
     assert seen.skipped_twice and not seen.in_crisis_pause
     assert seen.quiet_for(NOW, linked) == 5
+    assert (seen.open_actions, seen.overdue_actions) == (0, 0)
+    async with db.sessionmaker() as s, s.begin():
+        for due in (NOW.date() - timedelta(days=2), NOW.date() + timedelta(days=2)):
+            s.add(CommitmentAction(user_id=CLIENT, words="Call Sam", source=ActionSource.DAILY,
+                                   due_on=due, created_at=NOW))
+        s.add(CommitmentAction(user_id=CLIENT, words="Done one", source=ActionSource.DAILY,
+                               due_on=NOW.date(), status=ActionStatus.DONE, created_at=NOW))
+    async with db.sessionmaker() as s:
+        [(seen, linked)] = await noticing.overview(s, COACH, NOW)
+    assert (seen.open_actions, seen.overdue_actions) == (2, 1)
+    from bot.coaching.sessions import Engagement
+    from bot.telegram.coach_side import overview_line
+
+    line = overview_line(seen, linked, NOW, translator_for("en"),
+                         Engagement(agreed=6, held=2, missed=1, set=True))
+    assert "2 open actions" in line and "3 sessions left" in line
+    assert "⚠" in line and "1 action past its date" in line
 
 
 # -- managing assignments -------------------------------------------------------------------

@@ -197,8 +197,9 @@ async def test_the_place_dialogue_creates_the_sessions_and_tells_both(db: Store)
         (45, SessionMode.IN_PERSON, "Via Roma 1, Milano")] * 2
     to_coach = [r.text for r in outcome.replies]  # after the dialogue's last words
     # In Italian, at 18:00 in Rome both weeks.
-    assert to_coach[-1].startswith("2 sessioni fissate con \u2068Dana\u2069:")
-    assert to_coach[-1].count("18:00") == 2 and "lunedì 30 marzo 2026" in to_coach[-1]
+    assert to_coach[-2].startswith("2 sessioni fissate con \u2068Dana\u2069:")
+    assert to_coach[-2].count("18:00") == 2 and "lunedì 30 marzo 2026" in to_coach[-2]
+    assert to_coach[-1] == "Quante sessioni hai concordato con \u2068Dana\u2069?"
     to_client = [m.payload for m in messages if m.chat_id == CLIENT]
     # In Hebrew, at the client's time in New York (13:00, then 12:00 after Europe's change).
     assert "13:00" in to_client[0]["text"] and "12:00" in to_client[0]["text"]

@@ -55,7 +55,20 @@ PROVIDED: list[Mapping[str, Value]] = [
      "commitment.last_days_ago": 3, "actions.open": 1, "actions.overdue": 0,
      "actions.list": "• Write"},
     {"commitment.last": "Call Ana", "commitment.last_days_ago": 1},
+    # Before a session: an active goal and notes kept for it; notes without a goal.
+    {"goal.active": "Run 10 km", "notes.count": 2, "notes.list": "• Call Ana\n• [a photo]"},
+    {"notes.count": 1, "notes.list": "• Call Ana"},
 ]
+#: What the platform hands to a dialogue it starts, where a name is not the only kind: whether
+#: the client has a coach, the first goal and the scale then and now (or none), a count.
+STARTED_SAMPLES: dict[str, list[Value]] = {
+    "jot.coach": [True, False],
+    "closing.first_goal": ["Run 10 km", None],
+    "closing.baseline": [3, None],
+    "closing.current": [7, None],
+    "closing.actions_done": [0, 1, 4],
+    "cant.session": [1],
+}
 
 # A safety net: far more states than the shipped dialogues need.
 MAX_STATES = 200_000
@@ -101,6 +114,9 @@ def initial_variables(dialogues: DialogueSet, dialogue: Dialogue,
     names = sorted(dialogue.requires)
     choices: list[list[Value]] = []
     for name in names:
+        if name in STARTED_SAMPLES:
+            choices.append(STARTED_SAMPLES[name])
+            continue
         if name in STARTED_WITH:  # handed in by the platform: a name
             choices.append([NAME])
             continue

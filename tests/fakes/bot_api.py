@@ -406,6 +406,8 @@ class FakeBotApi:
         self.answered_callbacks: list[AnsweredCallback] = []
         self.commands: dict[tuple[str, str], list[JSON]] = {}  # (scope key, language_code)
         self.documents: list[SentFile] = []
+        # copyMessage calls that succeeded: (to chat, from chat, message id).
+        self.copies: list[tuple[int, int, int]] = []
         self.photos: list[SentFile] = []
         # Files users sent the bot, by file_id (getFile, then a download of its file_path).
         self.user_files: dict[str, bytes] = {}
@@ -463,6 +465,7 @@ class FakeBotApi:
                 "deleteMyCommands": self._delete_my_commands,
                 "sendDocument": self._send_document,
                 "sendPhoto": self._send_photo,
+                "copyMessage": self._copy_message,
                 "sendChatAction": self._send_chat_action,
                 "getFile": self._get_file,
                 "close": self._ok,
@@ -584,6 +587,24 @@ class FakeBotApi:
             for side in (90, 320, 800)
         ]
         content: JSON = {"photo": sizes}
+        if caption is not None:
+            content["caption"] = caption
+        message = self._user_message(self._known_user(user_id), "private", None, content)
+        return self._enqueue({"message": message})
+
+    def send_media(self, user_id: int, kind: str, *, caption: str | None = None) -> int:
+        """A user sends a voice message, an audio file, a document, a video or a video note
+        (``kind`` is the Message field) to the bot's private chat."""
+        number = len(self._messages) + 1
+        media: JSON = {"file_id": f"AwACAgIAAxkBfake{kind}{number:06d}",
+                       "file_unique_id": f"AgADfake{kind}{number:06d}", "file_size": 4000}
+        if kind in ("voice", "audio", "video", "video_note"):
+            media["duration"] = 7
+        if kind in ("video", "video_note"):
+            media.update({"width": 240, "height": 240} if kind == "video" else {"length": 240})
+        if kind == "document":
+            media.update({"file_name": "notes.pdf", "mime_type": "application/pdf"})
+        content: JSON = {kind: media}
         if caption is not None:
             content["caption"] = caption
         message = self._user_message(self._known_user(user_id), "private", None, content)
@@ -1313,6 +1334,29 @@ class FakeBotApi:
         message = self._store_bot_message(chat_id, content, params, kind="photo")
         self.photos.append(self._record_file(stored, message, caption))
         return message
+
+    async def _copy_message(self, params: JSON) -> JSON:
+        """copyMessage: the message ``message_id`` of chat ``from_chat_id`` (one a user sent,
+        or one the bot sent) goes to ``chat_id`` as the bot's, without a link to it."""
+        chat_id = self._target_chat(params)
+        try:
+            source_chat = int(params.get("from_chat_id", 0))
+            source_id = int(params.get("message_id", 0))
+        except (TypeError, ValueError):
+            raise _bad_request("message to copy not found") from None
+        source = self._messages.get((source_chat, source_id))
+        if source is None:
+            raise _bad_request("message to copy not found")
+        content = {key: copy.deepcopy(value) for key, value in source.items()
+                   if key not in ("message_id", "from", "chat", "date", "reply_markup",
+                                  "reply_to_message", "entities", "caption_entities")}
+        kinds = [kind for kind in ("photo", "document", "voice", "audio", "video",
+                                   "video_note", "text") if kind in content]
+        message = self._store_bot_message(chat_id, content, params,
+                                          kind=kinds[0] if kinds else "other",
+                                          raw_text=content.get("text"))
+        self.copies.append((chat_id, source_chat, source_id))
+        return {"message_id": message["message_id"]}
 
     async def _send_chat_action(self, params: JSON) -> bool:
         self._target_chat(params)

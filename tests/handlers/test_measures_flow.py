@@ -41,7 +41,7 @@ async def test_a_measure_is_set_asked_on_schedule_answered_and_charted(
         assert luca is not None
         luca.locale, luca.time_zone = "it", "Europe/Rome"
     await client.send(f"/start {code.group(1)}")
-    await client.press("Sì, condividi")
+    await client.press("Sì, condivido")
 
     await coach.send("/measure")
     await coach.press("\u2068Luca\u2069")
@@ -78,9 +78,9 @@ async def test_a_measure_is_set_asked_on_schedule_answered_and_charted(
     asked = await client.replies()
     assert asked[0].text == ("Il tuo coach ti chiede di tenere traccia di questo: "
                              "\u2068Energy when you wake up\u2069")
-    assert asked[1].text == "Dove ti trovi oggi, da 1 a 10?"
+    assert asked[1].text == "Da 1 a 10, a che punto sei oggi?"
     thanks = await client.press("6")
-    assert thanks[-1].text == "Grazie. Invia /progress per vedere com'è andata finora."
+    assert thanks[-1].text == "Grazie. Scrivi /progress per vedere l'andamento finora."
     async with bot.store.sessionmaker() as session:
         [value] = (await session.execute(select(MeasureValue))).scalars()
         assert (value.client_id, value.measure_id, value.value) == (CLIENT, measure.id, 6)

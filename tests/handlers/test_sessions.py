@@ -1,6 +1,8 @@
 """A coach schedules a session by buttons, in process; the client gets the calendar
-file and, when the scheduler's rows come due, the reminder, the preparation and the recap, in
-their language (Hebrew, and Catalan); the recap's commitment becomes an action."""
+file and, when the scheduler's rows come due, the reminder (where "I can't make it" passes
+other times to the coach), keeps a voice message as a note sent to the coach with
+copyMessage, then the preparation (which lists it) and the recap, in their language (Hebrew,
+and Catalan); the recap's commitment becomes an action."""
 
 from __future__ import annotations
 
@@ -30,6 +32,12 @@ CLIENTS = {
     "ca": ("Europe/Madrid", ["Una setmana intensa", "Preparar la conversa amb la cap",
                              "Que puc demanar", "Escriure el correu a la cap"], "demà"),
 }
+
+#: What each client would type for other times, and the labels of keeping a note, sending it
+#: now, and what a voice note is called in the preparation's list.
+OTHER_TIMES = {"he": "יום שלישי אחרי 18:00", "ca": "Dimarts a partir de les sis"}
+NOTE_LABELS = {"he": ("לשמור כפתק", "כן, לשלוח עכשיו", "הודעה קולית"),
+               "ca": ("Guarda-ho com a nota", "Sí, envia-la ara", "missatge de veu")}
 
 
 async def _due_now(bot: InProcessBot, kind: str) -> None:
@@ -67,8 +75,9 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     place = await coach.press("Solo questa volta")
     assert "link della videochiamata" in (place[-1].text or "")
     done = await coach.send("https://meet.example/noa")
-    assert (done[-1].text or "").startswith("Sessione fissata con \u2068Noa\u2069:")
-    assert "18:00" in (done[-1].text or "")
+    assert (done[-2].text or "").startswith("Sessione fissata con \u2068Noa\u2069:")
+    assert "18:00" in (done[-2].text or "")
+    assert "Quante sessioni" in (done[-1].text or "")  # how many were agreed: asked
 
     told = await client.replies()
     assert told[-1].kind == "document"
@@ -79,15 +88,36 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     assert event.decoded("dtstart").astimezone(UTC) == session_row.starts_at
     local = session_row.starts_at.astimezone(zone_of(zone))
     assert f"{local:%H:%M}" in (told[0].text or "")  # the client's own clock
+    agreed = await coach.press("1")
+    assert "Sessioni concordate: 1 · svolte: 0 · saltate: 0 · da svolgere: 1" in (
+        agreed[0].text or "")
+    assert "/sessions" in ((await client.replies())[0].text or "")
 
     # The reminder, with "I can't make it"; the coach hears of it.
     await _due_now(bot, "session_reminder")
     reminder = await client.replies()
     assert reminder[0].reply_markup is not None
     await coach.replies()  # the coach's own reminder
-    await client.press(client.button_labels()[-1])
+    asked = await client.press(client.button_labels()[-1])
     heard = await coach.replies()
-    assert "\u2068Noa\u2069 non riesce a esserci" in (heard[0].text or "")
+    assert "\u2068Noa\u2069 non potrà esserci" in (heard[0].text or "")
+    assert "/skip" in (asked[-1].text or "")  # which times would suit them instead
+    await client.send(OTHER_TIMES[language])
+    proposed = await coach.replies()
+    assert f"\u2068{OTHER_TIMES[language]}\u2069" in (proposed[0].text or "")
+    assert proposed[0].reply_markup is not None  # move it, or cancel it
+
+    # A voice message with no question open: offered as a note, sent to the coach on yes.
+    bot.fake.send_media(CLIENT, "voice")
+    await client.replies()
+    assert NOTE_LABELS[language][0] in client.button_labels()
+    assert not bot.fake.copies  # nothing passed on before the client's yes
+    await client.press(NOTE_LABELS[language][0])
+    await client.press(NOTE_LABELS[language][1])
+    passed_on = await coach.replies()
+    assert "\u2068Noa\u2069 ti ha mandato una nota" in (passed_on[0].text or "")
+    assert passed_on[-1].kind == "voice"
+    assert [(to, source) for to, source, _ in bot.fake.copies] == [(COACH, CLIENT)]
 
     # The preparation the day before, in the client's language.
     await _due_now(bot, "session_prep")
@@ -97,6 +127,7 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     await client.send(words[1])
     closing = await client.press("6")
     assert closing[-1].text
+    assert NOTE_LABELS[language][2] in "\n".join(m.text or "" for m in closing)  # the note
 
     # The recap when it is over: what they commit to becomes an action with its date.
     await _due_now(bot, "session_recap")
@@ -118,4 +149,5 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     await _due_now(bot, "session_outcome")
     await coach.replies()
     counted = await coach.press("Svolta")
-    assert "Sessioni concordate: 1 · svolte: 1 · rimaste: 0" in (counted[0].text or "")
+    assert "Sessioni concordate: 1 · svolte: 1 · saltate: 0 · da svolgere: 0" in (
+        counted[0].text or "")

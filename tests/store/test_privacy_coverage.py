@@ -37,12 +37,15 @@ from bot.store import (
     KeyFingerprint,
     Measure,
     MeasureValue,
+    NoteMedia,
+    NoteShare,
     Outbox,
     PlannedCheckin,
     ProcessedUpdate,
     ProgrammeRun,
     SendBudget,
     SessionMode,
+    SessionNote,
     SessionStatus,
     Store,
     User,
@@ -78,7 +81,7 @@ async def _populate(store: Store) -> None:
                            version=3, updated_at=NOW))
         s.add(ProcessedUpdate(update_id=4101, user_id=CLIENT, processed_at=NOW))
         s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW,
-                        unlinked_at=NOW, brief_consent=True))
+                        unlinked_at=NOW, brief_consent=True, sessions_agreed=6))
         s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW))
         s.add(Invite(code_hash="code-used", coach_id=COACH, created_at=NOW,
                      expires_at=NOW + timedelta(days=7), used_by=CLIENT, used_at=NOW))
@@ -169,6 +172,9 @@ async def _populate(store: Store) -> None:
                            text=f"{WORDS} replied", created_at=NOW, delivered_at=NOW))
         s.add(CoachNote(coach_id=COACH, client_id=CLIENT, text=f"{WORDS} note",
                         created_at=NOW))
+        s.add(SessionNote(user_id=CLIENT, words=f"{WORDS} for my session",
+                          media=NoteMedia.VOICE, file_id=f"{WORDS}-file-id", message_id=7,
+                          share=NoteShare.SENT, created_at=NOW, shared_at=NOW))
         s.add(SendBudget(id=1, next_slot=NOW, spread=0.02, spread_at=NOW))
         s.add(KeyFingerprint(fingerprint="f" * 64, recorded_at=NOW))
 

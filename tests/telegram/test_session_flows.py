@@ -95,7 +95,9 @@ async def test_a_coach_schedules_a_series_moves_one_and_cancels_the_rest(
     await db.run_turn(COACH, lambda t: _converse(t, dialogues, "https://meet.example/x"))
     told = await queued(db, COACH)
     assert [m["text"].split("\n")[0] for m in told] == [
-        "Grazie.", "4 sessioni fissate con \u2068נועה\u2069:"]
+        "Grazie.", "4 sessioni fissate con \u2068נועה\u2069:",
+        "Quante sessioni hai concordato con \u2068נועה\u2069?"]  # none agreed yet
+    assert told[-1]["buttons"][-1]["data"] == f"session:agree:{CLIENT}:24"
     async with db.sessionmaker() as s:
         sessions = list((await s.execute(select(CoachingSession).order_by(
             CoachingSession.starts_at))).scalars())

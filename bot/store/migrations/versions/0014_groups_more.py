@@ -2,7 +2,7 @@
 question by itself.
 
 Revision ID: 0014
-Revises: 0015
+Revises: 0012
 Create Date: 2026-12-04
 
 ``group_sessions`` (a session of a whole group; each member's own copy is a
@@ -24,13 +24,13 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0014"
-down_revision: str | None = "0015"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 _ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 _KINDS = ("'daily', 'weekly', 'exercise', 'care', 'session_reminder', 'session_prep', "
-          "'session_recap', 'session_outcome'")
+          "'session_recap', 'session_outcome', 'engagement_close'")
 _OLD_KINDS = f"kind IN ({_KINDS})"
 _NEW_KINDS = f"kind IN ({_KINDS}, 'group_session', 'group_chat', 'group_question')"
 _EXISTING_LINKS_LAST = timedelta(days=14)

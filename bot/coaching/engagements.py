@@ -1,0 +1,104 @@
+"""The end of an engagement: when the last of the sessions a coach and a client agreed on is
+marked held, the client is invited (a planned row, outside their quiet hours) to look back
+from their first goal to now, and chooses whether to stay linked with the coach. A no ends
+the link as /coaches does, and the coach is told."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.coaching.contracts import ENGAGEMENT_CLOSE
+from bot.coaching.links import active_link, unlink
+from bot.dialogue.expr import Value
+from bot.engine import Outcome
+from bot.i18n import translator_for
+from bot.schedule.planning import Profile, out_of_quiet, wall_to_utc
+from bot.store import CoachLink, CommitmentAction, Goal, PlannedCheckin, User
+from bot.store import Turn as StoreTurn
+from bot.store.kinds import CheckinKind, CheckinStatus
+
+#: The variables the closing starts with (carried: never kept as answers).
+PREFIX = "closing."
+COACH_ID, STAY = "closing.coach_id", "closing.stay"
+
+
+def _due(now: datetime, client: Profile) -> datetime:
+    """Now, or when the client's quiet hours end."""
+    local = now.astimezone(client.zone)
+    day, minute = out_of_quiet(local.date(), local.hour * 60 + local.minute, client)
+    if (day, minute) == (local.date(), local.hour * 60 + local.minute):
+        return now
+    return wall_to_utc(day, minute, client.zone)
+
+
+async def plan_closing(session: AsyncSession, coach_id: int, client_id: int, client: Profile,
+                       now: datetime) -> bool:
+    """Plan the client's look back with this coach, unless one is already planned."""
+    planned = (await session.execute(select(PlannedCheckin.id).where(
+        PlannedCheckin.user_id == client_id, PlannedCheckin.kind == CheckinKind.ENGAGEMENT_CLOSE,
+        PlannedCheckin.ref == str(coach_id),
+        PlannedCheckin.status.in_((CheckinStatus.PLANNED, CheckinStatus.CLAIMED)))
+    )).first()
+    if planned is not None:
+        return False
+    session.add(PlannedCheckin(user_id=client_id, kind=CheckinKind.ENGAGEMENT_CLOSE,
+                               ref=str(coach_id), due_at=_due(now, client),
+                               status=CheckinStatus.PLANNED))
+    await session.flush()
+    return True
+
+
+async def closing_variables(session: AsyncSession, client_id: int,
+                            coach_ref: str) -> dict[str, Value] | None:
+    """What the look back starts with, or None when the link has ended meanwhile: the
+    coach, the client's first goal in their words and where they placed themselves then,
+    where they stand now, and how many of their actions they did since the link."""
+    if not coach_ref.isdigit():
+        return None
+    coach_id = int(coach_ref)
+    link = (await session.execute(select(CoachLink).where(
+        active_link(coach_id, client_id)))).scalar_one_or_none()
+    coach = await session.get(User, coach_id)
+    if link is None or coach is None:
+        return None
+    goals = list((await session.execute(select(Goal).where(Goal.user_id == client_id)
+                                        .order_by(Goal.created_at, Goal.id))).scalars())
+    first = goals[0] if goals else None
+    latest = goals[-1] if goals else None
+    done = await session.scalar(select(func.count()).select_from(CommitmentAction).where(
+        CommitmentAction.user_id == client_id, CommitmentAction.status == "done",
+        CommitmentAction.created_at >= link.created_at))
+    variables: dict[str, Value] = {
+        "closing.coach": coach.first_name or "", COACH_ID: coach_id,
+        "closing.actions_done": int(done or 0),
+        "closing.first_goal": None if first is None else first.title,
+        "closing.baseline": None if first is None else first.baseline,
+        "closing.current": None if latest is None else latest.current}
+    return variables
+
+
+async def apply_closing(t: StoreTurn, outcome: Outcome, now: datetime) -> list[str]:
+    """When the look back ends: a no ends the link (as /coaches does) and the coach is told;
+    a yes is told to the coach too. Returns nothing more for the client (the dialogue said
+    it)."""
+    variables = outcome.state.variables
+    coach_id, stay = variables.get(COACH_ID), variables.get(STAY)
+    if ENGAGEMENT_CLOSE not in outcome.finished or not isinstance(coach_id, int) \
+            or not isinstance(stay, bool):
+        return []
+    coach = await t.session.get(User, coach_id)
+    if coach is None:
+        return []
+    if not stay and not await unlink(t.session, t.user_id, coach_id, now):
+        return []
+    tr = translator_for(coach.locale)
+    name = tr.words(t.user.first_name or str(t.user_id))
+    text = tr.gettext("{person} looked back on your sessions together and chose to stay "
+                      "linked with you.") if stay else tr.gettext(
+        "{person} looked back on your sessions together and chose to end the link. They no "
+        "longer share their progress with you.")
+    t.enqueue(coach_id, {"text": text.format(person=name)}, subject=t.user_id)
+    return []
