@@ -47,6 +47,7 @@ class NotYourGroup(CoachError):
 class JoinProblem(Enum):
     UNKNOWN = "unknown"  # no such group, or its coach is no coach any more
     OWN = "own"  # the group's coach opening its own link
+    EXPIRED = "expired"  # the link's time is over (a replaced link is UNKNOWN)
     ALREADY_MEMBER = "already_member"
 
 

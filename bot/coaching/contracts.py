@@ -35,6 +35,7 @@ SESSION_CANT = "session_cant"  # "I can't make it": when would suit the client i
 GROUP_GOAL = "group_goal"  # the coach writes the team's goal
 GROUP_CONTRIBUTION = "group_contribution"  # a member's own part in it, in private
 GROUP_ANSWER = "group_answer"  # a member's answer to the week's question, in private
+GROUP_RENAME = "group_rename"  # the coach gives a group another name
 NEW_MEASURE = "new_measure"  # a coach's /measure: a scale or number to ask a client for
 MEASURE_CHECKIN = "measure_checkin"  # the client rates one of their coach's measures, 1-10
 MEASURE_COUNT = "measure_count"  # the client gives a number for one of their coach's measures
@@ -107,6 +108,8 @@ CONTRACTS: tuple[Contract, ...] = (
         "contribution.share": "yes_no"}),
     Contract(GROUP_ANSWER, "the week's question in a group's chat starts it", {
         "group.answer": "text", "group.answer_share": "yes_no"}),
+    Contract(GROUP_RENAME, "a coach's /groups starts it; the group's new name is stored", {
+        "group.new_name": "text", "group.new_name_save": "yes_no"}),
     Contract(NEW_MEASURE, "a coach's /measure starts it, and a measure is made of its "
              "answers", {
                  "measure.name": "text", "measure.kind": "choice",

@@ -42,6 +42,7 @@ from bot.coaching.contracts import (
     WEEKLY_REVIEW,
 )
 from bot.coaching.events import event_for_status, notify_coaches
+from bot.coaching.group_sessions import apply_new_group_sessions
 from bot.coaching.groups import apply_group_dialogues
 from bot.coaching.markers import marker_of
 from bot.coaching.safety import pause_after_crisis, record_signal
@@ -364,7 +365,8 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
             *(Reply(text) for text in await apply_another_time(t, outcome, now)),
             *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues)),
             *await measures.apply_measures(t, outcome, now),
-            *await apply_new_sessions(t, outcome, now)]
+            *await apply_new_sessions(t, outcome, now),
+            *(Reply(text) for text in await apply_new_group_sessions(t, outcome, now))]
     outcome = forget_carried(replace(outcome, replies=(*outcome.replies, *told)))
     t.set_state(outcome.state.to_dict())
     return outcome

@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import String, and_, cast, exists, func, select, update
@@ -30,27 +30,35 @@ from bot.coaching.contracts import (
     GROUP_ANSWER,
     GROUP_CONTRIBUTION,
     GROUP_GOAL,
+    GROUP_RENAME,
 )
-from bot.coaching.links import active_link, is_coach, stop_assignments
+from bot.coaching.links import active_link, invite_hash, is_coach, stop_assignments
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import N_, translator_for
+from bot.schedule.planning import local_date, wall_to_utc, zone_of
 from bot.store import (
     Assignment,
+    CoachingSession,
     CoachLink,
     Group,
     GroupAssignment,
     GroupContribution,
     GroupKind,
     GroupMember,
+    GroupSession,
     PlannedCheckin,
+    SessionStatus,
     User,
     Visibility,
 )
 from bot.store import Turn as StoreTurn
+from bot.store.kinds import CheckinKind, CheckinStatus
 
 MAX_NAME = 64
 CODE_BYTES = 24  # as a one-to-one invite: 192 bits
+#: How long a group's join link works; the coach can make a new one at any time.
+CODE_TTL = timedelta(days=14)
 
 
 @dataclass(frozen=True)
@@ -92,12 +100,32 @@ def clean_name(name: str) -> str:
 
 
 async def create_group(session: AsyncSession, coach_id: int, name: str, kind: GroupKind,
-                       now: datetime) -> Group:
+                       now: datetime) -> tuple[Group, str]:
+    """The new group and its join link's code: shown to the coach once, stored hashed."""
     if not await is_coach(session, coach_id):
         raise NotACoach("only coaches can make groups")
+    code = secrets.token_urlsafe(CODE_BYTES)
     group = Group(coach_id=coach_id, name=clean_name(name), kind=kind.value,
-                  invite_code=secrets.token_urlsafe(CODE_BYTES), created_at=now)
+                  code_hash=invite_hash(code), code_expires_at=now + CODE_TTL, created_at=now)
     session.add(group)
+    await session.flush()
+    return group, code
+
+
+async def new_code(session: AsyncSession, coach_id: int, group_id: int,
+                   now: datetime) -> tuple[Group, str]:
+    """A new join link for the coach's group; the old one stops working at once."""
+    group = await coach_group(session, coach_id, group_id)
+    code = secrets.token_urlsafe(CODE_BYTES)
+    group.code_hash, group.code_expires_at = invite_hash(code), now + CODE_TTL
+    await session.flush()
+    return group, code
+
+
+async def rename_group(session: AsyncSession, coach_id: int, group_id: int,
+                       name: str) -> Group:
+    group = await coach_group(session, coach_id, group_id)
+    group.name = clean_name(name)
     await session.flush()
     return group
 
@@ -133,13 +161,17 @@ async def members_of(session: AsyncSession, coach_id: int, group_id: int) -> lis
 # -- joining and leaving ------------------------------------------------------------------
 
 
-async def group_for_code(session: AsyncSession, code: str, user_id: int) -> Group:
-    """The group this link invites ``user_id`` to, or JoinError (nothing changed)."""
+async def group_for_code(session: AsyncSession, code: str, user_id: int,
+                         now: datetime) -> Group:
+    """The group this link invites ``user_id`` to, or JoinError (nothing changed). A link
+    the coach replaced is unknown: only the latest one's hash is kept."""
     group = await session.scalar(
         select(Group).join(User, User.id == Group.coach_id)
-        .where(Group.invite_code == code, User.is_coach.is_(True)))
+        .where(Group.code_hash == invite_hash(code), User.is_coach.is_(True)))
     if group is None:
         raise JoinError(JoinProblem.UNKNOWN)
+    if group.code_expires_at <= now:
+        raise JoinError(JoinProblem.EXPIRED)
     if group.coach_id == user_id:
         raise JoinError(JoinProblem.OWN)
     if await session.scalar(select(exists().where(
@@ -153,7 +185,7 @@ async def join(session: AsyncSession, code: str, user_id: int, visibility: Visib
     """Join by the group's link, consent given now. With ``Visibility.PROGRESS`` the coach
     also follows the member's own progress, through a one-to-one link made for it (unless
     one is there already). The group's current assignments are copied for the member."""
-    group = await group_for_code(session, code, user_id)
+    group = await group_for_code(session, code, user_id, now)
     member = GroupMember(group_id=group.id, user_id=user_id, visibility=visibility.value,
                          joined_at=now)
     if visibility is Visibility.PROGRESS and not await session.scalar(
@@ -194,10 +226,49 @@ async def leave(session: AsyncSession, user_id: int, group_id: int, now: datetim
         Assignment.client_id == user_id, Assignment.group_assignment_id.in_(
             select(GroupAssignment.id).where(GroupAssignment.group_id == group_id)))
     await _stop(session, user_id, copies)
+    await _stop_sessions(session, user_id, group_id, now)
     if member.link_id is not None:
         await _end_link(session, member, group.coach_id, now)
     await session.flush()
     return True
+
+
+async def remove_member(session: AsyncSession, coach_id: int, group_id: int, member_id: int,
+                        now: datetime) -> bool:
+    """The coach ends someone's membership of their group: as if they had left (their
+    exercises and sessions of the group stop, a link the membership made ends). False:
+    not a member (or not the coach's group: NotYourGroup)."""
+    await coach_group(session, coach_id, group_id)
+    return await leave(session, member_id, group_id, now)
+
+
+def member_sessions(user_id: int, group_id: int) -> Any:
+    """The member's copies of the group's sessions (a WHERE clause)."""
+    return and_(CoachingSession.client_id == user_id,
+                CoachingSession.group_session_id.in_(
+                    select(GroupSession.id).where(GroupSession.group_id == group_id)))
+
+
+async def _stop_sessions(session: AsyncSession, user_id: int, group_id: int,
+                         now: datetime) -> None:
+    """The member's copies of the group's sessions to come are cancelled, with their
+    reminders (what the member is sent about it is the caller's: group_sessions)."""
+    ids = select(CoachingSession.id).where(
+        member_sessions(user_id, group_id), CoachingSession.starts_at > now,
+        CoachingSession.status == SessionStatus.SCHEDULED)
+    await session.execute(
+        update(PlannedCheckin)
+        .where(PlannedCheckin.user_id == user_id,
+               PlannedCheckin.kind.in_((CheckinKind.SESSION_REMINDER,
+                                        CheckinKind.SESSION_PREP, CheckinKind.SESSION_RECAP)),
+               PlannedCheckin.status == CheckinStatus.PLANNED,
+               PlannedCheckin.ref.in_(select(cast(CoachingSession.id, String))
+                                      .where(CoachingSession.id.in_(ids))))
+        .values(status=CheckinStatus.CANCELLED).execution_options(synchronize_session=False))
+    await session.execute(
+        update(CoachingSession).where(CoachingSession.id.in_(ids))
+        .values(status=SessionStatus.CANCELLED, sequence=CoachingSession.sequence + 1,
+                updated_at=now).execution_options(synchronize_session=False))
 
 
 async def _end_link(session: AsyncSession, member: GroupMember, coach_id: int,
@@ -291,18 +362,19 @@ async def group_exercise_refs(session: AsyncSession, group_id: int) -> list[int]
 # -- the group's own chat -----------------------------------------------------------------
 
 
-async def link_chat(session: AsyncSession, code: str, coach_id: int, chat_id: int,
-                    locale: str) -> Group:
-    """Link a Telegram group chat to the coach's group whose link ``code`` is; only the
-    group's coach can. A chat serves one group at a time."""
-    group = await session.scalar(select(Group).where(Group.invite_code == code,
-                                                     Group.coach_id == coach_id))
-    if group is None or not await is_coach(session, coach_id):
+async def link_chat(session: AsyncSession, group_id: int, coach_id: int, chat_id: int,
+                    locale: str, now: datetime) -> Group:
+    """Link a Telegram group chat to the coach's group ``group_id``; only the group's coach
+    can (whoever else adds the bot with the same link gets NotYourGroup). A chat serves one
+    group at a time. The week's question is planned there."""
+    group = await coach_group(session, coach_id, group_id)
+    if not await is_coach(session, coach_id):
         raise NotYourGroup("no such group of yours")
     await session.execute(update(Group).where(Group.chat_id == chat_id, Group.id != group.id)
                           .values(chat_id=None).execution_options(synchronize_session=False))
     group.chat_id, group.chat_locale = chat_id, locale
     await session.flush()
+    await plan_question(session, group, now)
     return group
 
 
@@ -327,9 +399,8 @@ async def move_chat(session: AsyncSession, old_chat_id: int, new_chat_id: int) -
 
 
 async def session_attendees(session: AsyncSession, coach_id: int, group_id: int) -> list[int]:
-    """Who a group session is for: the current members of the coach's own group. The seam
-    for group sessions (issue 25's sessions, not merged here yet): a session for the group
-    is then planned for each of them, at their own local time, as a one-to-one one is."""
+    """Who a group session is for: the current members of the coach's own group, each of
+    whom gets their own copy, planned at their own local time (bot/coaching/group_sessions)."""
     await coach_group(session, coach_id, group_id)
     return list((await session.scalars(select(GroupMember.user_id).where(
         GroupMember.group_id == group_id, current()).order_by(GroupMember.user_id))).all())
@@ -356,6 +427,87 @@ GROUP_QUESTIONS = (
 def week_question(now: datetime) -> int:
     """The index of this week's question in ``GROUP_QUESTIONS``."""
     return now.isocalendar().week % len(GROUP_QUESTIONS)
+
+
+#: When the week's question goes to a linked chat by itself: Monday at 10:00 on the
+#: coach's clock (the chat has no zone of its own; its members may have several).
+QUESTION_WEEKDAY = 0
+QUESTION_MINUTE = 10 * 60
+
+
+def next_question_due(now: datetime, zone: str) -> datetime:
+    """The first Monday 10:00 in ``zone`` strictly after ``now`` (DST-safe)."""
+    tz = zone_of(zone)
+    day = local_date(now, tz)
+    day += timedelta(days=(QUESTION_WEEKDAY - day.weekday()) % 7)
+    due = wall_to_utc(day, QUESTION_MINUTE, tz)
+    if due <= now:
+        due = wall_to_utc(day + timedelta(days=7), QUESTION_MINUTE, tz)
+    return due
+
+
+async def plan_question(session: AsyncSession, group: Group, now: datetime) -> None:
+    """Plan the group's next weekly question, once: only for a linked chat with the
+    question on, and only when none is planned yet."""
+    if group.chat_id is None or not group.weekly_question:
+        return
+    planned = await session.scalar(select(exists().where(
+        PlannedCheckin.kind == CheckinKind.GROUP_QUESTION, PlannedCheckin.ref == str(group.id),
+        PlannedCheckin.status.in_((CheckinStatus.PLANNED, CheckinStatus.CLAIMED)))))
+    if planned:
+        return
+    zone = await session.scalar(select(User.time_zone).where(User.id == group.coach_id))
+    session.add(PlannedCheckin(user_id=group.coach_id, kind=CheckinKind.GROUP_QUESTION,
+                               ref=str(group.id), due_at=next_question_due(now, zone or "UTC"),
+                               status=CheckinStatus.PLANNED))
+    await session.flush()
+
+
+async def set_weekly_question(session: AsyncSession, coach_id: int, group_id: int, on: bool,
+                              now: datetime) -> Group:
+    """The coach turns the automatic weekly question on or off."""
+    group = await coach_group(session, coach_id, group_id)
+    group.weekly_question = on
+    if on:
+        await plan_question(session, group, now)
+    else:
+        await session.execute(
+            update(PlannedCheckin).where(PlannedCheckin.kind == CheckinKind.GROUP_QUESTION,
+                                         PlannedCheckin.ref == str(group.id),
+                                         PlannedCheckin.status == CheckinStatus.PLANNED)
+            .values(status=CheckinStatus.CANCELLED)
+            .execution_options(synchronize_session=False))
+    await session.flush()
+    return group
+
+
+def question_payload(group: Group, index: int) -> dict[str, Any]:
+    """The week's question for the group's chat, in its language: members answer in
+    private (the button opens it there) and share only on their yes."""
+    tr = translator_for(group.chat_locale)
+    return Reply(
+        tr.gettext("This week's question: {question}\nAnswer me in private; I share your "
+                   "answer here only if you say so.").format(
+            question=tr.gettext(GROUP_QUESTIONS[index])),
+        (Button(tr.gettext("Answer in private"), f"gqa:{group.id}:{index}"),)).to_payload()
+
+
+async def weekly_question_due(t: StoreTurn, ref: str, now: datetime) -> bool:
+    """A due weekly question (the row's user is the coach): posted in the linked chat and
+    the next week's planned. False when there is nothing to post (no such group of theirs,
+    no chat linked, or the question turned off): the row is then cancelled."""
+    group = await t.session.get(Group, int(ref)) if ref.isdigit() else None
+    if group is None or group.coach_id != t.user_id or group.chat_id is None \
+            or not group.weekly_question:
+        return False
+    t.enqueue(group.chat_id, question_payload(group, week_question(now)))
+    # This row is still claimed, so plan_question would see it: plan past it directly.
+    t.session.add(PlannedCheckin(user_id=group.coach_id, kind=CheckinKind.GROUP_QUESTION,
+                                 ref=str(group.id),
+                                 due_at=next_question_due(now, t.user.time_zone),
+                                 status=CheckinStatus.PLANNED))
+    await t.session.flush()
+    return True
 
 
 async def set_shared_goal(session: AsyncSession, coach_id: int, group_id: int, goal: str,
@@ -456,6 +608,12 @@ async def apply_group_dialogues(t: StoreTurn, outcome: Outcome) -> None:
     elif GROUP_ANSWER in outcome.finished and variables.get("group.answer_share") is True \
             and isinstance(variables.get("group.answer"), str):
         await _post_answer(t, group_id, str(variables["group.answer"]))
+    elif GROUP_RENAME in outcome.finished and variables.get("group.new_name_save") is True \
+            and isinstance(variables.get("group.new_name"), str):
+        try:
+            await rename_group(t.session, t.user_id, group_id, str(variables["group.new_name"]))
+        except (NotYourGroup, InvalidGroupName):
+            return
     elif GROUP_CONTRIBUTION in outcome.finished:
         await record_contribution(
             t.session, t.user_id, group_id, str(variables.get("contribution.what") or ""),

@@ -52,6 +52,8 @@ TABLE_LABELS: dict[str, str] = {
                               "team's shared goal, and whether your coach may see it."),
     "group_members": N_("The groups you joined or left, when, and what you let the coach "
                         "see."),
+    "group_sessions": N_("The sessions you planned with your groups, if you are a coach: "
+                         "when, how long, and where or how."),
     "measures": N_("What your coach asks you to rate or count, with its target, or what you "
                    "ask your clients for, if you are a coach."),
     "measure_values": N_("Your ratings and numbers for those measures, and the scores you gave "

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from sqlalchemy import and_, delete, select
+from sqlalchemy import and_, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.actions import actions_summary, summary_lines
@@ -25,9 +25,12 @@ from bot.engine import Outcome, Reply
 from bot.i18n import N_, Translator, translator_for
 from bot.schedule.planning import Profile, zone_of
 from bot.schedule.sessions import (
+    GROUP_WORK,
     MAX_SERIES,
     REMINDER_BEFORE,
     Repeat,
+    group_plan,
+    member_plan,
     series,
     session_plan,
     start_utc,
@@ -36,6 +39,8 @@ from bot.store import (
     Answer,
     CoachingSession,
     CoachLink,
+    Group,
+    GroupSession,
     PlannedCheckin,
     SessionMode,
     SessionStatus,
@@ -43,6 +48,7 @@ from bot.store import (
 )
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import SESSION_KINDS, CheckinKind
+from bot.store.models import SessionTime
 
 UID_DOMAIN = "coachbot"
 PREP_DIALOGUE = "session_prep"
@@ -57,6 +63,11 @@ BUTTON = "session"
 PLACE_DIALOGUE = "session_place"
 SESSION_CHOICES = ("session.client", "session.start", "session.minutes", "session.mode",
                    "session.repeat", "session.count")
+#: Button data of a coach's group session actions: ``gsess:<cancel|rest>:<group session>``
+#: (bot/coaching/group_sessions.py).
+GROUP_BUTTON = "gsess"
+#: ``session.client`` of the place dialogue names a group as ``g<group id>``.
+GROUP_TARGET = "g"
 
 
 class SessionNotFound(LookupError):
@@ -73,7 +84,7 @@ def profile_of(user: User) -> Profile:
 class NewSessions:
     """What the coach chose: the first start on their wall clock, and the rest."""
 
-    client_id: int
+    client_id: int  # 0 for a group's sessions
     first: datetime  # naive, in ``zone``
     zone: str
     minutes: int
@@ -81,6 +92,7 @@ class NewSessions:
     place: str | None
     repeat: Repeat = Repeat.ONCE
     count: int = 1
+    group_id: int | None = None  # a session of the whole group (bot/coaching/group_sessions)
 
 
 async def _people(session: AsyncSession, cs: CoachingSession) -> tuple[User, User]:
@@ -103,6 +115,13 @@ async def plan_rows(session: AsyncSession, cs: CoachingSession, now: datetime, *
     if cs.status != SessionStatus.SCHEDULED:
         return
     coach, client = await _people(session, cs)
+    if cs.group_session_id is not None:  # a member's copy: the coach's rows are the group's
+        for row in member_plan(cs.starts_at, client_id=client.id, client=profile_of(client),
+                               now=now):
+            session.add(PlannedCheckin(user_id=row.user_id, kind=row.work.value,
+                                       ref=str(cs.id), due_at=row.due_at, status="planned"))
+        await session.flush()
+        return
     for row in session_plan(cs.starts_at, cs.minutes, coach_id=coach.id,
                             coach=profile_of(coach), client_id=client.id,
                             client=profile_of(client), now=now, before=REMINDER_BEFORE):
@@ -111,11 +130,41 @@ async def plan_rows(session: AsyncSession, cs: CoachingSession, now: datetime, *
     await session.flush()
 
 
+def group_ref(gs: GroupSession) -> str:
+    """The planned rows of a group session refer to it as ``g<id>`` (never a session's)."""
+    return f"g{gs.id}"
+
+
+async def plan_group_rows(session: AsyncSession, gs: GroupSession, now: datetime) -> None:
+    """The group session's own rows (the coach's reminder, the linked chat's), planned
+    anew; nothing for one that is not scheduled. Its members' copies plan their own."""
+    await session.execute(
+        delete(PlannedCheckin)
+        .where(PlannedCheckin.kind.in_(GROUP_WORK), PlannedCheckin.ref == group_ref(gs),
+               PlannedCheckin.status == "planned")
+        .execution_options(synchronize_session=False))
+    if gs.status != SessionStatus.SCHEDULED:
+        return
+    coach = await session.get(User, gs.coach_id)
+    if coach is None:
+        return
+    for row in group_plan(gs.starts_at, coach_id=coach.id, coach=profile_of(coach), now=now):
+        session.add(PlannedCheckin(user_id=row.user_id, kind=row.work.value, ref=group_ref(gs),
+                                   due_at=row.due_at, status="planned"))
+    await session.flush()
+
+
 async def replan_sessions(session: AsyncSession, user_id: int, now: datetime) -> None:
     """After someone's time zone, check-in time or quiet hours changed: their sessions to
-    come plan their rows again."""
+    come plan their rows again (a coach's group sessions too)."""
     for cs in await upcoming(session, user_id, now, limit=MAX_SERIES):
         await plan_rows(session, cs, now)
+    for gs in (await session.execute(
+            select(GroupSession).where(GroupSession.coach_id == user_id,
+                                       GroupSession.status == SessionStatus.SCHEDULED,
+                                       GroupSession.starts_at > now)
+            .order_by(GroupSession.starts_at).limit(MAX_SERIES))).scalars():
+        await plan_group_rows(session, gs, now)
 
 
 async def schedule_sessions(session: AsyncSession, coach_id: int, chosen: NewSessions,
@@ -146,7 +195,7 @@ async def coach_session(session: AsyncSession, coach_id: int, session_id: int,
     """One of the coach's sessions still to come."""
     cs = await session.get(CoachingSession, session_id)
     if cs is None or cs.coach_id != coach_id or cs.status != SessionStatus.SCHEDULED \
-            or cs.starts_at <= now:
+            or cs.starts_at <= now or cs.group_session_id is not None:
         raise SessionNotFound("no such session to come")
     return cs
 
@@ -193,7 +242,7 @@ async def mark_outcome(session: AsyncSession, coach_id: int, session_id: int,
     """The coach's one tap after a session: held or missed."""
     cs = await session.get(CoachingSession, session_id)
     if cs is None or cs.coach_id != coach_id or cs.status == SessionStatus.CANCELLED \
-            or cs.starts_at > now:
+            or cs.starts_at > now or cs.group_session_id is not None:
         raise SessionNotFound("no such session that has started")
     cs.status = SessionStatus.HELD if held else SessionStatus.MISSED
     cs.updated_at = now
@@ -203,12 +252,15 @@ async def mark_outcome(session: AsyncSession, coach_id: int, session_id: int,
 
 async def upcoming(session: AsyncSession, user_id: int, now: datetime,
                    limit: int = 10) -> list[CoachingSession]:
-    """The next scheduled sessions of a client or a coach, soonest first."""
+    """The next scheduled sessions of a client or a coach, soonest first (a member's copies
+    of group sessions are theirs; the coach's are the group sessions themselves)."""
     return list((await session.execute(
         select(CoachingSession)
         .where(CoachingSession.status == SessionStatus.SCHEDULED,
                CoachingSession.starts_at > now,
-               (CoachingSession.client_id == user_id) | (CoachingSession.coach_id == user_id))
+               (CoachingSession.client_id == user_id)
+               | ((CoachingSession.coach_id == user_id)
+                  & CoachingSession.group_session_id.is_(None)))
         .order_by(CoachingSession.starts_at).limit(limit))).scalars())
 
 
@@ -241,6 +293,7 @@ async def engagement(session: AsyncSession, coach_id: int, client_id: int) -> En
         select(CoachLink).where(active_link(coach_id, client_id)))).scalar_one_or_none()
     query = select(CoachingSession.status).where(and_(
         CoachingSession.coach_id == coach_id, CoachingSession.client_id == client_id,
+        CoachingSession.group_session_id.is_(None),
         CoachingSession.status != SessionStatus.CANCELLED))
     if link is not None:  # an earlier link's sessions were another engagement
         query = query.where(CoachingSession.created_at >= link.created_at)
@@ -274,7 +327,7 @@ MODE_LABELS = {
 }
 
 
-def when_text(cs: CoachingSession, zone: str, tr: Translator) -> str:
+def when_text(cs: SessionTime, zone: str, tr: Translator) -> str:
     """The session's start in the reader's zone and language, with its length."""
     local = cs.starts_at.astimezone(zone_of(zone))
     return tr.gettext("{date}, {time} ({minutes} min)").format(
@@ -282,18 +335,21 @@ def when_text(cs: CoachingSession, zone: str, tr: Translator) -> str:
         minutes=tr.isolate(tr.number(cs.minutes)))
 
 
-def calendar_file(sessions: Sequence[CoachingSession], tr: Translator, now: datetime) -> bytes:
+def calendar_file(sessions: Sequence[CoachingSession], tr: Translator, now: datetime,
+                  summary: str | None = None) -> bytes:
     """The sessions' .ics in the client's language."""
     return session_ics(*(CalendarSession(
         uid=cs.uid, sequence=cs.sequence, local_start=cs.local_start, zone=cs.zone,
-        minutes=cs.minutes, summary=tr.gettext("Coaching session"), location=cs.place,
-        cancelled=cs.status == SessionStatus.CANCELLED, stamp=now) for cs in sessions))
+        minutes=cs.minutes, summary=summary or tr.gettext("Coaching session"),
+        location=cs.place, cancelled=cs.status == SessionStatus.CANCELLED, stamp=now)
+        for cs in sessions))
 
 
 def calendar_payload(sessions: Sequence[CoachingSession], tr: Translator,
-                     now: datetime) -> dict[str, str]:
+                     now: datetime, summary: str | None = None) -> dict[str, str]:
     """An outbox message carrying the calendar file (hex-encoded to stay JSON)."""
-    return {"document": calendar_file(sessions, tr, now).hex(), "filename": "session.ics",
+    return {"document": calendar_file(sessions, tr, now, summary).hex(),
+            "filename": "session.ics",
             "caption": tr.gettext("Add it to your calendar: open the file.")}
 
 
@@ -303,9 +359,13 @@ def chosen_sessions(variables: Mapping[str, Value], zone: str) -> NewSessions | 
     minutes, count = variables.get("session.minutes"), variables.get("session.count")
     mode, repeat = variables.get("session.mode"), variables.get("session.repeat")
     place = variables.get("session.place")
+    group = str(client).removeprefix(GROUP_TARGET) if str(client).startswith(GROUP_TARGET) \
+        else None
     try:
         return NewSessions(
-            client_id=int(str(client)), first=datetime.fromisoformat(str(first)), zone=zone,
+            group_id=None if group is None else int(group),
+            client_id=0 if group is not None else int(str(client)),
+            first=datetime.fromisoformat(str(first)), zone=zone,
             minutes=int(str(minutes)), mode=SessionMode(str(mode)), repeat=Repeat(str(repeat)),
             count=int(str(count)), place=place.strip() or None if isinstance(place, str) else None)
     except ValueError:
@@ -320,7 +380,7 @@ async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> l
         return []
     tr = translator_for(t.user.locale)
     chosen = chosen_sessions(outcome.state.variables, t.user.time_zone)
-    if chosen is None:
+    if chosen is None or chosen.group_id is not None:  # a group's: group_sessions
         return []
     try:
         created = await schedule_sessions(t.session, t.user_id, chosen, now)
@@ -400,6 +460,7 @@ class Due:
     dialogue: str | None = None
     messages: tuple[dict[str, object], ...] = ()
     subject: int | None = None  # the client, in a message to the coach
+    chat_id: int | None = None  # where the messages go, when not the row's user's chat
 
 
 def _buttons(*pairs: tuple[str, str]) -> list[dict[str, str]]:
@@ -409,6 +470,8 @@ def _buttons(*pairs: tuple[str, str]) -> list[dict[str, str]]:
 async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due | None:
     """What a due row of a session does now, or None when it has nothing left to do (the
     session was cancelled or moved, or its time has passed)."""
+    if kind in GROUP_WORK:
+        return await _group_work(t, kind, ref, now)
     cs = await t.session.get(CoachingSession, int(ref)) if ref.isdigit() else None
     if cs is None or t.user_id not in (cs.coach_id, cs.client_id):
         return None
@@ -433,7 +496,10 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
                 text += "\n\n" + part
         return Due(messages=({"text": text}, *copies), subject=client.id)
     if kind == CheckinKind.SESSION_REMINDER and now < cs.starts_at:
-        text = tr.gettext("A reminder: your coaching session is coming up.") + "\n" + when
+        group = await group_of_copy(t.session, cs)
+        text = (tr.gettext("A reminder: your coaching session is coming up.") if group is None
+                else tr.gettext("A reminder: the session of your group “{group}” is coming "
+                                "up.").format(group=tr.words(group.name))) + "\n" + when
         return Due(messages=({"text": text, "buttons": _buttons(
             (tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))},))
     if kind == CheckinKind.SESSION_OUTCOME and not to_client and now >= cs.starts_at:
@@ -443,6 +509,82 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
             (tr.gettext("Held"), f"{BUTTON}:held:{cs.id}"),
             (tr.gettext("Missed"), f"{BUTTON}:missed:{cs.id}"))},), subject=client.id)
     return None
+
+
+async def group_of_copy(session: AsyncSession, cs: CoachingSession) -> Group | None:
+    """The group whose session this member's copy is (None: a one-to-one session)."""
+    if cs.group_session_id is None:
+        return None
+    group: Group | None = await session.scalar(
+        select(Group).join(GroupSession, GroupSession.group_id == Group.id)
+        .where(GroupSession.id == cs.group_session_id))
+    return group
+
+
+def _group_session_id(ref: str) -> int | None:
+    rest = ref.removeprefix("g")
+    return int(rest) if ref.startswith("g") and rest.isascii() and rest.isdigit() else None
+
+
+async def _group_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due | None:
+    """A group session's own rows: the coach's reminder, and the one in the group's linked
+    chat, which names no one (members get their own in private, with the time in their
+    zone). None when the session is no longer to come, or there is no chat to post to."""
+    gs_id = _group_session_id(ref)
+    gs = await t.session.get(GroupSession, gs_id) if gs_id is not None else None
+    if gs is None or gs.coach_id != t.user_id or gs.status != SessionStatus.SCHEDULED \
+            or now >= gs.starts_at:
+        return None
+    group = await t.session.get(Group, gs.group_id)
+    if group is None:
+        return None
+    if kind == CheckinKind.GROUP_CHAT:
+        if group.chat_id is None or gs.starts_at - now < REMINDER_BEFORE / 2:
+            return None  # no chat, or too late to say "in an hour"
+        ctr = translator_for(group.chat_locale)
+        return Due(chat_id=group.chat_id, messages=({"text": ctr.gettext(
+            "A reminder for everyone: the group's session starts in an hour. Each of you "
+            "has the details in our private chat.")},))
+    tr = translator_for(t.user.locale)
+    attending = await t.session.scalar(
+        select(func.count()).select_from(CoachingSession)
+        .where(CoachingSession.group_session_id == gs.id,
+               CoachingSession.status == SessionStatus.SCHEDULED))
+    text = tr.gettext("A reminder: your session with the group “{group}” is coming up.").format(
+        group=tr.words(group.name)) + "\n" + session_lines([gs], t.user.time_zone, tr) \
+        + "\n" + tr.gettext("Members invited: {count}").format(
+            count=tr.isolate(tr.number(attending or 0)))
+    return Due(messages=({"text": text},))
+
+
+async def coach_group_sessions(session: AsyncSession, coach_id: int,
+                               now: datetime) -> list[tuple[GroupSession, str]]:
+    """The coach's group sessions to come with their group's name, soonest first."""
+    rows = await session.execute(
+        select(GroupSession, Group.name).join(Group, Group.id == GroupSession.group_id)
+        .where(GroupSession.coach_id == coach_id,
+               GroupSession.status == SessionStatus.SCHEDULED, GroupSession.starts_at > now)
+        .order_by(GroupSession.starts_at).limit(20))
+    return [(gs, name) for gs, name in rows]
+
+
+
+async def coach_lines(t: StoreTurn, tr: Translator) -> tuple[list[str], list[dict[str, str]]]:
+    """/sessions for a coach: their group sessions to come, with buttons to cancel them."""
+    lines: list[str] = []
+    buttons: list[dict[str, str]] = []
+    for gs, name in await coach_group_sessions(t.session, t.user_id, t.now):
+        lines.append(tr.gettext("Group “{group}”:").format(group=tr.words(name)) + " "
+                     + session_lines([gs], t.user.time_zone, tr).removeprefix("• "))
+        label = tr.gettext("Cancel: {group}, {date}").format(
+            group=name, date=tr.date(gs.starts_at.astimezone(
+                zone_of(t.user.time_zone)).date(), "short"))
+        buttons.append({"label": label, "data": f"{GROUP_BUTTON}:cancel:{gs.id}"})
+        if gs.series is not None:
+            buttons.append({"label": tr.gettext("{label} and the rest").format(label=label),
+                            "data": f"{GROUP_BUTTON}:rest:{gs.id}"})
+    return lines, buttons
+
 
 
 #: The preparation answers a brief shows, in order, with their labels.
@@ -551,6 +693,16 @@ async def cant_make_it(t: StoreTurn, session_id: int, now: datetime) -> bool:
         return False
     coach, client = await _people(t.session, cs)
     ctr = translator_for(coach.locale)
+    group = await group_of_copy(t.session, cs)
+    if group is not None:  # the group's session goes ahead: the coach is told, no more
+        t.enqueue(coach.id, {"text": ctr.gettext(
+            "{person} can't make it to the session of the group “{group}”:").format(
+                person=ctr.words(client.first_name or str(client.id)),
+                group=ctr.words(group.name)) + "\n" + session_lines(
+                    [cs], coach.time_zone, ctr)}, subject=client.id)
+        t.enqueue(t.user_id, {"text": tr.gettext(
+            "Thank you for letting me know. I told your coach.")})
+        return False  # the group session is not moved: no other times asked for
     text = ctr.gettext("{person} can't make it to this session:").format(
         person=ctr.words(client.first_name or str(client.id))) + "\n" + session_lines(
             [cs], coach.time_zone, ctr)
@@ -608,16 +760,19 @@ async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
     counts; a coach also gets buttons to move or cancel each (or the rest of a series)."""
     tr = translator_for(t.user.locale)
     coming = await upcoming(t.session, t.user_id, now)
-    pairs = {(cs.coach_id, cs.client_id) for cs in coming}
+    pairs = {(cs.coach_id, cs.client_id) for cs in coming if cs.group_session_id is None}
     pairs |= {(t.user_id, c.user_id) for c in await clients_of(t.session, t.user_id)}
     pairs |= {(c.user_id, t.user_id) for c in await coaches_of(t.session, t.user_id)}
-    lines = [tr.gettext("Your next sessions:") if coming else tr.gettext(
-        "No sessions are planned. Coaches schedule them with /schedule.")]
-    buttons: list[dict[str, str]] = []
+    group_lines, buttons = await coach_lines(t, tr) if t.user.is_coach else ([], [])
+    lines = [tr.gettext("Your next sessions:") if coming or group_lines else tr.gettext(
+        "No sessions are planned. Coaches schedule them with /schedule."), *group_lines]
     for number, cs in enumerate(coming, start=1):
         coaching = cs.coach_id == t.user_id
         other = await t.session.get(User, cs.client_id if coaching else cs.coach_id)
         name = other.first_name if other is not None and other.first_name else "?"
+        group = await group_of_copy(t.session, cs)
+        if group is not None:
+            name = group.name
         label = tr.number(number)
         lines.append(f"{label}. {tr.words(name)}: "
                      + session_lines([cs], t.user.time_zone, tr).removeprefix("• "))
@@ -675,8 +830,9 @@ async def agree_button(t: StoreTurn, parts: Sequence[str]) -> None:
         "are left with /sessions.").format(count=ctr.isolate(ctr.number(count)))})
 
 
-def session_lines(sessions: Sequence[CoachingSession], zone: str, tr: Translator) -> str:
-    """One line a session: when (in the reader's zone and language), how, and where."""
+def session_lines(sessions: Sequence[SessionTime], zone: str, tr: Translator) -> str:
+    """One line a session (one to one, or a group's): when (in the reader's zone and
+    language), how, and where."""
     lines = []
     for cs in sessions:
         line = f"• {when_text(cs, zone, tr)} · {tr.gettext(MODE_LABELS[cs.mode])}"

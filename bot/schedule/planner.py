@@ -356,6 +356,7 @@ async def replan(t: Turn, now: datetime, *, horizon: timedelta = DEFAULT_HORIZON
         .where(pc.user_id == t.user_id, pc.kind != CARE_KIND,  # care after a crisis stays
                pc.kind.not_like("session_%"),  # replanned by their sessions, below
                pc.kind != CheckinKind.ENGAGEMENT_CLOSE,  # due once, as soon as it may be
+               pc.kind.not_like("group_%"),  # a group's rows: replanned below, or weekly
                or_(pc.status == CheckinStatus.PLANNED,
                    and_(pc.status == CheckinStatus.CANCELLED, pc.due_at > now)))
         .execution_options(synchronize_session=False))

@@ -12,6 +12,9 @@ Rules
   check-in time, quiet hours respected; none if that is not before the session.
 * **Recap** for the client and the held-or-missed **prompt** for the coach when the session
   is over; inside quiet hours they wait for the end of the window.
+* **A group session**: each member's copy plans only the member's reminder (their zone,
+  their quiet hours); the group session itself plans the coach's reminder and one in the
+  group's linked chat exactly ``before`` the start (a chat has no quiet hours of its own).
 * Nothing is planned in the past; the crisis pause is checked when a row is started.
 """
 
@@ -44,6 +47,10 @@ class Repeat(StrEnum):
 
 REPEAT_EVERY = {Repeat.ONCE: timedelta(0), Repeat.WEEKLY: timedelta(days=7),
                 Repeat.FORTNIGHTLY: timedelta(days=14)}
+
+
+#: The rows a group session plans itself (ref ``g<group session id>``).
+GROUP_WORK: tuple[CheckinKind, ...] = (CheckinKind.GROUP_SESSION, CheckinKind.GROUP_CHAT)
 
 
 def start_utc(local_start: datetime, zone: str) -> datetime:
@@ -97,7 +104,7 @@ def after_due(starts_at: datetime, minutes: int, profile: Profile) -> datetime:
 @dataclass(frozen=True)
 class Planned:
     user_id: int
-    work: CheckinKind  # one of SESSION_KINDS (bot/store/kinds.py)
+    work: CheckinKind  # one of SESSION_KINDS or GROUP_WORK
     due_at: datetime
 
 
@@ -114,4 +121,20 @@ def session_plan(starts_at: datetime, minutes: int, *, coach_id: int, coach: Pro
     prep = prep_due(starts_at, client)
     if prep is not None:
         rows.append(Planned(client_id, CheckinKind.SESSION_PREP, prep))
+    return sorted((r for r in rows if r.due_at > now), key=lambda r: r.due_at)
+
+
+def member_plan(starts_at: datetime, *, client_id: int, client: Profile, now: datetime,
+                before: timedelta = REMINDER_BEFORE) -> list[Planned]:
+    """A member's copy of a group session: their own reminder, if still to come."""
+    due = reminder_due(starts_at, client, before)
+    return [Planned(client_id, CheckinKind.SESSION_REMINDER, due)] if due > now else []
+
+
+def group_plan(starts_at: datetime, *, coach_id: int, coach: Profile, now: datetime,
+               before: timedelta = REMINDER_BEFORE) -> list[Planned]:
+    """A group session's own rows: the coach's reminder, and the chat's (sent on the
+    coach's behalf, so the row is the coach's), earliest first, those still to come."""
+    rows = [Planned(coach_id, CheckinKind.GROUP_SESSION, reminder_due(starts_at, coach, before)),
+            Planned(coach_id, CheckinKind.GROUP_CHAT, starts_at - before)]
     return sorted((r for r in rows if r.due_at > now), key=lambda r: r.due_at)

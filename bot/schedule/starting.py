@@ -32,6 +32,7 @@ from bot.coaching.conversation import (
     enqueue_replies,
 )
 from bot.coaching.engagements import closing_variables
+from bot.coaching.groups import weekly_question_due
 from bot.coaching.measures import measure_start
 from bot.coaching.safety import CARE_KIND
 from bot.coaching.sessions import session_work
@@ -41,6 +42,7 @@ from bot.schedule import claims, planning
 from bot.schedule.claims import DEFAULT_LEASE, Claimed, release_expired
 from bot.schedule.planner import RHYTHM_LOOKBACK, has_active_goal, profile_of, user_gone
 from bot.schedule.planning import Profile
+from bot.schedule.sessions import GROUP_WORK
 from bot.store import (
     Answer,
     Assignment,
@@ -210,13 +212,14 @@ async def _session_work(t: Turn, row: Claimed, dialogues: DialogueSet,
     """(status, what to start) for a row of a coaching session; its messages (a reminder,
     the coach's prompt) are queued here. A coach, set up by an administrator, is never
     asked for consent; a client's pause and crisis pause hold theirs back."""
-    gone = not t.user.reachable if t.user.is_coach else user_gone(t.user, now, row.kind)
+    gone = False if row.kind == CheckinKind.GROUP_CHAT else not t.user.reachable \
+        if t.user.is_coach else user_gone(t.user, now, row.kind)
     due = None if gone else await session_work(t, row.kind, row.ref, now)
     if due is None:
         return Outcome.CANCELLED, None
     if due.dialogue is None:
         for message in due.messages:
-            t.enqueue(t.user_id, message, subject=due.subject)
+            t.enqueue(due.chat_id or t.user_id, message, subject=due.subject)
         return Outcome.STARTED, None
     profile = profile_of(t.user)
     if not planning.same_local_day(row.due_at, now, profile.zone):
@@ -233,8 +236,12 @@ async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime
     """Inside the user's turn: start the row's dialogue into the outbox, or settle it."""
     if not await _still_mine(t, row, worker_id):
         return Outcome.LOST
-    if row.kind in SESSION_KINDS:
+    if row.kind in SESSION_KINDS or row.kind in GROUP_WORK:
         status, action = await _session_work(t, row, dialogues, now)
+    elif row.kind == CheckinKind.GROUP_QUESTION:
+        # For the group's chat, whether the coach can be written to does not matter.
+        posted = await weekly_question_due(t, row.ref, now)
+        status, action = (Outcome.STARTED if posted else Outcome.CANCELLED), None
     else:
         status, action = await _decide(t, row, dialogues, now)
     if action is not None:

@@ -31,6 +31,11 @@ class CheckinKind(StrEnum):
     SESSION_OUTCOME = "session_outcome"  # the coach's held-or-missed prompt, when it is over
     # The client's look back when the agreed sessions are all held (ref: the coach).
     ENGAGEMENT_CLOSE = "engagement_close"
+    # Around a group session (ref: ``g<group session id>``; the row's user: the coach).
+    GROUP_SESSION = "group_session"  # the coach's reminder, before it
+    GROUP_CHAT = "group_chat"  # the reminder in the group's linked chat, naming no one
+    # The week's question in a group's linked chat (ref: the group; the row's user: the coach).
+    GROUP_QUESTION = "group_question"
 
 
 #: The kinds of the rows a coaching session plans: the ``SESSION_`` members above.

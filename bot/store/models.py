@@ -290,8 +290,14 @@ class Group(Base):
     coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
     name: Mapped[str] = mapped_column(EncryptedText)
     kind: Mapped[str] = mapped_column(String(16))
-    invite_code: Mapped[str] = mapped_column(String(64), unique=True)
+    # The SHA-256 of the join link's code (hex): shown once to the coach, never stored; a
+    # new link replaces it (the old one is revoked). It works until ``code_expires_at``.
+    code_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    code_expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The week's question goes to the linked chat by itself (the coach can turn it off).
+    weekly_question: Mapped[bool] = mapped_column(Boolean, default=True,
+                                                  server_default=text("true"))
     # The group's own Telegram chat, linked by its coach; its language.
     chat_id: Mapped[int | None] = mapped_column(BigInteger, unique=True)
     chat_locale: Mapped[str] = mapped_column(String(35), default="en", server_default="en")
@@ -527,10 +533,34 @@ class SessionStatus(StrEnum):
     MISSED = "missed"
 
 
-class CoachingSession(Base):
-    """One agreed session between a coach and a client. Its time is kept as the wall clock
-    of whoever set it plus their IANA zone (a weekly 18:00 stays 18:00 across daylight
-    saving); ``starts_at`` is that instant in UTC, for planning and ordering."""
+class SessionTime:
+    """When, how long, how and where a session happens, and its status: the columns a
+    one-to-one session and a group's share. Its time is kept as the wall clock of whoever
+    set it plus their IANA zone (a weekly 18:00 stays 18:00 across daylight saving);
+    ``starts_at`` is that instant in UTC, for planning and ordering."""
+
+    local_start: Mapped[datetime] = mapped_column(DateTime(timezone=False))
+    zone: Mapped[str] = mapped_column(String(64))
+    starts_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    minutes: Mapped[int] = mapped_column(Integer, default=60, server_default="60")
+    mode: Mapped[SessionMode] = mapped_column(String(16))
+    # A place, a phone number or a video link: may identify the client, so encrypted.
+    place: Mapped[str | None] = mapped_column(EncryptedText)
+    status: Mapped[SessionStatus] = mapped_column(
+        String(16), default=SessionStatus.SCHEDULED, server_default="scheduled")
+
+    @staticmethod
+    def constraints() -> tuple[Any, ...]:
+        return (
+            CheckConstraint(one_of("mode", SessionMode), name="mode"),
+            CheckConstraint(one_of("status", SessionStatus), name="status"),
+            CheckConstraint("minutes BETWEEN 5 AND 600", name="minutes"),
+            Index(None, "status", "starts_at"),
+        )
+
+
+class CoachingSession(SessionTime, Base):
+    """One agreed session between a coach and a client (or a member's copy of a group's)."""
 
     __tablename__ = "coaching_sessions"
 
@@ -541,26 +571,34 @@ class CoachingSession(Base):
     series: Mapped[str | None] = mapped_column(String(32), index=True)
     coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
     client_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
-    local_start: Mapped[datetime] = mapped_column(DateTime(timezone=False))
-    zone: Mapped[str] = mapped_column(String(64))
-    starts_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    minutes: Mapped[int] = mapped_column(Integer, default=60, server_default="60")
-    mode: Mapped[SessionMode] = mapped_column(String(16))
-    # A place, a phone number or a video link: may identify the client, so encrypted.
-    place: Mapped[str | None] = mapped_column(EncryptedText)
-    status: Mapped[SessionStatus] = mapped_column(
-        String(16), default=SessionStatus.SCHEDULED, server_default="scheduled")
     # The calendar SEQUENCE: raised by every change sent to the client.
     sequence: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # A member's copy of a group session; NULL: one to one.
+    group_session_id: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("group_sessions.id", ondelete="CASCADE"), index=True)
 
-    __table_args__ = (
-        CheckConstraint(one_of("mode", SessionMode), name="mode"),
-        CheckConstraint(one_of("status", SessionStatus), name="status"),
-        CheckConstraint("minutes BETWEEN 5 AND 600", name="minutes"),
-        Index(None, "status", "starts_at"),
-    )
+    __table_args__ = SessionTime.constraints()
+
+
+class GroupSession(SessionTime, Base):
+    """A session of a whole group (one of a series, maybe). Each member has their own copy
+    (a ``CoachingSession`` with ``group_session_id``), planned and reminded in their own
+    zone and language; this row carries the coach's reminder and the linked chat's."""
+
+    __tablename__ = "group_sessions"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    group_id: Mapped[int] = mapped_column(BigId, ForeignKey("groups.id", ondelete="CASCADE"),
+                                          index=True)
+    coach_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
+    series: Mapped[str | None] = mapped_column(String(32), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = SessionTime.constraints()
+
+
 class CoachMessage(Base):
     """A message between a coach and a client, either way: the coach's words to the client
     (delivered outside the client's quiet hours and crisis pause) or the client's reply."""
@@ -727,6 +765,7 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("group_members", "user_id"),
     ("group_contributions", "user_id"),
     ("session_notes", "user_id"),
+    ("group_sessions", "coach_id"),
     ("measures", "coach_id"),
     ("measures", "client_id"),
     ("measure_values", "client_id"),

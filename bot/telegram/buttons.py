@@ -19,6 +19,7 @@ from telegram import Update
 
 from bot.coaching.actions import BUTTON as ACTION_BUTTON
 from bot.coaching.sessions import BUTTON as SESSION_BUTTON
+from bot.coaching.sessions import GROUP_BUTTON as GROUP_SESSION_BUTTON
 from bot.i18n import N_
 from bot.telegram import coach_side
 from bot.telegram.coach import INVITE_PREFIX, TRY_DIALOGUE
@@ -142,6 +143,11 @@ BUTTONS = Routes(
     Route("ggoal", CO, lambda h, p: h.in_press(p, h.groups.set_goal), NOT_YOUR_GROUP),
     Route("gdone", CO, lambda h, p: h.in_press(p, h.groups.celebrate), NOT_YOUR_GROUP),
     Route("gq", CO, lambda h, p: h.in_press(p, h.groups.post_question), NOT_YOUR_GROUP),
+    Route("gwq", CO, lambda h, p: h.in_press(p, h.groups.weekly_question), NOT_YOUR_GROUP),
+    Route("gcode", CO, lambda h, p: h.in_press(p, h.groups.new_code), NOT_YOUR_GROUP),
+    Route("gren", CO, lambda h, p: h.in_press(p, h.groups.rename), NOT_YOUR_GROUP),
+    Route("grm", CO, lambda h, p: h.in_press(p, h.groups.remove_step), NOT_YOUR_GROUP),
+    Route(GROUP_SESSION_BUTTON, CO, lambda h, p: h.in_press(p, h.groups.cancel_session)),
     separator=BUTTON_SEPARATOR,
 )
 

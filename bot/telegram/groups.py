@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from babel.numbers import format_percent
 from sqlalchemy import select
@@ -20,12 +20,15 @@ from telegram import ChatMemberUpdated, Update
 from telegram.constants import ChatMemberStatus
 from telegram.error import TelegramError
 
-from bot.coaching import coach_errors, contracts, group_figures, groups
+from bot.coaching import coach_errors, contracts, group_figures, group_sessions, groups
 from bot.coaching.conversation import Start, converse, enqueue_replies
+from bot.coaching.sessions import BUTTON as SESSION_BUTTON
+from bot.coaching.sessions import GROUP_TARGET
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import N_, Translator, normalize_locale, translator_for
+from bot.schedule.planning import zone_of
 from bot.store import Group, GroupKind, Store, User, Visibility
 from bot.store import Turn as StoreTurn
 from bot.telegram.coach import CUSTOM, SCHEDULES, Respond, parse_id, say, schedule_label
@@ -33,7 +36,7 @@ from bot.telegram.coach import CUSTOM, SCHEDULES, Respond, parse_id, say, schedu
 log = logging.getLogger(__name__)
 
 JOIN_PREFIX = "group_"  # /start payload of a group's link: group_<code>
-CHAT_PREFIX = "gchat_"  # /startgroup payload that links a group chat: gchat_<code>
+CHAT_PREFIX = "gchat_"  # /startgroup payload that links a group chat: gchat_<group id>
 HOURS = ("7", "8", "12", "18", "20")  # each member's own local time
 KIND_LABELS = {GroupKind.TEAM: N_("Team"), GroupKind.COHORT: N_("Cohort")}
 WITHHELD = "—"
@@ -71,8 +74,8 @@ class GroupHandlers:
     async def new_group(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
         try:
-            group = await groups.create_group(t.session, t.user_id, argument, GroupKind.TEAM,
-                                              t.now)
+            group, code = await groups.create_group(t.session, t.user_id, argument,
+                                                    GroupKind.TEAM, t.now)
         except coach_errors.NotACoach:
             say(t, tr.gettext("Only coaches can make groups. If you are a coach, ask the "
                               "bot's administrator to set you up."))
@@ -85,7 +88,7 @@ class GroupHandlers:
                           "of them joins in a private chat with me.\n{link}\n\nIs it a team "
                           "working towards a shared result, or a cohort going through a "
                           "programme together?").format(
-                group=tr.words(group.name), link=self._link(JOIN_PREFIX + group.invite_code)),
+                group=tr.words(group.name), link=self._link(JOIN_PREFIX + code)),
             tuple(Button(tr.gettext(KIND_LABELS[k]), f"gkind:{group.id}:{k.value}")
                   for k in GroupKind))
         return None
@@ -140,16 +143,29 @@ class GroupHandlers:
             lines.append(f"• {name}" if m.visibility is Visibility.FIGURES else
                          "• " + tr.gettext("{name} (also shares their own progress)").format(
                              name=name))
-        lines += ["", tr.gettext("Link to join:\n{link}").format(
-            link=self._link(JOIN_PREFIX + group.invite_code)), "",
-            tr.gettext("By week (a figure shows only when at least 3 members contributed; "
-                       "— means withheld):")]
+        expiry = tr.isolate(tr.date(group.code_expires_at.astimezone(
+            zone_of(t.user.time_zone)).date(), "medium"))
+        lines += ["", tr.gettext("Join link valid until: {date}").format(date=expiry)
+                  if group.code_expires_at > t.now else
+                  tr.gettext("The join link has expired. Make a new one to invite people."),
+                  "", tr.gettext("By week (a figure shows only when at least 3 members "
+                                 "contributed; — means withheld):")]
         lines += [_week_line(w, tr) for w in weeks]
-        buttons = [Button(tr.gettext("Assign an exercise to the group"), f"gas:{group.id}"),
+        buttons = [Button(tr.gettext("Schedule a group session"),
+                          f"{SESSION_BUTTON}:new:{GROUP_TARGET}{group.id}"),
+                   Button(tr.gettext("Assign an exercise to the group"), f"gas:{group.id}"),
+                   Button(tr.gettext("New join link (the old one stops working)"),
+                          f"gcode:{group.id}"),
+                   Button(tr.gettext("Rename the group"), f"gren:{group.id}"),
+                   Button(tr.gettext("Remove a member"), f"grm:{group.id}"),
                    Button(tr.gettext("Link the group's Telegram chat"), f"gchat:{group.id}")]
         if group.chat_id is not None:
             buttons.append(Button(tr.gettext("Post this week's question in the group's chat"),
                                   f"gq:{group.id}"))
+            buttons.append(Button(
+                tr.gettext("Stop the automatic weekly question") if group.weekly_question
+                else tr.gettext("Post a question every Monday by itself"),
+                f"gwq:{group.id}:{'off' if group.weekly_question else 'on'}"))
         if GroupKind(group.kind) is GroupKind.TEAM:
             lines += ["", *await self._goal_lines(t, group, tr)]
             buttons.append(Button(tr.gettext("Set the team's shared goal"), f"ggoal:{group.id}"))
@@ -198,17 +214,97 @@ class GroupHandlers:
         group = await self._own_group(t, rest)
         if group is None:
             return
-        tr, own = translator_for(group.chat_locale), translator_for(t.user.locale)
+        own = translator_for(t.user.locale)
         if group.chat_id is None:
             say(t, own.gettext("Link the group's Telegram chat first."))
             return
-        index = groups.week_question(t.now)
-        t.enqueue(group.chat_id, Reply(
-            tr.gettext("This week's question: {question}\nAnswer me in private; I share your "
-                       "answer here only if you say so.").format(
-                question=tr.gettext(groups.GROUP_QUESTIONS[index])),
-            (Button(tr.gettext("Answer in private"), f"gqa:{group.id}:{index}"),)).to_payload())
+        t.enqueue(group.chat_id, groups.question_payload(group, groups.week_question(t.now)))
         say(t, own.gettext("Done: the question is in the group's chat."))
+
+    async def weekly_question(self, t: StoreTurn, rest: str) -> None:
+        raw_id, _, switch = rest.partition(":")
+        group = await self._own_group(t, raw_id if switch in ("on", "off") else "")
+        if group is None:
+            return
+        tr = translator_for(t.user.locale)
+        await groups.set_weekly_question(t.session, t.user_id, group.id, switch == "on", t.now)
+        say(t, tr.gettext("Done: every Monday at 10:00 (your time) I post the week's question "
+                          "in the group's chat.") if switch == "on" else
+            tr.gettext("Done: no more automatic questions. You can still post one from "
+                       "/groups."))
+
+    async def new_code(self, t: StoreTurn, rest: str) -> None:
+        """A new join link, shown once; the old one stops working at once."""
+        group = await self._own_group(t, rest)
+        if group is None:
+            return
+        tr = translator_for(t.user.locale)
+        group, code = await groups.new_code(t.session, t.user_id, group.id, t.now)
+        say(t, tr.gettext("Here is the group's new link; the old one no longer works. It is "
+                          "valid until {date}, and I show it only this once:\n{link}").format(
+            date=tr.isolate(tr.date(group.code_expires_at.astimezone(
+                zone_of(t.user.time_zone)).date(), "medium")),
+            link=self._link(JOIN_PREFIX + code)))
+
+    async def rename(self, t: StoreTurn, rest: str) -> Outcome | None:
+        group = await self._own_group(t, rest)
+        if group is None:
+            return None
+        outcome = await converse(t, self.dialogues, Start(contracts.GROUP_RENAME,
+                                                          {"group.id": group.id}), t.now)
+        enqueue_replies(t, outcome)
+        return outcome
+
+    async def remove_step(self, t: StoreTurn, rest: str) -> None:
+        """grm:<group> → whom; …:<member> → are you sure; …:<member>:y → removed. The
+        member is told kindly; their exercises and sessions of the group stop, as if they
+        had left."""
+        tr = translator_for(t.user.locale)
+        parts = rest.split(":")
+        group = await self._own_group(t, parts[0])
+        if group is None:
+            return
+        members = {m.user_id: m for m in await groups.members_of(t.session, t.user_id,
+                                                                 group.id)}
+        if len(parts) == 1:
+            if not members:
+                say(t, tr.gettext("The group has no members yet."))
+                return
+            say(t, tr.gettext("Whom do you want to remove from “{group}”?").format(
+                group=tr.words(group.name)), tuple(
+                Button(tr.words(m.first_name or str(m.user_id)), f"grm:{group.id}:{uid}")
+                for uid, m in members.items()))
+            return
+        member_id = parse_id(parts[1])
+        if member_id is None or member_id not in members or len(parts) > 3 \
+                or (len(parts) == 3 and parts[2] != "y"):
+            say(t, tr.gettext("That person is not in the group any more."))
+            return
+        name = tr.words(members[member_id].first_name or str(member_id))
+        if len(parts) == 2:
+            say(t, tr.gettext("Remove {name} from “{group}”? Their exercises and sessions of "
+                              "the group stop, and I let them know kindly.").format(
+                name=name, group=tr.words(group.name)), (
+                Button(tr.gettext("Yes, remove"), f"grm:{group.id}:{member_id}:y"),
+                Button(tr.gettext("No, keep"), f"grp:{group.id}")), subject=member_id)
+            return
+        cancelled = await group_sessions.member_copies(t.session, member_id, group.id, t.now)
+        if not await groups.remove_member(t.session, t.user_id, group.id, member_id, t.now):
+            say(t, tr.gettext("That person is not in the group any more."))
+            return
+        member = await t.session.get(User, member_id)
+        if member is not None:
+            mtr = translator_for(member.locale)
+            t.enqueue(member_id, {"text": mtr.gettext(
+                "Your coach has closed your place in the group “{group}”. Its exercises and "
+                "sessions stop for you; what you wrote to me stays private, as before. Thank "
+                "you for taking part, and all the best.").format(group=mtr.words(group.name))})
+            await group_sessions.tell_members(t, group, cancelled, t.now, cancelled=True)
+        say(t, tr.gettext("Done: {name} is no longer in “{group}” and has been told.").format(
+            name=name, group=tr.words(group.name)), subject=member_id)
+
+    async def cancel_session(self, t: StoreTurn, rest: str) -> None:
+        await group_sessions.cancel_from_button(t, rest)
 
     async def answer_in_private(self, update: Update, rest: str) -> None:
         """The week's question's button in the group chat (``gqa:<group>:<question>``):
@@ -263,7 +359,7 @@ class GroupHandlers:
         say(t, tr.gettext("Add me to the group's Telegram chat with this link. There I post "
                           "only what is for everyone, never what anyone writes to me in "
                           "private:\n{link}").format(
-            link=self._link(CHAT_PREFIX + group.invite_code, group_chat=True)))
+            link=self._link(CHAT_PREFIX + str(group.id), group_chat=True)))
 
     async def assign_step(self, t: StoreTurn, rest: str) -> None:
         """gas:<group> → the exercise; …:<exercise> → how often; …:<schedule> → at what
@@ -319,7 +415,7 @@ class GroupHandlers:
     async def offer_join(self, t: StoreTurn, code: str) -> None:
         tr = translator_for(t.user.locale)
         try:
-            group = await groups.group_for_code(t.session, code, t.user_id)
+            group = await groups.group_for_code(t.session, code, t.user_id, t.now)
         except coach_errors.JoinError as exc:
             say(t, _join_problem(exc.problem, tr))
             return None
@@ -352,6 +448,8 @@ class GroupHandlers:
         say(t, tr.gettext("Welcome to “{group}”! The exercises your coach gives the group "
                           "come to you here, in private, at your own local time. To leave, "
                           "send /leave.").format(group=tr.words(group.name)))
+        copies = await group_sessions.copies_for_joiner(t.session, group.id, t.user_id, t.now)
+        await group_sessions.tell_members(t, group, copies, t.now)
         return None
 
     async def leave(self, t: StoreTurn, argument: str) -> None:
@@ -369,12 +467,17 @@ class GroupHandlers:
         group_id = parse_id(rest)
         names = {m.group_id: m.group_name for m in await groups.memberships(t.session,
                                                                              t.user_id)}
+        cancelled = [] if group_id is None else await group_sessions.member_copies(
+            t.session, t.user_id, group_id, t.now)
         if group_id is None or group_id not in names or not await groups.leave(
                 t.session, t.user_id, group_id, t.now):
             say(t, tr.gettext("You are not in that group."))
             return
         say(t, tr.gettext("Done: you have left “{group}”. Its exercises stop for you.")
             .format(group=tr.words(names[group_id])))
+        group = await t.session.get(Group, group_id)
+        if group is not None:
+            await group_sessions.tell_members(t, group, cancelled, t.now, cancelled=True)
 
     # -- the group's own chat ----------------------------------------------------------------
 
@@ -408,16 +511,18 @@ class GroupHandlers:
                 link=f"https://t.me/{self.bot_username()}"))
         return True
 
-    async def link_chat(self, update: Update, code: str) -> None:
+    async def link_chat(self, update: Update, raw_id: str) -> None:
         chat, user = update.effective_chat, update.effective_user
         assert chat is not None
         locale = normalize_locale(user.language_code if user else None)
         tr = translator_for(locale)
+        group_id = parse_id(raw_id)
         try:
             async with self.store.sessionmaker() as s, s.begin():
-                if user is None:
+                if user is None or group_id is None:
                     raise coach_errors.NotYourGroup()
-                group = await groups.link_chat(s, code, user.id, chat.id, locale)
+                group = await groups.link_chat(s, group_id, user.id, chat.id, locale,
+                                               datetime.now(UTC))
                 name = group.name
         except coach_errors.NotYourGroup:
             await self._say_in_chat(chat.id, tr.gettext(
@@ -446,5 +551,8 @@ def _join_problem(problem: coach_errors.JoinProblem, tr: Translator) -> str:
         return tr.gettext("You are already in this group.")
     if problem is coach_errors.JoinProblem.OWN:
         return tr.gettext("This is the link to your own group: send it to its members.")
+    if problem is coach_errors.JoinProblem.EXPIRED:
+        return tr.gettext("This group link has expired. Please ask your coach for a new one: "
+                          "they can make one in a moment.")
     return tr.gettext("This group link is not valid any more. Please ask your coach for a "
                       "new one.")

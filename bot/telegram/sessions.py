@@ -14,6 +14,7 @@ from babel.dates import format_skeleton
 from bot.coaching import actions as commitments
 from bot.coaching import sessions as domain
 from bot.coaching.conversation import Start, converse, enqueue_replies
+from bot.coaching.groups import groups_of
 from bot.coaching.links import clients_of
 from bot.dialogue.expr import Value
 from bot.dialogue.model import DialogueSet
@@ -151,17 +152,19 @@ class SessionFlows:
         tr = translator_for(t.user.locale)
         if not parts:
             clients = await clients_of(t.session, t.user_id)
-            if not clients:
+            own_groups = await groups_of(t.session, t.user_id)
+            if not clients and not own_groups:
                 _say(t, tr.gettext("You have no clients yet. Send /invite to invite one."))
                 return None
             _say(t, tr.gettext("A session with whom?"), [
                 (tr.words(c.first_name or str(c.user_id)), f"{NEW}:{c.user_id}")
-                for c in clients])
+                for c in clients] + [
+                (tr.gettext("Group: {group}").format(group=tr.words(g.name)),
+                 f"{NEW}:{domain.GROUP_TARGET}{g.id}") for g in own_groups])
             return None
         prefix = f"{NEW}:" + ":".join(parts)
         client, chosen = parts[0], parts[1:]
-        if not client.isdigit() or int(client) not in {
-                c.user_id for c in await clients_of(t.session, t.user_id)}:
+        if not await self._own_target(t, client):
             self._invalid(t)
             return None
         asks = (
@@ -197,6 +200,15 @@ class SessionFlows:
                                  t.now)
         enqueue_replies(t, outcome)
         return outcome
+
+    @staticmethod
+    async def _own_target(t: StoreTurn, target: str) -> bool:
+        """A client of the coach (their id), or one of their groups (``g<id>``)."""
+        group = target.removeprefix(domain.GROUP_TARGET)
+        if target.startswith(domain.GROUP_TARGET) and group.isascii() and group.isdigit():
+            return int(group) in {g.id for g in await groups_of(t.session, t.user_id)}
+        return target.isascii() and target.isdigit() and int(target) in {
+            c.user_id for c in await clients_of(t.session, t.user_id)}
 
     @staticmethod
     def _valid(chosen: list[str]) -> bool:

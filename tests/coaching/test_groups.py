@@ -72,14 +72,30 @@ async def db(store: Store) -> AsyncIterator[Store]:
     yield store
 
 
+#: Each group's join code, as its coach was shown it (only its hash is stored).
+CODES: dict[int, str] = {}
+
+
 async def new_group(store: Store, coach: int = COACH, name: str = "Sales team",
                     at: datetime = NOW) -> Group:
-    return await tx(store, lambda s: groups.create_group(s, coach, name, GroupKind.TEAM, at))
+    group, code = await tx(store, lambda s: groups.create_group(s, coach, name, GroupKind.TEAM,
+                                                                at))
+    CODES[group.id] = code
+    return group
+
+
+async def join_code(store: Store, code: str, user: int, at: datetime = NOW,
+                    visibility: Visibility = Visibility.FIGURES) -> None:
+    await tx(store, lambda s: groups.join(s, code, user, visibility, at))
 
 
 async def join(store: Store, group: Group, user: int, at: datetime = NOW,
                visibility: Visibility = Visibility.FIGURES) -> None:
-    await tx(store, lambda s: groups.join(s, group.invite_code, user, visibility, at))
+    """Join by the group's link; once it has expired, by a new one (as a coach makes)."""
+    if at >= group.code_expires_at:
+        group, CODES[group.id] = await tx(store, lambda s: groups.new_code(
+            s, group.coach_id, group.id, at))
+    await join_code(store, CODES[group.id], user, at, visibility)
 
 
 async def scalar(store: Store, query: Any) -> Any:
@@ -110,11 +126,12 @@ async def test_people_join_by_the_link_in_private_and_may_be_in_several_groups(
 async def test_joining_twice_own_link_or_unknown_link_is_refused(db: Store) -> None:
     team = await new_group(db)
     await join(db, team, ANA)
-    for user, code, problem in ((ANA, team.invite_code, coach_errors.JoinProblem.ALREADY_MEMBER),
-                                (COACH, team.invite_code, coach_errors.JoinProblem.OWN),
+    real = CODES[team.id]
+    for user, code, problem in ((ANA, real, coach_errors.JoinProblem.ALREADY_MEMBER),
+                                (COACH, real, coach_errors.JoinProblem.OWN),
                                 (BO, "forged-code", coach_errors.JoinProblem.UNKNOWN)):
         with pytest.raises(coach_errors.JoinError) as refused:
-            await join(db, Group(invite_code=code), user)
+            await join_code(db, code, user)
         assert refused.value.problem is problem
 
 
@@ -156,8 +173,12 @@ async def test_another_coach_reaches_nothing_of_a_group(db: Store) -> None:
                                          {"kind": "daily", "hour": 8, "days": 7},
                                          NOW.date(), None, NOW, EXERCISES),
         lambda s: group_figures.group_week_figures(s, OTHER_COACH, team.id, NOW),
-        lambda s: groups.link_chat(s, team.invite_code, OTHER_COACH, -500, "en"),
-        lambda s: groups.link_chat(s, team.invite_code, ANA, -500, "en"),  # a member
+        lambda s: groups.link_chat(s, team.id, OTHER_COACH, -500, "en", NOW),
+        lambda s: groups.link_chat(s, team.id, ANA, -500, "en", NOW),  # a member
+        lambda s: groups.new_code(s, OTHER_COACH, team.id, NOW),
+        lambda s: groups.rename_group(s, OTHER_COACH, team.id, "Mine now"),
+        lambda s: groups.remove_member(s, OTHER_COACH, team.id, ANA, NOW),
+        lambda s: groups.set_weekly_question(s, OTHER_COACH, team.id, True, NOW),
     ]
     for attempt in attempts:
         with pytest.raises(coach_errors.NotYourGroup):
@@ -173,7 +194,7 @@ async def test_another_coach_reaches_nothing_of_a_group(db: Store) -> None:
 async def test_a_linked_chat_follows_an_upgrade_and_ends_when_the_bot_is_removed(
         db: Store) -> None:
     team = await new_group(db)
-    await tx(db, lambda s: groups.link_chat(s, team.invite_code, COACH, -500, "it"))
+    await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, "it", NOW))
     assert await tx(db, lambda s: groups.move_chat(s, -500, -100500))
     found = await tx(db, lambda s: groups.group_of_chat(s, -100500))
     assert found is not None and (found.id, found.chat_locale) == (team.id, "it")

@@ -13,6 +13,8 @@ from bot.schedule.sessions import (
     Planned,
     Repeat,
     after_due,
+    group_plan,
+    member_plan,
     prep_due,
     reminder_due,
     series,
@@ -116,3 +118,24 @@ def test_the_calendar_file_reads_back_at_the_right_instant_and_updates_the_same_
     [event] = calendar.walk("VEVENT")
     assert str(calendar["method"]) == "CANCEL" and str(event["status"]) == "CANCELLED"
     assert int(event["sequence"]) == 2
+
+
+def test_a_group_sessions_rows_each_member_in_their_own_quiet_hours_and_the_chat_once() -> None:
+    # 07:30 in Rome on the first Monday of summer time: 05:30 UTC, reminders at 04:30 UTC.
+    starts = start_utc(datetime(2026, 3, 30, 7, 30), "Europe/Rome")
+    assert starts == utc(2026, 3, 30, 5, 30)
+    sleeper = Profile(time_zone="America/New_York", checkin_hour=9, quiet_start=22 * 60,
+                      quiet_end=7 * 60)  # 00:30 in New York: inside their night
+    early = Profile(time_zone="Asia/Jerusalem", checkin_hour=7)  # 07:30 there: no quiet hours
+    # 22:00 the evening before, when their night begins.
+    assert member_plan(starts, client_id=CLIENT, client=sleeper, now=utc(2026, 3, 1)) == [
+        Planned(CLIENT, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 2))]
+    assert member_plan(starts, client_id=3, client=early, now=utc(2026, 3, 1)) == [
+        Planned(3, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 4, 30))]
+    assert member_plan(starts, client_id=3, client=early, now=utc(2026, 3, 30, 4, 30)) == []
+    # The coach's own reminder and the chat's, exactly an hour before (a chat has no night).
+    coach = Profile(time_zone="Europe/Rome", checkin_hour=8, quiet_start=23 * 60,
+                    quiet_end=7 * 60 + 15)
+    assert group_plan(starts, coach_id=COACH, coach=coach, now=utc(2026, 3, 1)) == [
+        Planned(COACH, CheckinKind.GROUP_SESSION, utc(2026, 3, 29, 21)),
+        Planned(COACH, CheckinKind.GROUP_CHAT, utc(2026, 3, 30, 4, 30))]

@@ -36,6 +36,8 @@ COLUMNS: dict[tuple[str, str], type[StrEnum]] = {
     ("actions", "source"): ActionSource,
     ("coaching_sessions", "mode"): SessionMode,
     ("coaching_sessions", "status"): SessionStatus,
+    ("group_sessions", "mode"): SessionMode,
+    ("group_sessions", "status"): SessionStatus,
     ("groups", "kind"): GroupKind,
     ("group_members", "visibility"): Visibility,
     ("session_notes", "media"): NoteMedia,

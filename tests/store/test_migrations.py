@@ -49,11 +49,11 @@ async def test_no_drift_between_migrations_and_models(db_url: str) -> None:
 
 
 async def test_ensure_schema_is_idempotent_and_concurrency_safe(db_url: str) -> None:
-    assert head_revision() == "0012"
+    assert head_revision() == "0014"
     assert await current_revision(db_url) is None
     await asyncio.gather(*(ensure_schema(db_url) for _ in range(4)))
     await ensure_schema(db_url)
-    assert await current_revision(db_url) == "0012"
+    assert await current_revision(db_url) == "0014"
 
 
 async def test_start_creates_the_database_from_any_cwd(
@@ -200,5 +200,49 @@ async def test_0007_keeps_rows_hashes_invites_and_marks_answers(db_url: str) -> 
         user = await store.get_user(2)
         assert user is not None and user.last_seen_at is not None
         assert user.last_seen_at.isoformat().startswith("2026-12-02T08:01")
+    finally:
+        await store.close()
+
+
+async def test_0014_hashes_group_codes_and_plans_linked_chats_questions(db_url: str) -> None:
+    """0011 -> 0014: a group's join code is hashed (the link still works, for 14 days),
+    and a group whose chat is linked gets its weekly question planned."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import select
+
+    from bot.coaching import groups
+    from bot.store import Group, PlannedCheckin
+
+    await upgrade(db_url, "0011")
+    engine = make_engine(db_url)
+    try:
+        async with engine.begin() as conn:
+            for sql in (
+                "INSERT INTO users (id, created_at, consent_at, is_coach, time_zone) VALUES "
+                "(1, '2026-12-01 00:00:00', '2026-12-01 00:00:00', true, 'Europe/Rome'), "
+                "(2, '2026-12-01 00:00:00', '2026-12-01 00:00:00', false, 'UTC')",
+                "INSERT INTO groups (coach_id, name, kind, invite_code, created_at, chat_id, "
+                "chat_locale) VALUES (1, 'Team', 'team', 'the-code', '2026-12-01 00:00:00', "
+                "-500, 'it'), (1, 'Cohort', 'cohort', 'other-code', '2026-12-01 00:00:00', "
+                "NULL, 'en')",
+            ):
+                await conn.exec_driver_sql(sql)
+    finally:
+        await engine.dispose()
+    await upgrade(db_url)
+    store = Store(db_url)
+    await store.start()
+    try:
+        now = datetime.now(UTC)
+        async with store.sessionmaker() as s, s.begin():
+            team = await groups.group_for_code(s, "the-code", 2, now)
+            assert team.name == "Team" and team.code_hash != "the-code"
+            assert now + timedelta(days=13) < team.code_expires_at <= now + timedelta(days=14)
+            planned = (await s.execute(select(PlannedCheckin.user_id, PlannedCheckin.ref,
+                                              PlannedCheckin.due_at))).all()
+            assert [(u, r) for u, r, _ in planned] == [(1, str(team.id))]
+            assert planned[0][2] == groups.next_question_due(now, "Europe/Rome")
+            assert (await s.scalars(select(Group.weekly_question))).all() == [True, True]
     finally:
         await store.close()

@@ -32,6 +32,7 @@ from bot.store import (
     GroupAssignment,
     GroupContribution,
     GroupMember,
+    GroupSession,
     Invite,
     KeyFingerprint,
     Measure,
@@ -89,7 +90,8 @@ async def _populate(store: Store) -> None:
         s.add(exercise)
         await s.flush()
         group = Group(coach_id=COACH, name=f"{COACH_WORDS} team", kind="team",
-                      invite_code="g-code", created_at=NOW, chat_id=-100, chat_locale="it",
+                      code_hash="g-code", code_expires_at=NOW, created_at=NOW, chat_id=-100,
+                      chat_locale="it",
                       withheld_before=NOW, shared_goal=f"{COACH_WORDS} goal",
                       goal_reached_at=NOW)
         s.add(group)
@@ -151,12 +153,19 @@ async def _populate(store: Store) -> None:
         s.add(CommitmentAction(user_id=CLIENT, words=f"{WORDS} action",
                                source=ActionSource.DAILY, due_on=date(2026, 1, 5),
                                status=ActionStatus.DONE, created_at=NOW, closed_at=NOW))
+        for_all = GroupSession(group_id=group.id, coach_id=COACH, series="gs1",
+                               local_start=datetime(2026, 1, 7, 18, 0), zone="Europe/Rome",
+                               starts_at=NOW, minutes=90, mode=SessionMode.VIDEO,
+                               place=f"{COACH_WORDS} room", status=SessionStatus.SCHEDULED,
+                               created_at=NOW)
+        s.add(for_all)
+        await s.flush()
         s.add(CoachingSession(uid="uid-1@coachbot", series="s1", coach_id=COACH,
                               client_id=CLIENT, local_start=datetime(2026, 1, 6, 18, 0),
                               zone="Europe/Rome", starts_at=NOW, minutes=60,
                               mode=SessionMode.IN_PERSON, place=f"{WORDS} home",
                               status=SessionStatus.SCHEDULED, sequence=1, created_at=NOW,
-                              updated_at=NOW))
+                              updated_at=NOW, group_session_id=for_all.id))
         s.add(CoachMessage(coach_id=COACH, client_id=CLIENT, from_coach=True,
                            text=f"to {WORDS}", created_at=NOW, delivered_at=NOW))
         s.add(CoachMessage(coach_id=COACH, client_id=CLIENT, from_coach=False,
