@@ -49,11 +49,11 @@ async def test_no_drift_between_migrations_and_models(db_url: str) -> None:
 
 
 async def test_ensure_schema_is_idempotent_and_concurrency_safe(db_url: str) -> None:
-    assert head_revision() == "0014"
+    assert head_revision() == "0016"
     assert await current_revision(db_url) is None
     await asyncio.gather(*(ensure_schema(db_url) for _ in range(4)))
     await ensure_schema(db_url)
-    assert await current_revision(db_url) == "0014"
+    assert await current_revision(db_url) == "0016"
 
 
 async def test_start_creates_the_database_from_any_cwd(
@@ -204,8 +204,8 @@ async def test_0007_keeps_rows_hashes_invites_and_marks_answers(db_url: str) -> 
         await store.close()
 
 
-async def test_0014_hashes_group_codes_and_plans_linked_chats_questions(db_url: str) -> None:
-    """0011 -> 0014: a group's join code is hashed (the link still works, for 14 days),
+async def test_0016_hashes_group_codes_and_plans_linked_chats_questions(db_url: str) -> None:
+    """0011 -> 0016: a group's join code is hashed (the link still works, for 14 days),
     and a group whose chat is linked gets its weekly question planned."""
     from datetime import UTC, datetime, timedelta
 

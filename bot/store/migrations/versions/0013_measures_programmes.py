@@ -2,7 +2,7 @@
 client, and dialogues a coach uploaded.
 
 Revision ID: 0013
-Revises: 0016
+Revises: 0012
 Create Date: 2026-12-04
 
 ``measures`` (a coach's scale or count for a client, asked by an assignment that points to it
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0013"
-down_revision: str | None = "0016"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,6 +1,6 @@
 """The send budget's spread, shared by the replicas.
 
-Revision ID: 0015
+Revision ID: 0014
 Revises: 0013
 Create Date: 2026-12-04
 
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0015"
+revision: str = "0014"
 down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

@@ -2,8 +2,8 @@
 the number of sessions a coach and a client agreed on; ``planned_checkins.kind`` gains
 ``engagement_close``, the client's look back when the agreed sessions are held.
 
-Revision ID: 0012
-Revises: 0015
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-12-04
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0012"
-down_revision: str | None = "0015"
+revision: str = "0015"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,8 +1,8 @@
 """Groups, the rest of issue 27: group sessions, hashed and expiring join links, the week's
 question by itself.
 
-Revision ID: 0014
-Revises: 0012
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-12-04
 
 ``group_sessions`` (a session of a whole group; each member's own copy is a
@@ -23,8 +23,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0014"
-down_revision: str | None = "0012"
+revision: str = "0016"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

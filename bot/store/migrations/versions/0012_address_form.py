@@ -1,6 +1,6 @@
 """How a client chose to be addressed (issue 29): ``users.address``.
 
-Revision ID: 0016
+Revision ID: 0012
 Revises: 0011
 Create Date: 2026-12-04
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0016"
+revision: str = "0012"
 down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
