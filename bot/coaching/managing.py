@@ -225,8 +225,10 @@ def describe_schedule(schedule: Mapping[str, Any], starts_on: date, ends_on: dat
     kind = schedule.get("kind")
     if kind == "every":
         every = int(schedule.get("every", 1))
-        days = tr.ngettext("Every {count} day", "Every {count} days", every).format(
-            count=tr.number(every))
+        # Every 1 day reads as "every day"; the singular msgid serves the languages whose
+        # "one" form also covers 21, 31 (the count is always there for them).
+        days = tr.gettext("Every day") if every == 1 else tr.ngettext(
+            "Every {count} days", "Every {count} days", every).format(count=tr.number(every))
     elif kind == "daily" or (kind == "weekdays" and len(schedule.get("weekdays", ())) == 7):
         days = tr.gettext("Every day")
     else:

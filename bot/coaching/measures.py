@@ -144,7 +144,7 @@ def summary_due(measure_weeks: int, since: datetime, now: datetime) -> bool:
 
 def summary_text(name: str, summary: Summary, tr: Translator) -> str:
     """A summary as its reader sees it (the client or their coach), labels before values."""
-    lines = [tr.gettext("Start versus now: {measure}").format(measure=tr.words(name)),
+    lines = [tr.gettext("Then and now: {measure}").format(measure=tr.words(name)),
              tr.gettext("Start ({date}): {value}").format(
                  date=tr.date(summary.first_on, "short"), value=tr.number(summary.first)),
              tr.gettext("Now ({date}): {value}").format(
@@ -251,7 +251,7 @@ def wheel_text(first: Mapping[str, float], latest: Mapping[str, float],
             if key in first and key in latest]
     if not rows or first == latest:
         return None
-    return "\n".join([tr.gettext("Wheel of life, your first versus your latest:")] + [
+    return "\n".join([tr.gettext("Wheel of life, your first and your latest:")] + [
         f"• {tr.gettext(label)}: {tr.number(a)} → {tr.number(b)}" for label, a, b in rows])
 
 

@@ -409,13 +409,15 @@ def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
              to_client: bool) -> str:
     if to_client:
         texts = {
+            # A label before the name and the count in every form: Slavic languages need
+            # not decline the name, and their "one" form also serves 21, 31.
             SessionChange.NEW: tr.ngettext(
-                "{person} scheduled a coaching session with you:",
-                "{person} scheduled {count} coaching sessions with you:", count),
-            SessionChange.MOVED: tr.gettext("{person} moved your coaching session:"),
+                "New coaching session from {person}: {count}",
+                "New coaching sessions from {person}: {count}", count),
+            SessionChange.MOVED: tr.gettext("Coaching session moved by {person}:"),
             SessionChange.CANCELLED: tr.ngettext(
-                "{person} cancelled this coaching session:",
-                "{person} cancelled these {count} coaching sessions:", count),
+                "Coaching session cancelled by {person}: {count}",
+                "Coaching sessions cancelled by {person}: {count}", count),
         }
     else:
         texts = {
@@ -438,7 +440,7 @@ async def announce(t: StoreTurn, sessions: Sequence[CoachingSession], change: Se
     told = ""
     for reader, other, to_client in ((coach, client, False), (client, coach, True)):
         tr = translator_for(reader.locale)
-        name = other.first_name or (tr.gettext("Your coach") if to_client
+        name = other.first_name or (tr.gettext("your coach") if to_client
                                     else tr.gettext("your client"))
         text = (_heading(change, len(sessions), name, tr, to_client=to_client) + "\n"
                 + session_lines(sessions, reader.time_zone, tr))
@@ -696,14 +698,14 @@ async def cant_make_it(t: StoreTurn, session_id: int, now: datetime) -> bool:
     group = await group_of_copy(t.session, cs)
     if group is not None:  # the group's session goes ahead: the coach is told, no more
         t.enqueue(coach.id, {"text": ctr.gettext(
-            "{person} can't make it to the session of the group “{group}”:").format(
+            "Can't make it to the session of the group “{group}”: {person}").format(
                 person=ctr.words(client.first_name or str(client.id)),
                 group=ctr.words(group.name)) + "\n" + session_lines(
                     [cs], coach.time_zone, ctr)}, subject=client.id)
         t.enqueue(t.user_id, {"text": tr.gettext(
             "Thank you for letting me know. I told your coach.")})
         return False  # the group session is not moved: no other times asked for
-    text = ctr.gettext("{person} can't make it to this session:").format(
+    text = ctr.gettext("Can't make it to this session: {person}").format(
         person=ctr.words(client.first_name or str(client.id))) + "\n" + session_lines(
             [cs], coach.time_zone, ctr)
     t.enqueue(coach.id, {"text": text, "buttons": _move_or_cancel(cs, ctr)}, subject=client.id)

@@ -242,7 +242,7 @@ class CoachSideHandlers:
             t.session, t.user_id, client.id, chosen, starts_on, int(parts[2]), 0, t.now,
             exercise_ids(self.dialogues))
         last = starts_on + timedelta(days=chosen.steps[-1].day)
-        say(t, tr.gettext("Given “{programme}” to {client}.").format(
+        say(t, tr.gettext("You have given the programme “{programme}” to {client}.").format(
             programme=tr.gettext(chosen.title), client=_name(tr, client.first_name, client.id))
             + "\n" + tr.gettext("First day: {start}").format(start=tr.date(starts_on, "short"))
             + "\n" + tr.gettext("Last step: {date}").format(date=tr.date(last, "short")),
@@ -376,8 +376,8 @@ class CoachSideHandlers:
 N_PICK_MESSAGE = N_("Who would you like to write to?")
 N_PICK_NOTE = N_("Which client is the note about?")
 N_PICK_ASSIGNMENTS = N_("Whose assignments would you like to see?")
-N_PICK_MEASURE = N_("Whom is the measure for?")
-N_PICK_PROGRAMME = N_("Whom is the programme for?")
+N_PICK_MEASURE = N_("Who is the measure for?")
+N_PICK_PROGRAMME = N_("Who is the programme for?")
 
 
 def client_today(client: UserView, now: datetime) -> date:

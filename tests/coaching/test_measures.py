@@ -218,7 +218,7 @@ async def test_the_client_answers_and_both_get_a_summary_every_few_weeks(
         db: Store, dialogues: DialogueSet) -> None:
     measure = await define(db, COACH, CLIENT, summary_weeks=2)
     first = await run(db, dialogues, CLIENT, asked(measure.id), Turn(text="3"))
-    assert "Start versus now" not in "".join(r.text or "" for r in first.replies)
+    assert "Then and now" not in "".join(r.text or "" for r in first.replies)
     later = NOW + timedelta(weeks=2, hours=1)
     second = await run(db, dialogues, CLIENT, asked(measure.id), Turn(text="7"), now=later)
     texts = [r.text or "" for r in second.replies]
@@ -229,7 +229,7 @@ async def test_the_client_answers_and_both_get_a_summary_every_few_weeks(
         (CLIENT, measure.id, 3.0), (CLIENT, measure.id, 7.0)]
     to_coach = [r for r in await rows(db, Outbox) if r.chat_id == COACH]
     assert len(to_coach) == 1 and to_coach[0].subject_user_id == CLIENT
-    assert "Start versus now: \u2068Energy\u2069" in to_coach[0].payload["text"]
+    assert "Then and now: \u2068Energy\u2069" in to_coach[0].payload["text"]
     assert "Start (3/4/26): 3" in to_coach[0].payload["text"]
     # Not again until two more weeks have passed.
     await run(db, dialogues, CLIENT, asked(measure.id), Turn(text="8"),
@@ -264,7 +264,7 @@ async def test_the_wheel_of_life_keeps_its_scores_to_compare_later(
     async with db.sessionmaker() as s:
         told = await measures.wheel_summary(s, CLIENT, translator_for("en"))
     assert told is not None
-    assert told.splitlines() == ["Wheel of life, your first versus your latest:",
+    assert told.splitlines() == ["Wheel of life, your first and your latest:",
                                  "• Health: 4 → 6", "• Work: 5 → 5", "• Money: 6 → 6",
                                  "• Family and friends: 7 → 7", "• Love: 3 → 4",
                                  "• Personal growth: 5 → 5", "• Fun: 2 → 5", "• Home: 8 → 8"]

@@ -91,7 +91,7 @@ async def test_a_measure_is_set_asked_on_schedule_answered_and_charted(
     assert (charts[1].caption or "").startswith(
         "Inizio e oggi: \u2068Energy when you wake up\u2069")
     report = await coach.send("/progress Luca")
-    measured = [m for m in report if m.kind == "photo" and "Start versus now" in (m.caption or "")]
+    measured = [m for m in report if m.kind == "photo" and "Then and now" in (m.caption or "")]
     assert len(measured) == 1 and "Target: 8" in (measured[0].caption or "")
     assert not [m for m in await other.send("/progress Luca") if m.kind == "photo"]
 

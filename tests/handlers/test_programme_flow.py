@@ -45,7 +45,8 @@ async def test_a_coach_gives_a_programme_and_both_see_where_the_client_is(
     await coach.press("Values and goals, in four weeks")
     given = await coach.press("8:00\u202fAM")
     assert (given[0].text or "").startswith(
-        "Given “Values and goals, in four weeks” to \u2068Noa\u2069.\nFirst day: ")
+        "You have given the programme “Values and goals, in four weeks” to \u2068Noa\u2069."
+        "\nFirst day: ")
     async with bot.store.sessionmaker() as session:
         run = (await session.execute(select(ProgrammeRun))).scalar_one()
         assert len((await session.execute(select(Assignment))).all()) == 4
