@@ -100,7 +100,7 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     await coach.replies()  # the coach's own reminder
     asked = await client.press(client.button_labels()[-1])
     heard = await coach.replies()
-    assert "\u2068Noa\u2069 non potrà esserci" in (heard[0].text or "")
+    assert "Non potrà esserci a questa sessione: \u2068Noa\u2069" in (heard[0].text or "")
     assert "/skip" in (asked[-1].text or "")  # which times would suit them instead
     await client.send(OTHER_TIMES[language])
     proposed = await coach.replies()
