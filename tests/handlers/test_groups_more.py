@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.store import CoachingSession, Group, GroupSession, ProgrammeRun
+from bot.store import CoachingSession, Group, GroupSession, ProgrammeRun, User
 from bot.telegram.buttons import REFUSALS
 from bot.telegram.commands import Audience
 from tests import flows
@@ -204,3 +204,42 @@ async def test_a_coach_gives_the_whole_group_a_programme_and_no_one_else_can(
         "That button is no longer valid")
     async with bot.store.sessionmaker() as session:
         assert len((await session.execute(select(ProgrammeRun.id))).all()) == 2
+
+
+async def test_reaching_the_goal_is_celebrated_in_the_chats_language_without_names(
+        bot: InProcessBot) -> None:
+    coach, ana, bo, group_id, _ = await group_with_members(bot)
+    chat = -100777
+    async with bot.store.sessionmaker() as session, session.begin():
+        group = await session.get(Group, group_id)
+        assert group is not None
+        group.kind, group.shared_goal = "team", "Ship the guide by June"
+        group.chat_id, group.chat_locale = chat, "it"
+    await coach.send("/groups")
+    await coach.press("\u2068Sales team\u2069 (2)")
+    await coach.press("The team reached its goal")
+    await bot.pump()
+    posted = [m.text or "" for m in bot.fake.messages_to(chat)]
+    assert posted == ["Complimenti, \u2068Sales team\u2069! Avete raggiunto il vostro "
+                      "obiettivo comune: \u2068Ship the guide by June\u2069"]
+    assert not any(name in posted[0] for name in ("Ana", "Bo", "Marta"))
+    # Once reached, the button is gone; a forged press by a member changes nothing.
+    assert await forge(bot, ana, f"gdone:{group_id}") == (
+        "I can't find that group among yours. Send /groups to see them.")
+    assert len(bot.fake.messages_to(chat)) == 1
+    # Without a linked chat, each member hears it in private, in their own language.
+    async with bot.store.sessionmaker() as session, session.begin():
+        group = await session.get(Group, group_id)
+        assert group is not None
+        group.chat_id, group.goal_reached_at = None, None
+        for member, locale in ((ANA, "it"), (BO, "he")):  # as each chose in /language
+            stored = await session.get(User, member)
+            assert stored is not None
+            stored.locale = locale
+    await coach.send("/groups")
+    await coach.press("\u2068Sales team\u2069 (2)")
+    await coach.press("The team reached its goal")
+    assert (await ana.replies())[-1].text == (
+        "Complimenti, \u2068Sales team\u2069! Avete raggiunto il vostro obiettivo comune: "
+        "\u2068Ship the guide by June\u2069")
+    assert ((await bo.replies())[-1].text or "").startswith("כל הכבוד")
