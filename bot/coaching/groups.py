@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import String, and_, cast, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching import programmes
 from bot.coaching.assignments import checked_exercise, checked_schedule
 from bot.coaching.coach_errors import (
     InvalidGroupName,
@@ -33,6 +34,8 @@ from bot.coaching.contracts import (
     GROUP_RENAME,
 )
 from bot.coaching.links import active_link, invite_hash, is_coach, stop_assignments
+from bot.dialogue.model import Position
+from bot.dialogue.programmes import Programme, ProgrammeStep
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import N_, translator_for
@@ -48,12 +51,13 @@ from bot.store import (
     GroupMember,
     GroupSession,
     PlannedCheckin,
+    ProgrammeRun,
     SessionStatus,
     User,
     Visibility,
 )
 from bot.store import Turn as StoreTurn
-from bot.store.kinds import CheckinKind, CheckinStatus
+from bot.store.kinds import CheckinKind, CheckinStatus, ProgrammeStatus
 
 MAX_NAME = 64
 CODE_BYTES = 24  # as a one-to-one invite: 192 bits
@@ -197,8 +201,12 @@ async def join(session: AsyncSession, code: str, user_id: int, visibility: Visib
         member.link_id = link.id
     session.add(member)
     await session.flush()  # the partial unique index refuses a concurrent second join
+    zone = await session.scalar(select(User.time_zone).where(User.id == user_id))
     for assignment in await _current_assignments(session, group.id, now.date()):
-        _copy_for(session, assignment, group.coach_id, user_id, now)
+        if is_programme(assignment):
+            await _programme_for(session, assignment, group.coach_id, user_id, zone, now)
+        else:
+            _copy_for(session, assignment, group.coach_id, user_id, now)
     await session.flush()
     return group
 
@@ -226,6 +234,12 @@ async def leave(session: AsyncSession, user_id: int, group_id: int, now: datetim
         Assignment.client_id == user_id, Assignment.group_assignment_id.in_(
             select(GroupAssignment.id).where(GroupAssignment.group_id == group_id)))
     await _stop(session, user_id, copies)
+    await session.execute(
+        update(ProgrammeRun).where(
+            ProgrammeRun.client_id == user_id, ProgrammeRun.id.in_(
+                select(Assignment.programme_run_id).where(
+                    cast(Assignment.id, String).in_(copies))))
+        .values(status=ProgrammeStatus.CANCELLED).execution_options(synchronize_session=False))
     await _stop_sessions(session, user_id, group_id, now)
     if member.link_id is not None:
         await _end_link(session, member, group.coach_id, now)
@@ -332,6 +346,67 @@ async def assign_to_group(
         _copy_for(session, assignment, coach_id, member, now)
     await session.flush()
     return assignment.id, len(members)
+
+
+#: A group assignment that is a whole programme (its schedule's kind): each member gets
+#: their own run of it (bot/coaching/programmes.py) from their own tomorrow.
+PROGRAMME_KIND = "programme"
+_STORED = Position("group programme", 0, 0)
+
+
+def is_programme(assignment: GroupAssignment) -> bool:
+    return assignment.schedule.get("kind") == PROGRAMME_KIND
+
+
+async def assign_programme_to_group(
+    session: AsyncSession,
+    coach_id: int,
+    group_id: int,
+    programme: Programme,
+    hour: int,
+    minute: int,
+    now: datetime,
+    known_exercises: Collection[str],
+) -> tuple[int, int]:
+    """Give the whole group a programme in one step: each current member gets their own
+    run, from their own tomorrow, each step at ``hour:minute`` of their own day; whoever
+    joins while it runs gets theirs from their tomorrow. The steps are kept with the
+    group's assignment, so a late joiner gets the programme as it was given. Returns (the
+    group assignment's id, how many members got it); NotYourGroup for another's group."""
+    group = await coach_group(session, coach_id, group_id)
+    steps: list[tuple[str, int, int]] = [
+        (await checked_exercise(session, coach_id, step.exercise, known_exercises, None),
+         step.day, step.days) for step in programme.steps]
+    checked_schedule({"kind": "daily", "days": 1, "hour": hour, "minute": minute}, now.date(),
+                     None)
+    length = max(day + days for _, day, days in steps)
+    assignment = GroupAssignment(
+        group_id=group.id, exercise_slug=programme.id, exercise_id=None,
+        schedule={"kind": PROGRAMME_KIND, "hour": hour, "minute": minute,
+                  "steps": [list(step) for step in steps]},
+        starts_on=now.date(), ends_on=now.date() + timedelta(days=length), created_at=now)
+    session.add(assignment)
+    await session.flush()
+    members = (await session.execute(
+        select(User.id, User.time_zone).join(GroupMember, GroupMember.user_id == User.id)
+        .where(GroupMember.group_id == group.id, current()).order_by(User.id))).all()
+    for member, zone in members:
+        await _programme_for(session, assignment, coach_id, member, zone, now)
+    return assignment.id, len(members)
+
+
+async def _programme_for(session: AsyncSession, assignment: GroupAssignment, coach_id: int,
+                         member_id: int, zone: str | None, now: datetime) -> int:
+    """A member's own run of the group's programme, from their tomorrow."""
+    schedule = assignment.schedule
+    steps = tuple(ProgrammeStep(str(slug), int(day), int(days), _STORED)
+                  for slug, day, days in schedule["steps"])
+    programme = Programme(assignment.exercise_slug, "", steps, "", _STORED)
+    starts_on = local_date(now, zone_of(zone or "UTC")) + timedelta(days=1)
+    return await programmes.assign_programme(
+        session, coach_id, member_id, programme, starts_on, int(schedule["hour"]),
+        int(schedule["minute"]), now, {step.exercise for step in steps},
+        group_assignment_id=assignment.id)
 
 
 async def _current_assignments(session: AsyncSession, group_id: int,

@@ -83,12 +83,16 @@ async def assign_programme(
     minute: int,
     now: datetime,
     known_exercises: Collection[str],
+    group_assignment_id: int | None = None,
 ) -> int:
     """Give one client of this coach a programme from ``starts_on`` (the client's local
     date), each step at ``hour:minute`` of the client's day; returns the run's id.
     NotYourClient without an active link, UnknownExercise or InvalidSchedule otherwise;
-    nothing is stored then."""
-    await linked_since(session, coach_id, client_id)
+    nothing is stored then. With ``group_assignment_id`` the run is a member's copy of a
+    group's programme: the membership (checked by the groups side) stands for the link,
+    and the steps stop when the member leaves, like the group's exercises."""
+    if group_assignment_id is None:
+        await linked_since(session, coach_id, client_id)
     steps = []
     for step in programme.steps:
         slug = await checked_exercise(session, coach_id, step.exercise, known_exercises, None)
@@ -104,7 +108,8 @@ async def assign_programme(
     for slug, schedule, first, last in steps:
         session.add(Assignment(coach_id=coach_id, client_id=client_id, exercise_slug=slug,
                                schedule=schedule, starts_on=first, ends_on=last, active=True,
-                               created_at=now, programme_run_id=run.id))
+                               created_at=now, programme_run_id=run.id,
+                               group_assignment_id=group_assignment_id))
     await session.flush()
     return run.id
 
@@ -189,17 +194,21 @@ async def step_done(session: AsyncSession, client_id: int, dialogue_id: str, sta
 async def runs_of(session: AsyncSession, client_id: int, *, coach_id: int | None = None
                   ) -> list[RunView]:
     """The client's running or paused programmes (of one coach, if given) from coaches
-    still linked, oldest first."""
+    still linked, oldest first. The client also sees the runs of their groups' programmes;
+    a coach sees those only with the link (the member chose to share their progress)."""
     query = select(ProgrammeRun).where(ProgrammeRun.client_id == client_id,
                                        ProgrammeRun.status != ProgrammeStatus.CANCELLED)
     if coach_id is not None:
         query = query.where(ProgrammeRun.coach_id == coach_id)
     views = []
     for run in (await session.execute(query.order_by(ProgrammeRun.id))).scalars():
-        if not await is_linked(session, run.coach_id, client_id):
+        rows = await _steps_of(session, run.id)
+        of_group = any(a.group_assignment_id is not None for a in rows)
+        if (coach_id is not None or not of_group) \
+                and not await is_linked(session, run.coach_id, client_id):
             continue
         steps = tuple(Step(a.exercise_slug or "", a.starts_on, a.done_at is not None)
-                      for a in await _steps_of(session, run.id))
+                      for a in rows)
         views.append(RunView(run.id, run.coach_id, run.client_id, run.programme, run.status,
                              steps))
     return views

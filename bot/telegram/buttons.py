@@ -25,6 +25,7 @@ from bot.telegram import coach_side
 from bot.telegram.coach import INVITE_PREFIX, TRY_DIALOGUE
 from bot.telegram.commands import Audience
 from bot.telegram.groups import CHAT_PREFIX, JOIN_PREFIX
+from bot.telegram.groups import PROGRAMME_BUTTON as GROUP_PROGRAMME
 
 if TYPE_CHECKING:  # the handlers import this registry; it names them only for typing
     from bot.telegram.handlers import Handlers
@@ -139,6 +140,8 @@ BUTTONS = Routes(
     Route("grp", CO, lambda h, p: h.in_press(p, h.groups.show), NOT_YOUR_GROUP),
     Route("gkind", CO, lambda h, p: h.in_press(p, h.groups.set_kind), NOT_YOUR_GROUP),
     Route("gas", CO, lambda h, p: h.in_press(p, h.groups.assign_step), NOT_YOUR_GROUP),
+    Route(GROUP_PROGRAMME, CO, lambda h, p: h.in_press(p, h.groups.programme_step),
+          NOT_YOUR_GROUP),
     Route("gchat", CO, lambda h, p: h.in_press(p, h.groups.chat_link), NOT_YOUR_GROUP),
     Route("ggoal", CO, lambda h, p: h.in_press(p, h.groups.set_goal), NOT_YOUR_GROUP),
     Route("gdone", CO, lambda h, p: h.in_press(p, h.groups.celebrate), NOT_YOUR_GROUP),

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 JOIN_PREFIX = "group_"  # /start payload of a group's link: group_<code>
 CHAT_PREFIX = "gchat_"  # /startgroup payload that links a group chat: gchat_<group id>
+PROGRAMME_BUTTON = "gprg"  # gprg:<group>[:<programme>[:<hour>]]: a programme for the group
 HOURS = ("7", "8", "12", "18", "20")  # each member's own local time
 KIND_LABELS = {GroupKind.TEAM: N_("Team"), GroupKind.COHORT: N_("Cohort")}
 WITHHELD = "—"
@@ -154,6 +155,8 @@ class GroupHandlers:
         buttons = [Button(tr.gettext("Schedule a group session"),
                           f"{SESSION_BUTTON}:new:{GROUP_TARGET}{group.id}"),
                    Button(tr.gettext("Assign an exercise to the group"), f"gas:{group.id}"),
+                   Button(tr.gettext("Give the group a programme"),
+                          f"{PROGRAMME_BUTTON}:{group.id}"),
                    Button(tr.gettext("New join link (the old one stops working)"),
                           f"gcode:{group.id}"),
                    Button(tr.gettext("Rename the group"), f"gren:{group.id}"),
@@ -409,6 +412,45 @@ class GroupHandlers:
         say(t, tr.gettext("Assigned “{exercise}” to the group “{group}”. Each member gets it "
                           "at their own local time, and whoever joins later gets it too.")
             .format(exercise=tr.words(choices[exercise]), group=tr.words(group.name)))
+
+    async def programme_step(self, t: StoreTurn, rest: str) -> None:
+        """gprg:<group> → which programme; …:<programme> → at what local hour; …:<hour> →
+        each member gets their own run from their own tomorrow. Each step checks the group
+        again (only its coach gets anywhere)."""
+        tr = translator_for(t.user.locale)
+        parts = rest.split(":")
+        invalid = tr.gettext("That button is no longer valid. Send /groups to start again.")
+        if len(parts) > 3:
+            say(t, invalid)
+            return
+        group = await self._own_group(t, parts[0])
+        if group is None:
+            return
+        library = self.dialogues.programmes
+        prefix = f"{PROGRAMME_BUTTON}:{group.id}"
+        if len(parts) == 1:
+            say(t, tr.gettext("Which programme for the whole group?"), tuple(
+                Button(tr.gettext(p.title), f"{prefix}:{p.id}")
+                for p in sorted(library.values(), key=lambda p: tr.gettext(p.title))))
+            return
+        chosen = library.get(parts[1])
+        if chosen is None or (len(parts) == 3 and parts[2] not in HOURS):
+            say(t, invalid)
+            return
+        if len(parts) == 2:
+            say(t, tr.gettext("At what time? It is each member's own local time."), tuple(
+                Button(tr.time(datetime(2000, 1, 1, int(h))), f"{prefix}:{chosen.id}:{h}")
+                for h in HOURS))
+            return
+        _, count = await groups.assign_programme_to_group(
+            t.session, t.user_id, group.id, chosen, int(parts[2]), 0, t.now,
+            self.known_exercises())
+        say(t, tr.gettext("Gave “{programme}” to the group “{group}”. Each member starts "
+                          "tomorrow in their own time zone, and whoever joins while it runs "
+                          "starts the day after joining.").format(
+            programme=tr.gettext(chosen.title), group=tr.words(group.name))
+            + "\n" + tr.gettext("Members who got it: {count}").format(
+                count=tr.isolate(tr.number(count))))
 
     # -- the member ------------------------------------------------------------------------
 

@@ -14,7 +14,15 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching import assignments, coach_errors, contracts, group_figures, groups, links
+from bot.coaching import (
+    assignments,
+    coach_errors,
+    contracts,
+    group_figures,
+    groups,
+    links,
+    programmes,
+)
 from bot.coaching.conversation import Start, converse
 from bot.coaching.group_figures import Span, Window, closed_weeks, cohort, may_show
 from bot.dialogue import load_dialogues
@@ -31,6 +39,7 @@ from bot.store import (
     GroupKind,
     Outbox,
     PlannedCheckin,
+    ProgrammeRun,
     Store,
     User,
     Visibility,
@@ -450,3 +459,86 @@ async def test_a_group_sessions_attendees_are_its_current_members_for_its_coach_
     assert await tx(db, lambda s: groups.session_attendees(s, COACH, team.id)) == [ANA]
     with pytest.raises(coach_errors.NotYourGroup):
         await tx(db, lambda s: groups.session_attendees(s, OTHER_COACH, team.id))
+
+
+# -- a programme for the whole group ----------------------------------------------------------
+
+
+async def test_a_group_programme_runs_for_each_member_from_their_own_tomorrow(
+        db: Store) -> None:
+    team = await new_group(db)
+    for member in (ANA, BO, CI):
+        await join(db, team, member)
+    # 01:00 UTC on Thursday: still Wednesday evening in New York.
+    at = datetime(2026, 3, 5, 1, 0, tzinfo=UTC)
+    programme = DIALOGUES.programmes["values_and_goals"]
+    _, count = await tx(db, lambda s: groups.assign_programme_to_group(
+        s, COACH, team.id, programme, 8, 0, at, EXERCISES))
+    assert count == 3
+    runs = (await tx(db, lambda s: s.execute(select(
+        ProgrammeRun.client_id, ProgrammeRun.starts_on, ProgrammeRun.status,
+        ProgrammeRun.programme).order_by(ProgrammeRun.client_id)))).all()
+    assert runs == [(ANA, date(2026, 3, 6), "active", "values_and_goals"),
+                    (BO, date(2026, 3, 6), "active", "values_and_goals"),
+                    (CI, date(2026, 3, 5), "active", "values_and_goals")]
+    firsts = (await tx(db, lambda s: s.execute(
+        select(Assignment.client_id, func.min(Assignment.starts_on),
+               func.count(Assignment.group_assignment_id))
+        .where(Assignment.programme_run_id.is_not(None))
+        .group_by(Assignment.client_id).order_by(Assignment.client_id)))).all()
+    assert firsts == [(ANA, date(2026, 3, 6), len(programme.steps)),
+                      (BO, date(2026, 3, 6), len(programme.steps)),
+                      (CI, date(2026, 3, 5), len(programme.steps))]
+    # Each sees where they are; with "group figures only" the coach does not.
+    assert [r.programme for r in await tx(db, lambda s: programmes.runs_of(s, ANA))] == [
+        "values_and_goals"]
+    assert await tx(db, lambda s: programmes.runs_of(s, ANA, coach_id=COACH)) == []
+    # Planned at 08:00 in each member's own zone, once.
+    await plan(db, datetime(2026, 3, 5, 2, 0, tzinfo=UTC))
+    planned = await scalar(db, select(func.count()).select_from(PlannedCheckin))
+    await plan(db, datetime(2026, 3, 5, 2, 1, tzinfo=UTC))
+    assert await scalar(db, select(func.count()).select_from(PlannedCheckin)) == planned
+    due = dict((await tx(db, lambda s: s.execute(
+        select(PlannedCheckin.user_id, func.min(PlannedCheckin.due_at))
+        .where(PlannedCheckin.kind == "exercise").group_by(PlannedCheckin.user_id)))).all())
+    assert due[CI] == datetime(2026, 3, 5, 13, 0, tzinfo=UTC)  # 08:00 in New York
+    assert due[ANA] == datetime(2026, 3, 6, 7, 0, tzinfo=UTC)  # 08:00 in Rome, Friday
+
+
+async def test_a_late_joiner_gets_the_group_programme_and_leaving_cancels_the_run(
+        db: Store) -> None:
+    team = await new_group(db)
+    await join(db, team, ANA)
+    await join(db, team, BO, visibility=Visibility.PROGRESS)
+    programme = DIALOGUES.programmes["values_and_goals"]
+    await tx(db, lambda s: groups.assign_programme_to_group(
+        s, COACH, team.id, programme, 18, 0, NOW, EXERCISES))
+    later = NOW + timedelta(days=3, hours=20)  # 01:00 on Sunday in Sofia
+    await join(db, team, DAN, at=later)
+    run = await scalar(db, select(ProgrammeRun).where(ProgrammeRun.client_id == DAN))
+    assert (run.starts_on, run.status) == (date(2026, 3, 9), "active")
+    # Ana leaves; the coach removes Bo: their runs end, their steps are no longer sent.
+    await plan(db, NOW)
+    assert await tx(db, lambda s: groups.leave(s, ANA, team.id, later))
+    assert await tx(db, lambda s: groups.remove_member(s, COACH, team.id, BO, later))
+    status = dict((await tx(db, lambda s: s.execute(
+        select(ProgrammeRun.client_id, ProgrammeRun.status)))).all())
+    assert status == {ANA: "cancelled", BO: "cancelled", DAN: "active"}
+    assert await scalar(db, select(func.count()).select_from(Assignment).where(
+        Assignment.client_id.in_((ANA, BO)), Assignment.active)) == 0
+    assert await scalar(db, select(func.count()).select_from(PlannedCheckin).where(
+        PlannedCheckin.user_id.in_((ANA, BO)), PlannedCheckin.kind == "exercise",
+        PlannedCheckin.status == "planned")) == 0
+    assert [r.programme for r in await tx(db, lambda s: programmes.runs_of(s, DAN))] == [
+        "values_and_goals"]
+
+
+async def test_only_the_groups_coach_gives_it_a_programme(db: Store) -> None:
+    team = await new_group(db)
+    await join(db, team, ANA)
+    programme = DIALOGUES.programmes["values_and_goals"]
+    for intruder in (OTHER_COACH, ANA):
+        with pytest.raises(coach_errors.NotYourGroup):
+            await tx(db, lambda s, who=intruder: groups.assign_programme_to_group(
+                s, who, team.id, programme, 8, 0, NOW, EXERCISES))
+    assert await scalar(db, select(func.count()).select_from(ProgrammeRun)) == 0

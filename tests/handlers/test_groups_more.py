@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.store import CoachingSession, Group, GroupSession
+from bot.store import CoachingSession, Group, GroupSession, ProgrammeRun, User
 from bot.telegram.buttons import REFUSALS
 from bot.telegram.commands import Audience
 from tests import flows
@@ -176,3 +176,70 @@ async def test_a_new_link_revokes_the_old_and_renaming_and_removing(bot: InProce
     # Removing someone who is no member any more: said so, nothing else.
     assert await forge(bot, coach, f"grm:{group_id}:{BO}:y") == (
         "That person is not in the group any more.")
+
+
+async def test_a_coach_gives_the_whole_group_a_programme_and_no_one_else_can(
+        bot: InProcessBot) -> None:
+    coach, ana, _, group_id, _ = await group_with_members(bot)
+    await coach.send("/groups")
+    await coach.press("\u2068Sales team\u2069 (2)")
+    await coach.press("Give the group a programme")
+    await coach.press("Values and goals, in four weeks")
+    done = await coach.press("6:00\u202fPM")
+    assert "Members who got it: 2" in (done[-1].text or "")
+    async with bot.store.sessionmaker() as session:
+        runs = (await session.execute(select(ProgrammeRun.client_id, ProgrammeRun.programme)
+                                      .order_by(ProgrammeRun.client_id))).all()
+    assert runs == [(ANA, "values_and_goals"), (BO, "values_and_goals")]
+
+    # A member, or another coach, forging the button: refused, nothing given.
+    not_yours = "I can't find that group among yours. Send /groups to see them."
+    stranger = bot.user(STRANGER, first_name="Oz")
+    await stranger.send("/groups")
+    for who in (ana, stranger):
+        for data in (f"gprg:{group_id}", f"gprg:{group_id}:values_and_goals:18",
+                     "gprg:999999:values_and_goals:18"):
+            assert await forge(bot, who, data) == not_yours, (who.user_id, data)
+    assert (await forge(bot, coach, f"gprg:{group_id}:no_such:18")).startswith(
+        "That button is no longer valid")
+    async with bot.store.sessionmaker() as session:
+        assert len((await session.execute(select(ProgrammeRun.id))).all()) == 2
+
+
+async def test_reaching_the_goal_is_celebrated_in_the_chats_language_without_names(
+        bot: InProcessBot) -> None:
+    coach, ana, bo, group_id, _ = await group_with_members(bot)
+    chat = -100777
+    async with bot.store.sessionmaker() as session, session.begin():
+        group = await session.get(Group, group_id)
+        assert group is not None
+        group.kind, group.shared_goal = "team", "Ship the guide by June"
+        group.chat_id, group.chat_locale = chat, "it"
+    await coach.send("/groups")
+    await coach.press("\u2068Sales team\u2069 (2)")
+    await coach.press("The team reached its goal")
+    await bot.pump()
+    posted = [m.text or "" for m in bot.fake.messages_to(chat)]
+    assert posted == ["Complimenti, \u2068Sales team\u2069! Avete raggiunto il vostro "
+                      "obiettivo comune: \u2068Ship the guide by June\u2069"]
+    assert not any(name in posted[0] for name in ("Ana", "Bo", "Marta"))
+    # Once reached, the button is gone; a forged press by a member changes nothing.
+    assert await forge(bot, ana, f"gdone:{group_id}") == (
+        "I can't find that group among yours. Send /groups to see them.")
+    assert len(bot.fake.messages_to(chat)) == 1
+    # Without a linked chat, each member hears it in private, in their own language.
+    async with bot.store.sessionmaker() as session, session.begin():
+        group = await session.get(Group, group_id)
+        assert group is not None
+        group.chat_id, group.goal_reached_at = None, None
+        for member, locale in ((ANA, "it"), (BO, "he")):  # as each chose in /language
+            stored = await session.get(User, member)
+            assert stored is not None
+            stored.locale = locale
+    await coach.send("/groups")
+    await coach.press("\u2068Sales team\u2069 (2)")
+    await coach.press("The team reached its goal")
+    assert (await ana.replies())[-1].text == (
+        "Complimenti, \u2068Sales team\u2069! Avete raggiunto il vostro obiettivo comune: "
+        "\u2068Ship the guide by June\u2069")
+    assert ((await bo.replies())[-1].text or "").startswith("כל הכבוד")
