@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from enum import StrEnum
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.coaching.assignments import checked_exercise, checked_schedule
 from bot.coaching.coach_errors import CoachError, NotYourClient
 from bot.coaching.links import is_linked, linked_since
+from bot.coaching.managing import AssignmentAction
 from bot.dialogue.programmes import Programme
 from bot.store import Assignment, PlannedCheckin, ProgrammeRun, User
 from bot.store.kinds import CheckinKind, CheckinStatus, ProgrammeStatus
@@ -30,12 +30,6 @@ DONE_STATUSES = ("done", "partly")  # exercise.status answers that complete a st
 
 class UnknownProgramme(CoachError, ValueError):
     """No such programme in the library."""
-
-
-class ProgrammeAction(StrEnum):
-    PAUSE = "pause"
-    RESUME = "resume"
-    CANCEL = "cancel"
 
 
 @dataclass(frozen=True)
@@ -136,7 +130,7 @@ async def _steps_of(session: AsyncSession, run_id: int) -> list[Assignment]:
 
 
 async def act_on_programme(session: AsyncSession, coach_id: int, run_id: int,
-                           action: ProgrammeAction) -> ProgrammeRun:
+                           action: AssignmentAction) -> ProgrammeRun:
     """Pause, resume or cancel the whole of one of this coach's runs (its coach, a client
     still linked); NotYourClient otherwise."""
     run = await session.get(ProgrammeRun, run_id)
@@ -144,18 +138,18 @@ async def act_on_programme(session: AsyncSession, coach_id: int, run_id: int,
             or not await is_linked(session, coach_id, run.client_id):
         raise NotYourClient("no such programme of yours")
     steps = [a for a in await _steps_of(session, run.id) if a.active]
-    if action is ProgrammeAction.RESUME:
+    if action is AssignmentAction.RESUME:
         for step in steps:
             step.paused = False
         run.status = ProgrammeStatus.ACTIVE
     else:
         await _cancel_planned(session, steps)
         for step in steps:
-            if action is ProgrammeAction.PAUSE:
+            if action is AssignmentAction.PAUSE:
                 step.paused = True
             else:
                 step.active = False
-        run.status = ProgrammeStatus.PAUSED if action is ProgrammeAction.PAUSE \
+        run.status = ProgrammeStatus.PAUSED if action is AssignmentAction.PAUSE \
             else ProgrammeStatus.CANCELLED
     await session.flush()
     return run

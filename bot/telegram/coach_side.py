@@ -252,7 +252,7 @@ class CoachSideHandlers:
         tr = translator_for(t.user.locale)
         run_id = parse_id(raw_id)
         try:
-            action = programmes.ProgrammeAction(raw_action)
+            action = managing.AssignmentAction(raw_action)
             if run_id is None:
                 raise NotYourClient("not an id")
             run = await programmes.act_on_programme(t.session, t.user_id, run_id, action)
@@ -260,15 +260,7 @@ class CoachSideHandlers:
             say(t, tr.gettext("That programme is not one of yours any more. Send "
                               "/assignments to see them."))
             return
-        done = {
-            programmes.ProgrammeAction.PAUSE: tr.gettext(
-                "Paused: nothing more of it is sent until you resume it."),
-            programmes.ProgrammeAction.RESUME: tr.gettext(
-                "Resumed: it is planned again from now on."),
-            programmes.ProgrammeAction.CANCEL: tr.gettext(
-                "Cancelled: nothing more of it is sent."),
-        }[action]
-        say(t, done, subject=run.client_id)
+        say(t, acted_text(action, tr), subject=run.client_id)
 
     async def _start_reply(self, t: StoreTurn, raw: str) -> Outcome | None:
         """The client pressed "Reply to my coach": only to a coach they share with now."""
@@ -329,15 +321,7 @@ class CoachSideHandlers:
             say(t, tr.gettext("That assignment is not one of yours any more. Send "
                               "/assignments to see them."))
             return
-        done = {
-            managing.AssignmentAction.PAUSE: tr.gettext(
-                "Paused: nothing more of it is sent until you resume it."),
-            managing.AssignmentAction.RESUME: tr.gettext(
-                "Resumed: it is planned again from now on."),
-            managing.AssignmentAction.CANCEL: tr.gettext(
-                "Cancelled: nothing more of it is sent."),
-        }[action]
-        say(t, done, assignment_buttons(view, tr) if view.active else (),
+        say(t, acted_text(action, tr), assignment_buttons(view, tr) if view.active else (),
             subject=view.client_id)
 
     async def _set_quiet_days(self, t: StoreTurn, raw_client: str, raw_days: str) -> None:
@@ -408,8 +392,21 @@ def programme_text(run: programmes.RunView, dialogues: DialogueSet, tr: Translat
     return "\n".join(lines)
 
 
+def acted_text(action: managing.AssignmentAction, tr: Translator) -> str:
+    """What the coach is told after pausing, resuming or cancelling an assignment or a
+    programme."""
+    return {
+        managing.AssignmentAction.PAUSE: tr.gettext(
+            "Paused: nothing more of it is sent until you resume it."),
+        managing.AssignmentAction.RESUME: tr.gettext(
+            "Resumed: it is planned again from now on."),
+        managing.AssignmentAction.CANCEL: tr.gettext(
+            "Cancelled: nothing more of it is sent."),
+    }[action]
+
+
 def programme_buttons(run: programmes.RunView, tr: Translator) -> tuple[Button, ...]:
-    A = programmes.ProgrammeAction
+    A = managing.AssignmentAction
     toggle = (Button(tr.gettext("Resume"), f"{PROGRAMME_ACT}:{A.RESUME.value}:{run.id}")
               if run.status == "paused"
               else Button(tr.gettext("Pause"), f"{PROGRAMME_ACT}:{A.PAUSE.value}:{run.id}"))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.coaching import programmes
+from bot.coaching import managing, programmes
 from bot.coaching.assignments import exercise_ids
 from bot.coaching.coach_errors import NotYourClient
 from bot.coaching.conversation import Start, converse
@@ -139,7 +139,7 @@ async def test_a_step_done_brings_the_next_forward_and_ends_its_own(
 async def test_only_its_coach_pauses_resumes_and_cancels_the_whole(
         db: Store, dialogues: DialogueSet) -> None:
     run_id = await give(db, dialogues)
-    A = programmes.ProgrammeAction
+    A = managing.AssignmentAction
     async with db.sessionmaker() as s, s.begin():
         for forged in (OTHER_COACH, CLIENT):
             with pytest.raises(NotYourClient):
