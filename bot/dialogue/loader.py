@@ -130,6 +130,11 @@ class _FileParser:
 
     # -- generic node helpers -------------------------------------------------------------
 
+    # TRANSLATORS (for the validator's messages below): they reach a coach who sent a dialogue
+    # file. Words in single quotes are YAML keys, step ids or values from the file: keep them
+    # verbatim. {what} is a part of the file, such as 'title', "step 'intro'" or "the 'it'
+    # translation", translated on its own: where your grammar would need another case of it,
+    # put it first as a label ("{what}: ...").
     def mapping(
         self, node: Node, allowed: set[str], what: str | Message
     ) -> dict[str, tuple[ScalarNode, Node]] | None:
@@ -174,6 +179,7 @@ class _FileParser:
         return value
 
     def dialogue_id(self, node: Node) -> str | None:
+        # TRANSLATORS: a part of the file, the {what} of other messages
         value = self.identifier(node, message(N_("the dialogue id")))
         if value is not None and len(value) > MAX_DIALOGUE_ID:
             self.error(node, N_("the dialogue id '{value}' is longer than {count} characters "
@@ -239,6 +245,7 @@ class _FileParser:
         if root is None:
             self.error(Position(self.display, 1, 1), N_("the file is empty"))
             return None
+        # TRANSLATORS: a part of the file, the {what} of other messages
         fields = self.mapping(root, _DIALOGUE_KEYS, message(N_("a dialogue")))
         if fields is None:
             return None
@@ -268,6 +275,7 @@ class _FileParser:
             requires_pos = self.pos(requires_node)
             if isinstance(requires_node, SequenceNode):
                 for item in requires_node.value:
+                    # TRANSLATORS: a part of the file, the {what} of other messages
                     name = self.variable(item, message(N_("a required variable")))
                     if name:
                         requires.add(name)
@@ -280,6 +288,7 @@ class _FileParser:
         if "steps" in fields:
             step_nodes = self.mapping(fields["steps"][1], declared, "'steps'")
             for step_id, (key_node, step_node) in (step_nodes or {}).items():
+                # TRANSLATORS: a part of the file, the {what} of other messages
                 if self.identifier(key_node, message(N_("the step id"))) is None:
                     continue
                 if step_id == END:
@@ -362,6 +371,7 @@ class _FileParser:
     def translation(self, code: str, key_node: Node, node: Node, steps: dict[str, Step],
                     declared: set[str]) -> Translation | None:
         fields = self.mapping(node, _TRANSLATION_KEYS, message(
+            # TRANSLATORS: a part of the file, the {what} of other messages
             N_("the '{language}' translation"), language=code))
         if fields is None:
             return None
@@ -375,6 +385,7 @@ class _FileParser:
         if "steps" in fields:
             steps_node = fields["steps"][1]
             entries = self.mapping(steps_node, _all_names(steps_node), message(
+                # TRANSLATORS: a part of the file, the {what} of other messages
                 N_("'steps' of the '{language}' translation"), language=code)) or {}
         for step_id, (step_key, step_node) in entries.items():
             if step_id not in declared:
@@ -400,6 +411,7 @@ class _FileParser:
         fewer, each with the same placeholders."""
         original = StepTexts.of(step)
         fields = self.mapping(node, _STEP_TEXT_KEYS, message(
+            # TRANSLATORS: a part of the file, the {what} of other messages
             N_("step '{step}' of the '{language}' translation"), step=step.id, language=code))
         if fields is None:
             return None
@@ -434,6 +446,7 @@ class _FileParser:
                                step=step.id, key=key)
                     continue
                 label = self.translated(label_node, message(
+                    # TRANSLATORS: a part of the file, the {what} of other messages
                     N_("the label of option '{key}'"), key=key), original.options[key])
                 if label is not None:
                     options[key] = label
@@ -470,6 +483,7 @@ class _FileParser:
         return name
 
     def step(self, step_id: str, key_node: Node, node: Node, reads: _Reads) -> Step | None:
+        # TRANSLATORS: a part of the file, the {what} of other messages
         fields = self.mapping(node, _STEP_KEYS, message(N_("step '{step}'"), step=step_id))
         if fields is None:
             return None
@@ -512,8 +526,8 @@ class _FileParser:
 
     def ask(self, node: Node, reads: _Reads) -> Ask | None:
         if not isinstance(node, MappingNode):
-            self.error(node, N_("'ask' must be a mapping such as {{type: text, save: "
-                                "my.answer}}"))
+            self.error(node, N_("'ask' must be a mapping of keys, such as type: text and "
+                                "save: my.answer"))
             return None
         type_node = next((v for k, v in node.value if getattr(k, "value", None) == "type"), None)
         answer_type = type_node.value if isinstance(type_node, ScalarNode) else None
@@ -527,6 +541,7 @@ class _FileParser:
             return None
         common = {"type"} if answer_type == "none" else {"type", "save", "optional"}
         fields = self.mapping(node, common | _ASK_KEYS_BY_TYPE[answer_type],
+                              # TRANSLATORS: a part of the file, the {what} of other messages
                               message(N_("'ask' of type {type}"), type=answer_type))
         if fields is None:
             return None
@@ -581,8 +596,8 @@ class _FileParser:
         self, field_: tuple[ScalarNode, Node] | None, ask_node: Node, reads: _Reads
     ) -> tuple[Option, ...]:
         if field_ is None:
-            self.error(ask_node, N_("a choice needs 'options', e.g. {{done: \"I did it\", "
-                                    "not_yet: \"Not yet\"}}"))
+            self.error(ask_node, N_("a choice needs 'options': a key and a label for each, "
+                                    "such as done: \"I did it\""))
             return ()
         node = field_[1]
         entries = self.mapping(node, _all_names(node), "'options'")
@@ -594,6 +609,7 @@ class _FileParser:
                 self.error(key_node, N_("option key '{key}' must be 1 to 32 lower case "
                                         "letters, digits and _"), key=key)
                 continue
+            # TRANSLATORS: a part of the file, the {what} of other messages
             label = self.template(label_node, message(N_("the label of option '{key}'"),
                                                       key=key), reads.before)
             if label is not None:
@@ -628,6 +644,7 @@ class _FileParser:
         return tuple(branches) if len(branches) == len(items) and items else None
 
     def branch(self, node: Node, reads: _Reads) -> Branch | None:
+        # TRANSLATORS: a part of the file, the {what} of other messages
         fields = self.mapping(node, _BRANCH_KEYS, message(N_("a branch of 'next'")))
         if fields is None:
             return None

@@ -33,11 +33,11 @@ def placeholders(text: str) -> tuple[str, ...]:
         name = match.group(1)
         if name is None:
             raise TemplateError(message(N_("a lone '{brace}' at character {position}; write "
-                                           "'{{{{' or '}}}}' for a literal brace"),
+                                           "it twice for a literal brace"),
                                         brace=piece, position=match.start() + 1))
         if not is_valid_variable(name.strip()):
-            raise TemplateError(message(N_("'{{{name}}}' is not a variable name like "
-                                           "{{goal.title}}"), name=name))
+            raise TemplateError(message(N_("'{name}' between braces is not a variable name "
+                                           "like goal.title"), name=name))
         names.append(name.strip())
     return tuple(names)
 

@@ -292,9 +292,9 @@ class CoachHandlers:
                   if locale not in coach_dialogues.languages(row)]
         if not titles:
             return []
-        return [tr.gettext("Not offered to {client}: {titles}. They are neither written nor "
-                           "translated in {language}, the language {client} uses; a "
-                           "translation under “{code}” in the file makes one available.").format(
+        return [tr.gettext("Not available to {client} (language: {language}), as not written "
+                           "or translated in it: {titles}. A translation under “{code}” in "
+                           "the file makes a dialogue available.").format(
             client=tr.words(name), titles=", ".join(f"“{tr.words(title)}”" for title in titles),
             language=LANGUAGE_NAMES.get(locale, locale), code=locale)]
 
