@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
@@ -31,7 +31,7 @@ from bot.dialogue.expr import Value
 from bot.dialogue.loader import DialogueError, check_uploaded
 from bot.dialogue.messages import N_, message
 from bot.dialogue.model import Dialogue, DialogueSet, Position
-from bot.i18n import SUPPORTED_LOCALES, Translator
+from bot.i18n import SUPPORTED_LOCALES, Translator, neutralise_bidi
 from bot.store import CoachDialogue, User
 
 PREFIX = "cd"  # what a coach's dialogue runs as: cd<row id>
@@ -47,9 +47,11 @@ class UploadRefused(CoachError):
         super().__init__("\n".join(str(e) for e in errors))
         self.errors = errors
 
-    def lines(self, gettext: Callable[[str], str]) -> list[str]:
-        """Each error as the coach reads it, in the language of ``gettext``."""
-        return [error.render(gettext) for error in self.errors]
+    def lines(self, tr: Translator) -> list[str]:
+        """Each error as the coach reads it: in their language, what comes from the file kept
+        from turning a right-to-left line around."""
+        return [error.render(tr.gettext, lambda value: tr.isolate(neutralise_bidi(value)))
+                for error in self.errors]
 
 
 def run_id(row_id: int) -> str:

@@ -77,9 +77,11 @@ class DialogueError:
     position: Position
     message: Message
 
-    def render(self, gettext: Callable[[str], str] = lambda m: m) -> str:
-        """``file:line:column: message``, the message in the language of ``gettext``."""
-        return f"{self.position}: {self.message.render(gettext)}"
+    def render(self, gettext: Callable[[str], str] = lambda m: m,
+               wrap: Callable[[str], str] = lambda v: v) -> str:
+        """``file:line:column: message``, the message in the language of ``gettext`` (see
+        :meth:`Message.render` for ``wrap``)."""
+        return f"{wrap(str(self.position))}: {self.message.render(gettext, wrap)}"
 
     def __str__(self) -> str:
         return self.render()

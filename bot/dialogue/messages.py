@@ -26,8 +26,12 @@ class Message:
     id: str
     args: tuple[tuple[str, str | int | Message], ...] = ()
 
-    def render(self, gettext: Callable[[str], str] = _same) -> str:
-        values = {k: v.render(gettext) if isinstance(v, Message) else v for k, v in self.args}
+    def render(self, gettext: Callable[[str], str] = _same,
+               wrap: Callable[[str], str] = _same) -> str:
+        """The message in the language of ``gettext``; each value from the file (a key, a
+        step id, a line number) through ``wrap``, so it cannot turn a right-to-left line."""
+        values = {k: v.render(gettext, wrap) if isinstance(v, Message) else wrap(str(v))
+                  for k, v in self.args}
         return gettext(self.id).format(**values)
 
     def __str__(self) -> str:

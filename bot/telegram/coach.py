@@ -336,7 +336,7 @@ class CoachHandlers:
             row = await coach_dialogues.upload(t.session, t.user_id, raw, name, self.dialogues,
                                                t.now)
         except coach_dialogues.UploadRefused as refused:
-            shown = refused.lines(tr.gettext)[:MAX_ERRORS_SHOWN]
+            shown = refused.lines(tr)[:MAX_ERRORS_SHOWN]
             say(t, "\n".join([tr.ngettext(
                 "I did not keep this dialogue: there is {count} problem to fix.",
                 "I did not keep this dialogue: there are {count} problems to fix.",

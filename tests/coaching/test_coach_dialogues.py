@@ -22,7 +22,7 @@ from bot.coaching.managing import assigned_to
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.dialogue.loader import MAX_UPLOAD_BYTES, check_uploaded
 from bot.engine import Outcome, Turn
-from bot.i18n import SUPPORTED_LOCALES
+from bot.i18n import SUPPORTED_LOCALES, translator_for
 from bot.store import Answer, CoachDialogue, CoachLink, Store, User
 from bot.store import Turn as StoreTurn
 
@@ -313,3 +313,18 @@ async def test_a_croatian_dialogue_with_an_italian_translation_reaches_an_italia
     assert answers[(ITALIAN, "exercise.status")] == "partly"  # stored like any answer
     assert answers[(ITALIAN, "stranice.lakse")] == 7
     assert titles == ["Pagine del mattino"]  # the client's /exercises, in their language
+
+
+def test_the_errors_read_in_the_coachs_language_and_a_hebrew_line_stays_right_to_left() -> None:
+    source = TRANSLATED.replace("      uvod:\n        say:", "      uvod:\n        s\u202eey:")
+    _, errors = check_uploaded(source.encode(), "f.yaml", languages=SUPPORTED_LOCALES)
+    refused = coach_dialogues.UploadRefused(errors)
+    assert str(errors[-1]) == ("f.yaml:26:9: unknown key 's\u202eey' in step 'uvod' of the 'it' "
+                               "translation; expected one of: options, say, say_plural")
+    croatian = refused.lines(translator_for("hr"))
+    assert croatian[-1] == ("f.yaml:26:9: korak 'uvod' u prijevodu 'it': nepoznat ključ "
+                            "'sey'; očekuje se jedan od ovih: options, say, say_plural")
+    hebrew = refused.lines(translator_for("he"))[-1]
+    # What comes from the file is isolated, so the line takes its direction from the Hebrew.
+    assert hebrew.startswith("\u2068f.yaml:26:9\u2069: השלב '\u2068uvod\u2069' בתרגום")
+    assert "\u202e" not in hebrew
