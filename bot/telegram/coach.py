@@ -223,8 +223,10 @@ class CoachHandlers:
         client = await t.session.get(User, client_id)
         choices = await self.exercise_choices(t, tr, client.locale if client else None)
         if len(parts) == 1:
-            say(t, "\n\n".join([tr.gettext("Which exercise?"), *await self._not_offered(
-                t, tr, client, clients[client_id].first_name or str(client_id))]), tuple(
+            left_out = await self._not_offered(t, tr, client,
+                                               clients[client_id].first_name or str(client_id))
+            say(t, "\n\n".join([tr.gettext("Which exercise?"), "\n".join(left_out)]).strip(),
+                tuple(
                 Button(title, f"assign:{client_id}:{key}") for key, title in choices.items()))
             return None
         exercise = parts[1]
@@ -292,11 +294,11 @@ class CoachHandlers:
                   if locale not in coach_dialogues.languages(row)]
         if not titles:
             return []
-        return [tr.gettext("Not available to {client} (language: {language}), as not written "
-                           "or translated in it: {titles}. A translation under “{code}” in "
-                           "the file makes a dialogue available.").format(
-            client=tr.words(name), titles=", ".join(f"“{tr.words(title)}”" for title in titles),
-            language=LANGUAGE_NAMES.get(locale, locale), code=locale)]
+        return [tr.gettext("These are neither written nor translated in the language of "
+                           "{client} ({language}); a translation under “{code}” in the file "
+                           "makes one available:").format(
+            client=tr.words(name), language=LANGUAGE_NAMES.get(locale, locale), code=locale),
+            *(f"• {tr.words(title)}" for title in titles)]
 
     # -- dialogues a coach sends as files ----------------------------------------------------
 
