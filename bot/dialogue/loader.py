@@ -132,11 +132,9 @@ class _FileParser:
 
     # -- generic node helpers -------------------------------------------------------------
 
-    # TRANSLATORS (for the validator's messages below): they reach a coach who sent a dialogue
-    # file. Words in single quotes are YAML keys, step ids or values from the file: keep them
-    # verbatim. {what} is a part of the file, such as 'title', "step 'intro'" or "the 'it'
-    # translation", translated on its own: where your grammar would need another case of it,
-    # put it first as a label ("{what}: ...").
+    # The messages reach a coach who sent a file, in their language: ``what`` is a key in
+    # quotes (kept verbatim) or a Message of its own ("step 'intro'"), translated apart
+    # (docs/translating.md, "The validator's messages").
     def mapping(
         self, node: Node, allowed: set[str], what: str | Message
     ) -> dict[str, tuple[ScalarNode, Node]] | None:
