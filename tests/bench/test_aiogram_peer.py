@@ -1,0 +1,74 @@
+"""The benchmark's second peer (bench/baseline/aiogram_peer.py: aiogram 3 + aiogram-dialog,
+Redis storage) holds goal setting against the fake Bot API and stores every answer in its
+database. That its transcript is the plain python-telegram-bot peer's, message for message,
+`python -m bench bench.messages` checks in every run."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from bench.baseline.goal import CLOSING, SCALE_HINT, intro
+from bench.baseline.records import forget, stored
+from bench.load import (
+    ANSWERS_PER_CONVERSATION,
+    MESSAGES_PER_CONVERSATION,
+    BotProcess,
+    LoadFake,
+    Wave,
+    converse,
+    quiet,
+    transcript,
+)
+
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+USER = 1_000_000
+
+
+async def redis_down() -> str | None:
+    redis = Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+    try:
+        await redis.ping()
+    except (RedisError, OSError) as exc:
+        return f"no Redis at {REDIS_URL} ({exc})"
+    finally:
+        await redis.aclose()
+    return None
+
+
+async def test_the_aiogram_peer_holds_goal_setting_and_stores_every_answer(
+        tmp_path: Path) -> None:
+    reason = await redis_down()
+    if reason is not None:
+        pytest.skip(reason)
+    database = f"sqlite+aiosqlite:///{tmp_path}/peer.db"
+    prefix = f"coachbot-test-{uuid.uuid4().hex}"
+    try:
+        async with LoadFake() as fake:
+            bot = BotProcess("bench.baseline.aiogram_peer", fake.url, database, REDIS_URL,
+                             prefix)
+            await bot.start(fake)
+            try:
+                wave = Wave(1)
+                # One user all the way (converse checks each reply's count), one halfway.
+                assert await converse(fake, USER, wave, timeout=5), wave.failures
+                assert await converse(fake, USER + 1, wave, steps=3, timeout=5), wave.failures
+                await quiet(fake)
+            finally:
+                assert await bot.stop() == 0
+            sent = transcript(fake, USER)
+        assert await stored(database, range(USER, USER + 1)) == (1, ANSWERS_PER_CONVERSATION)
+        assert await stored(database, range(USER + 1, USER + 2)) == (0, 2)
+    finally:
+        in_redis = await forget(REDIS_URL, prefix)
+    assert in_redis > 0  # the second user's place in the dialogue
+    assert len(sent) == MESSAGES_PER_CONVERSATION
+    assert sent[0][0] == intro("Ana")
+    assert sent[5] == (SCALE_HINT, [str(n) for n in range(1, 11)])  # after "eleven"
+    assert sent[-2][0] is not None and sent[-2][0].startswith("Here is your plan")
+    assert sent[-1] == (CLOSING, [])
