@@ -151,10 +151,14 @@ async def run_one_by_one(fake: LoadFake, user_ids: range) -> Wave:
     return wave
 
 
+ISOLATES = str.maketrans("", "", "\u2068\u2069")
+
+
 def transcript(fake: FakeBotApi, user_id: int) -> list[tuple[str | None, list[str]]]:
     """What one user was sent: each text with its button labels as sent (aiogram-dialog
-    takes the keyboard off a question once the next one is sent)."""
-    return [(call.params.get("text"),
+    takes the keyboard off a question once the next one is sent). Without the isolates
+    coachbot puts around the user's own words (right-to-left languages need them)."""
+    return [(str(call.params.get("text")).translate(ISOLATES),
              [b["text"] for row in (call.params.get("reply_markup") or {}).get(
                  "inline_keyboard", []) for b in row])
             for call in fake.calls("sendMessage")

@@ -14,16 +14,16 @@ from babel.dates import format_date
 DAY_FIRST = re.compile(r"(\d{1,2})\s*[./-]\s*(\d{1,2})\s*[./-]?\s*(\d{2,4})?\.?\Z")
 
 ASK_GOAL = "In your own words: what would you like to achieve?"
-ASK_PICTURE = "Imagine you have reached it. What is different? What do you see, hear or feel?"
+ASK_PICTURE = ("Imagine you have reached it. What is different for you then: what do you see, "
+               "hear or feel?")
 ASK_BASELINE = ("On a scale from 1 to 10, where do you stand with it today? 1 means far from "
                 "it, 10 means you are fully there.")
 ASK_NOTICE_START = ("So you are at the very start. What do you notice about where you stand "
                     "today?")
-ASK_TRIED = ("What have you already tried, and what did you learn from it? You can send /skip "
-             "if nothing comes to mind.")
+ASK_TRIED = ("What have you learned from what you have already tried? You can send /skip if "
+             "nothing comes to mind.")
 ASK_TARGET = "Where on the same scale from 1 to 10 do you want to be?"
-ASK_TARGET_CHECK = ("Your target is not above where you stand now. Is that what you mean: to "
-                    "keep what you have?")
+ASK_TARGET_CHECK = "So your aim is to hold on to what you already have. Is that right?"
 ASK_DUE = ("By what date would you like to be there? Send a date, or /skip if you prefer not "
            "to set one.")
 ASK_OBSTACLES = "What could get in your way? You can send /skip."
@@ -36,7 +36,7 @@ ASK_FIRST_STEP = "Looking at your options, what is the one first step you will t
 ASK_FIRST_STEP_DATE = "When will you take it? Send a date, for example “tomorrow”."
 ASK_COMMITMENT = "How committed are you to this step, from 1 to 10?"
 ASK_COMMITMENT_LIFT = ("Thank you for being honest. What would need to be different for that "
-                       "number to be an 8?")
+                       "number to go up by one point?")
 ASK_CHANGE_STEP = "Would you like to change your first step?"
 CLOSING = ("I will ask how it goes in your daily check-ins. You make it happen; I am here to "
            "ask the questions.")
@@ -51,7 +51,7 @@ def intro(first_name: str) -> str:
             "the results. I will only ask questions.")
 
 
-ASK_WHY = "Why does “{title}” matter to you?"
+ASK_WHY = "You chose: “{title}”. What makes it important to you?"
 ASK_NOTICE = "You are at {baseline}. What is already there that makes it a {baseline} and not a 1?"
 
 

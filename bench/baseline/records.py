@@ -3,11 +3,15 @@ look at it afterwards, without importing aiogram (seconds of start-up)."""
 
 from __future__ import annotations
 
+import os
+
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 from sqlalchemy import BigInteger, String, func, select
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 class Base(DeclarativeBase):
     pass
@@ -44,6 +48,18 @@ async def stored(database_url: str, users: range) -> tuple[int, int]:
     finally:
         await engine.dispose()
     return goals, answers
+
+
+async def redis_down(redis_url: str = REDIS_URL) -> str | None:
+    """Why Redis cannot be used, or None when it answers."""
+    redis = Redis.from_url(redis_url, socket_connect_timeout=2)
+    try:
+        await redis.ping()
+    except (RedisError, OSError) as exc:
+        return f"no Redis at {redis_url} ({exc})"
+    finally:
+        await redis.aclose()
+    return None
 
 
 async def forget(redis_url: str, key_prefix: str) -> int:
