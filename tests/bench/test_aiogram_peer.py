@@ -5,16 +5,13 @@ database. That its transcript is the plain python-telegram-bot peer's, message f
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 
 import pytest
-from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from bench.baseline.goal import CLOSING, SCALE_HINT, intro
-from bench.baseline.records import forget, stored
+from bench.baseline.records import REDIS_URL, forget, redis_down, stored
 from bench.load import (
     ANSWERS_PER_CONVERSATION,
     MESSAGES_PER_CONVERSATION,
@@ -26,19 +23,7 @@ from bench.load import (
     transcript,
 )
 
-REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 USER = 1_000_000
-
-
-async def redis_down() -> str | None:
-    redis = Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    try:
-        await redis.ping()
-    except (RedisError, OSError) as exc:
-        return f"no Redis at {REDIS_URL} ({exc})"
-    finally:
-        await redis.aclose()
-    return None
 
 
 async def test_the_aiogram_peer_holds_goal_setting_and_stores_every_answer(
