@@ -35,6 +35,7 @@ from aiogram_dialog import Dialog, DialogManager, ShowMode, StartMode, Window, s
 from aiogram_dialog.widgets.input import MessageInput, TextInput
 from aiogram_dialog.widgets.kbd import Group, Select
 from aiogram_dialog.widgets.text import Case, Const, Format, Text
+from redis.asyncio import BlockingConnectionPool, Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from bench.baseline.goal import (
@@ -288,9 +289,13 @@ async def run(api_url: str, database_url: str, redis_url: str, key_prefix: str) 
     engine = create_async_engine(database_url)
     async with engine.begin() as connection:
         await connection.run_sync(Base.metadata.create_all)
-    # aiogram-dialog keeps its stacks and contexts apart only with `with_destiny`.
-    storage = RedisStorage.from_url(
-        redis_url, key_builder=DefaultKeyBuilder(prefix=key_prefix, with_destiny=True))
+    # aiogram-dialog keeps its stacks and contexts apart only with `with_destiny`. Updates
+    # are handled concurrently, and redis-py's default pool fails a command once 100 are in
+    # flight ("Too many connections"); this one waits for a free connection instead.
+    redis = Redis(connection_pool=BlockingConnectionPool.from_url(redis_url,
+                                                                  max_connections=64))
+    storage = RedisStorage(redis, key_builder=DefaultKeyBuilder(prefix=key_prefix,
+                                                                with_destiny=True))
     bot = Bot(TOKEN, session=AiohttpSession(api=TelegramAPIServer.from_base(api_url)))
     dispatcher = Dispatcher(storage=storage, sessions=async_sessionmaker(engine))
     dispatcher.message.register(start, Command("goal"))
