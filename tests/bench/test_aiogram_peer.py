@@ -5,16 +5,20 @@ database. That its transcript is the plain python-telegram-bot peer's, message f
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 
+from bench.baseline import goal
 from bench.baseline.goal import CLOSING, SCALE_HINT, intro
 from bench.baseline.records import REDIS_URL, forget, redis_down, stored
 from bench.load import (
     ANSWERS_PER_CONVERSATION,
     MESSAGES_PER_CONVERSATION,
+    REPO,
     BotProcess,
     LoadFake,
     Wave,
@@ -57,3 +61,14 @@ async def test_the_aiogram_peer_holds_goal_setting_and_stores_every_answer(
     assert sent[5] == (SCALE_HINT, [str(n) for n in range(1, 11)])  # after "eleven"
     assert sent[-2][0] is not None and sent[-2][0].startswith("Here is your plan")
     assert sent[-1] == (CLOSING, [])
+
+
+def test_both_peers_ask_what_goal_setting_yaml_asks() -> None:
+    """The peers' questions are goal_setting.yaml's, placeholders aside: when a question is
+    reworded there, the peers follow (else the benchmark's transcripts stop matching)."""
+    steps = yaml.safe_load((REPO / "dialogues" / "goal_setting.yaml").read_text())["steps"]
+    says = {re.sub(r"\{[^}]*\}", "{}", step["say"]) for step in steps.values()
+            if "say" in step}
+    asked = [value for name, value in vars(goal).items()
+             if name.startswith("ASK_") or name == "CLOSING"] + [goal.intro("{}")]
+    assert {re.sub(r"\{[^}]*\}", "{}", text) for text in asked} <= says
