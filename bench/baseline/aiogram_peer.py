@@ -156,12 +156,9 @@ def key_of(widget: Any) -> str:
     return str(widget.widget_id).partition(".")[0]
 
 
-async def typed(message: Message, widget: Any, manager: DialogManager, value: Any) -> None:
-    await advance(manager, key_of(widget), value)
-
-
-async def pressed(callback: CallbackQuery, widget: Any, manager: DialogManager,
-                  value: Any) -> None:
+async def answered(event: Message | CallbackQuery, widget: Any, manager: DialogManager,
+                   value: Any) -> None:
+    """A TextInput's checked answer or a Select's pressed one."""
     await advance(manager, key_of(widget), value)
 
 
@@ -221,21 +218,21 @@ def ask(state: State, text: str | Text, check: Callable[[str], Any], *,
         widgets.append(Group(buttons, width=5))
     if optional:
         widgets.append(MessageInput(skipped, filter=Command("skip"), id=f"{key}.skip"))
-    widgets.append(TextInput(f"{key}.typed", type_factory=check, on_success=typed,
+    widgets.append(TextInput(f"{key}.typed", type_factory=check, on_success=answered,
                              on_error=wrong, filter=NOT_A_COMMAND))
     return Window(*widgets, state=state)
 
 
 def ask_scale(state: State, text: str) -> Window:
     buttons = Select(Format("{item}"), id=key_of_state(state), items=SCALE,
-                     item_id_getter=str, type_factory=int, on_click=pressed)
+                     item_id_getter=str, type_factory=int, on_click=answered)
     return ask(state, text, checked(valid_scale, lambda: SCALE_HINT), buttons=buttons)
 
 
 def ask_yes_no(state: State, text: str) -> Window:
     buttons = Select(Format("{item[1]}"), id=key_of_state(state), items=YES_NO,
                      item_id_getter=lambda item: item[0],
-                     type_factory=lambda item_id: item_id == "yes", on_click=pressed)
+                     type_factory=lambda item_id: item_id == "yes", on_click=answered)
     return ask(state, text, checked(valid_yes_no, lambda: YES_NO_HINT), buttons=buttons)
 
 
