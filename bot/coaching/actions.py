@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.dialogue.expr import Value
 from bot.engine import Outcome
 from bot.i18n import Translator
-from bot.store import ActionSource, ActionStatus, CommitmentAction
+from bot.store import ActionSource, ActionStatus, CommitmentAction, Turn
 
 
 @dataclass(frozen=True)
@@ -82,18 +82,24 @@ def commitments_in(outcome: Outcome, today: date) -> list[tuple[str, ActionSourc
     return found
 
 
-async def record_commitments(session: AsyncSession, user_id: int, outcome: Outcome,
-                             today: date, now: datetime) -> None:
-    """Keep the commitments of this turn as actions, and yesterday's as the client rated it."""
-    for words, source, due in commitments_in(outcome, today):
-        session.add(CommitmentAction(user_id=user_id, words=words, source=source, due_on=due,
-                                     created_at=now))
+async def record_commitments(t: Turn, outcome: Outcome, today: date,
+                             now: datetime) -> None:
+    """Keep the commitments of this turn as actions, and yesterday's as the client rated it
+    (the turn's ORM session is opened only when there is one of either)."""
+    found = commitments_in(outcome, today)
     rated = [a.value for a in outcome.saved if a.variable == COMMITMENT_STATUS]
-    if rated and isinstance(rated[-1], str) and rated[-1] in _ANSWERED_STATUS:
-        last = await last_commitment(session, user_id, today)
+    status = _ANSWERED_STATUS.get(rated[-1]) \
+        if rated and isinstance(rated[-1], str) else None
+    if not found and status is None:
+        return
+    for words, source, due in found:
+        t.session.add(CommitmentAction(user_id=t.user_id, words=words, source=source,
+                                       due_on=due, created_at=now))
+    if status is not None:
+        last = await last_commitment(t.session, t.user_id, today)
         if last is not None:
-            await set_status(session, user_id, last.id, _ANSWERED_STATUS[rated[-1]], now)
-    await session.flush()
+            await set_status(t.session, t.user_id, last.id, status, now)
+    await t.session.flush()
 
 
 async def last_commitment(session: AsyncSession, user_id: int,

@@ -32,7 +32,7 @@ from bot.dialogue.loader import DialogueError, check_uploaded
 from bot.dialogue.messages import N_, message
 from bot.dialogue.model import Dialogue, DialogueSet, Position
 from bot.i18n import SUPPORTED_LOCALES, Translator, neutralise_bidi
-from bot.store import CoachDialogue, User
+from bot.store import CoachDialogue, Turn, User
 
 PREFIX = "cd"  # what a coach's dialogue runs as: cd<row id>
 _RUN_ID = re.compile(r"cd([0-9]{1,18})\Z")
@@ -137,14 +137,15 @@ async def dialogue_of(session: AsyncSession, dialogue_id: str,
     return dialogue.in_language(user.locale) if dialogue and user and user.locale else dialogue
 
 
-async def with_coach_dialogues(session: AsyncSession, dialogues: DialogueSet,
-                               wanted: Iterable[str], user_id: int) -> DialogueSet:
-    """``dialogues`` and the coach dialogues among ``wanted`` that this user may run."""
+async def with_coach_dialogues(t: Turn, dialogues: DialogueSet,
+                               wanted: Iterable[str]) -> DialogueSet:
+    """``dialogues`` and the coach dialogues among ``wanted`` that the turn's user may run
+    (the turn's ORM session is opened only to look one up)."""
     extra: dict[str, Dialogue] = {}
     for dialogue_id in wanted:
         if dialogue_id in dialogues.dialogues or row_id(dialogue_id) is None:
             continue
-        found = await dialogue_of(session, dialogue_id, user_id)
+        found = await dialogue_of(t.session, dialogue_id, t.user_id)
         if found is not None:
             extra[dialogue_id] = found
     if not extra:

@@ -311,8 +311,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     running = [frame.dialogue for frame in state.stack]
     if isinstance(action, Start):
         running.append(action.dialogue_id)
-    dialogues = await coach_dialogues.with_coach_dialogues(t.session, dialogues, running,
-                                                           user.id)
+    dialogues = await coach_dialogues.with_coach_dialogues(t, dialogues, running)
     if isinstance(action, Turn) and user.is_coach and state.stack \
             and state.stack[-1].dialogue in COACH_WRITING:
         action = replace(action, screened=False)
@@ -355,7 +354,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         await pause_after_crisis(t, now)
     await apply_goals(t, outcome, now)
     if outcome.saved or outcome.finished:
-        await record_commitments(t.session, user.id, outcome, ctx.today, now)
+        await record_commitments(t, outcome, ctx.today, now)
     told_first = await apply_new_exercise(t, outcome, dialogues)
     await apply_group_dialogues(t, outcome)
     told = [*told_first, *await messages.apply_messages(t, outcome, now),

@@ -178,8 +178,7 @@ async def _decide(t: Turn, row: Claimed, dialogues: DialogueSet,
             return verdict, None
     action = await _start_for(t, row)
     if action is not None:  # a coach's own dialogue joins the set for its client's turn
-        dialogues = await with_coach_dialogues(t.session, dialogues, [action.dialogue_id],
-                                               t.user_id)
+        dialogues = await with_coach_dialogues(t, dialogues, [action.dialogue_id])
     if action is None or action.dialogue_id not in dialogues:
         log.warning("check-in %s (%s): nothing to start", row.id, row.kind)
         return Outcome.CANCELLED, None

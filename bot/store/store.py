@@ -294,11 +294,12 @@ class Turn:
             raise RuntimeError("this update was already processed; a duplicate turn writes nothing")
 
     def set_state(self, state: dict[str, Any] | None) -> None:
-        """Replace the conversation state, written when the turn commits."""
+        """Replace the conversation state, written when the turn commits (a copy of it:
+        changing ``state`` or ``t.state`` afterwards changes nothing written)."""
         self._writable()
         self._new_state = copy.deepcopy(state)
         self._state_set = True
-        self.state = copy.deepcopy(state)
+        self.state = state
 
     def record_answer(self, dialogue_id: str, step_id: str, variable: str, value: Any, *,
                       marker: str | None = None) -> None:

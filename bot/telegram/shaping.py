@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import regex
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 MAX_TEXT = 4096  # UTF-16 code units
 LONG_LABEL = 20  # characters: any longer label puts every button on its own row
@@ -75,10 +74,12 @@ def split_text(text: str, limit: int = MAX_TEXT) -> list[str]:
     return parts
 
 
-def keyboard(buttons: Sequence[dict[str, Any]]) -> InlineKeyboardMarkup | None:
-    """One button per row when any label is long, otherwise up to five per row."""
+def keyboard(buttons: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """One button per row when any label is long, otherwise up to five per row: the
+    ``reply_markup`` as Telegram reads it (PTB's InlineKeyboardMarkup objects, built and
+    turned back into this for every message, cost more than the rest of the shaping)."""
     if not buttons:
         return None
-    made = [InlineKeyboardButton(str(b["label"]), callback_data=str(b["data"])) for b in buttons]
+    made = [{"text": str(b["label"]), "callback_data": str(b["data"])} for b in buttons]
     per_row = 1 if any(len(str(b["label"])) > LONG_LABEL for b in buttons) else BUTTONS_PER_ROW
-    return InlineKeyboardMarkup([made[i:i + per_row] for i in range(0, len(made), per_row)])
+    return {"inline_keyboard": [made[i:i + per_row] for i in range(0, len(made), per_row)]}

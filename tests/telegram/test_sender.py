@@ -290,10 +290,10 @@ async def test_long_text_is_sent_in_parts_with_the_keyboard_last(
 def test_keyboard_layout() -> None:
     short = [{"label": str(i), "data": f"d{i}"} for i in range(1, 11)]
     markup = keyboard(short)
-    assert markup is not None and [len(r) for r in markup.inline_keyboard] == [5, 5]
+    assert markup is not None and [len(r) for r in markup["inline_keyboard"]] == [5, 5]
     long = [{"label": "I did it, and it was lovely", "data": "a"}, {"label": "No", "data": "b"}]
     markup = keyboard(long)
-    assert markup is not None and [len(r) for r in markup.inline_keyboard] == [1, 1]
+    assert markup is not None and [len(r) for r in markup["inline_keyboard"]] == [1, 1]
     assert keyboard([]) is None
 
 
