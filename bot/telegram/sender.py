@@ -130,8 +130,9 @@ def _claim_statement(*, of_one_user: bool = False, replying: bool = False) -> Up
 _CLAIM_ANY = _claim_statement()
 _CLAIM_REPLYING = _claim_statement(replying=True)
 _CLAIM_OF_USER = _claim_statement(of_one_user=True)
+# Run once per row (executemany): an expanding IN is compiled again on every execution.
 _RECORD_SENT = (update(_OUTBOX)
-                .where(_OUTBOX.c.id.in_(bindparam("accepted", expanding=True)))
+                .where(_OUTBOX.c.id == bindparam("row_id"))
                 .values(status="sent", sent_at=bindparam("accepted_at",
                                                          type_=_OUTBOX.c.sent_at.type),
                         last_error=None))
@@ -604,8 +605,9 @@ class Sender:
             self._record_now.clear()
             batch, self._accepted = self._accepted, []
             try:
-                await self._write(_RECORD_SENT, {
-                    "accepted": [row_id for row_id, _ in batch], "accepted_at": utcnow()})
+                accepted_at = utcnow()
+                await self._write(_RECORD_SENT, [{"row_id": row_id, "accepted_at": accepted_at}
+                                                 for row_id, _ in batch])
             except Exception as exc:  # the rows stay 'sending'; their lease brings them back
                 for _, done in batch:
                     if not done.done():  # (its send may have been cancelled meanwhile)
