@@ -49,6 +49,7 @@ from bench.schedule import NOW, _copy, population
 from bot.config import DEFAULT_SEND_RATE
 from bot.schedule.planner import plan
 from bot.store import Outbox, Store, User
+from bot.telegram.app import settle_garbage_collection
 from bot.telegram.http import AiohttpRequest
 from bot.telegram.pacing import SharedBudget
 from bot.telegram.sender import Sender
@@ -328,6 +329,10 @@ def peak_rss_mb() -> float:
 async def _plan(url: str) -> None:
     store = Store(url)
     await store.start()
+    # As in the bot, where planning runs (``coachbot run`` settles the collector once
+    # started): with the default thresholds, full collections over everything start-up
+    # loaded took 1.96 of planning's 4.28 s of CPU at 200,000 users.
+    settle_garbage_collection()
     started = time.perf_counter()
     proposed = await plan(store, NOW)
     seconds = time.perf_counter() - started
