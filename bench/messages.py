@@ -50,7 +50,9 @@ PACED_TARGET = 300
 WARMUP_USERS = 20
 ALONE_USERS = 6  # one after another, after the warm-up
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
-PG_DATABASE = "coachbot_bench"
+# Its own per run: with one name for every run, a second run on the machine (another
+# worktree's) dropped the first's database from under its bot.
+PG_DATABASE = f"coachbot_bench_{os.getpid()}"
 
 
 @dataclass
@@ -81,6 +83,14 @@ async def fresh_postgres(name: str = PG_DATABASE) -> str | None:
     finally:
         await admin.close()
     return f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
+
+
+async def drop_postgres(name: str = PG_DATABASE) -> None:
+    admin = await asyncpg.connect(PG_ADMIN, timeout=5)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
 
 
 async def drive(name: str, module: str, args: Callable[[str], list[str]],
@@ -169,7 +179,10 @@ async def measure_all() -> list[Result]:
                                       f"sqlite+aiosqlite:///{tmp}/coachbot.db"))
         postgres = await fresh_postgres()
         if postgres is not None:
-            results.append(await coachbot("coachbot PostgreSQL", postgres))
+            try:
+                results.append(await coachbot("coachbot PostgreSQL", postgres))
+            finally:
+                await drop_postgres()
         else:
             results.append(Result("coachbot PostgreSQL", problems=["no PostgreSQL"]))
     return results
