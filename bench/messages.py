@@ -21,10 +21,11 @@ import pickle
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 
 from bench.common import machine, table
 from bench.load import (
@@ -38,7 +39,7 @@ from bench.load import (
     run_wave,
     transcript,
 )
-from bot.store import Answer, Goal, Store
+from bot.store import Answer, Goal, Store, User
 
 USERS = int(os.environ.get("BENCH_USERS", 100))
 RUNS = int(os.environ.get("BENCH_RUNS", 1))
@@ -142,6 +143,20 @@ async def drive(name: str, module: str, args: Callable[[str], list[str]],
     return result
 
 
+async def consented(database_url: str, user_ids: range) -> None:
+    """The users as clients who already agreed (the baseline asks for no consent, and
+    its transcripts must be the same): the conversation measured is goal setting."""
+    store = Store(database_url)
+    await store.start()
+    try:
+        now = datetime.now(UTC)
+        async with store.engine.begin() as conn:
+            await conn.execute(insert(User), [{"id": uid, "created_at": now, "consent_at": now}
+                                              for uid in user_ids])
+    finally:
+        await store.close()
+
+
 async def coachbot(name: str, database_url: str) -> Result:
     async def verify(users: range) -> str:
         store = Store(database_url)
@@ -157,6 +172,8 @@ async def coachbot(name: str, database_url: str) -> Result:
             await store.close()
         return f"{goals} goals, {answers} answers"
 
+    await consented(database_url, range(1_000_000, 1_000_000 + ALONE_USERS + WARMUP_USERS
+                                        + (RUNS + 1) * USERS))
     return await drive(name, "bench.run_coachbot", lambda url: [url, database_url], verify)
 
 

@@ -10,11 +10,11 @@ and the baseline bot (the usual way) has none either. `--paced` keeps both as in
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from bot.config import Settings
 from bot.telegram import app
@@ -29,7 +29,11 @@ def main(argv: list[str]) -> None:
     paced = "--paced" in flags
     logging.basicConfig(level=logging.WARNING, format="coachbot %(levelname)s %(message)s")
     if not paced:
-        app.Sender = functools.partial(Sender, per_chat_interval=0.0, shared=False)  # type: ignore[misc]
+        # Over what serve() passes (a partial's keywords would not be: serve() names both).
+        def unpaced(*args: Any, **kwargs: Any) -> Sender:
+            return Sender(*args, **{**kwargs, "per_chat_interval": 0.0, "shared": False})
+
+        app.Sender = unpaced  # type: ignore[misc, assignment]
     settings = Settings(telegram_token=TOKEN, telegram_api_base_url=api_url,
                         database_url=database_url, dialogues=REPO / "dialogues",
                         send_rate=28.0 if paced else 1_000_000.0,
