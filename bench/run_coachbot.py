@@ -24,16 +24,18 @@ REPO = Path(__file__).parents[1]
 TOKEN = "123456:TEST-TOKEN"
 
 
+def unpaced(*args: Any, **kwargs: Any) -> Sender:
+    """The sender without the per-chat pace, and with the rate in this process alone:
+    `wire` passes both (a partial's defaults would lose to them)."""
+    return Sender(*args, **{**kwargs, "per_chat_interval": 0.0, "shared": False})
+
+
 def main(argv: list[str]) -> None:
     api_url, database_url, *flags = argv
     paced = "--paced" in flags
     logging.basicConfig(level=logging.WARNING, format="coachbot %(levelname)s %(message)s")
     if not paced:
-        # Over what serve() passes (a partial's keywords would not be: serve() names both).
-        def unpaced(*args: Any, **kwargs: Any) -> Sender:
-            return Sender(*args, **{**kwargs, "per_chat_interval": 0.0, "shared": False})
-
-        app.Sender = unpaced  # type: ignore[misc, assignment]
+        app.Sender = unpaced  # type: ignore[misc]
     settings = Settings(telegram_token=TOKEN, telegram_api_base_url=api_url,
                         database_url=database_url, dialogues=REPO / "dialogues",
                         send_rate=28.0 if paced else 1_000_000.0,
