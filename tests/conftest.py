@@ -120,6 +120,15 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture
+async def pg_url(pg_database: str, pg_template: str) -> str:
+    """URL of this worker's PostgreSQL database, made anew from the template."""
+    name = make_url(pg_database).database
+    await _pg_admin(_admin_url(), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+                    f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
+    return pg_database
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
     """URL of a database with the current schema and no rows."""
@@ -128,12 +137,7 @@ async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         shutil.copyfile(template, tmp_path / "coachbot.db")
         yield f"sqlite+aiosqlite:///{tmp_path / 'coachbot.db'}"
         return
-    url: str = request.getfixturevalue("pg_database")
-    name = make_url(url).database
-    await _pg_admin(_admin_url(),
-                    f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-                    f'CREATE DATABASE "{name}" TEMPLATE "{request.getfixturevalue("pg_template")}"')
-    yield url
+    yield request.getfixturevalue("pg_url")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -155,5 +159,5 @@ async def store(db_url: str) -> AsyncIterator[Store]:
     await s.close()
 
 
-__all__ = ["db_url", "empty_db_url", "fake_bot_api", "pg_database", "pg_template",
+__all__ = ["db_url", "empty_db_url", "fake_bot_api", "pg_database", "pg_template", "pg_url",
            "sqlite_template", "store"]
