@@ -121,11 +121,11 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-async def pg_url(pg_database: str, pg_template: str) -> str:
+def pg_url(pg_database: str, pg_template: str) -> str:
     """URL of this worker's PostgreSQL database, made anew from the template."""
     name = make_url(pg_database).database
-    await _pg_admin(_admin_url(), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-                    f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
+    _run(_pg_admin(_admin_url(), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+                   f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"'))
     return pg_database
 
 
