@@ -11,11 +11,11 @@ Databases: ``db_url`` is a database with the current schema and no rows, a copy 
 migrated once per worker (running every migration took about 0.3 s of CPU on SQLite and 1 s
 on PostgreSQL per test); ``empty_db_url`` has no tables at all, for the migrations' tests.
 
-PostgreSQL: a fresh, uniquely named database is created per test session from
+PostgreSQL: a fresh, uniquely named database is created per worker from
 COACHBOT_TEST_PG_URL (default postgresql+asyncpg://postgres@127.0.0.1:5432/test) and
-dropped at the end, with a migrated template beside it; each test gets the database anew
-from the template (``db_url``) or with an empty schema (``empty_db_url``). If PostgreSQL is
-unreachable the PostgreSQL tests fail, unless COACHBOT_SKIP_PG=1.
+dropped at the end (``pg_database``; ``empty_db_url`` empties its schema); ``db_url`` and
+``pg_url`` are another one, migrated once and emptied for each test (``PgMigrated``). If
+PostgreSQL is unreachable the PostgreSQL tests fail, unless COACHBOT_SKIP_PG=1.
 """
 
 from __future__ import annotations
@@ -28,17 +28,19 @@ import uuid
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import asyncpg
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from bot.store import Store
+from bot.store import Base, Store
 from bot.store.migrate import upgrade
 from tests.fakes import fake_bot_api
 
+T = TypeVar("T")
 PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 
 
@@ -56,10 +58,10 @@ async def _pg_admin(url: str, *statements: str) -> None:
         await engine.dispose()
 
 
-def _run(coro: Coroutine[Any, Any, None]) -> None:
+def _run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to completion from sync code, even inside a running loop."""
     with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(asyncio.run, coro).result()
+        return pool.submit(asyncio.run, coro).result()
 
 
 @pytest.fixture(autouse=True)
@@ -100,15 +102,58 @@ def pg_database() -> Iterator[str]:
     _run(_pg_admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+class PgMigrated:
+    """A PostgreSQL database with the current schema, migrated once, and emptied for each
+    test: its other connections ended, every row deleted and every sequence restarted, as
+    if just migrated (a migration took about 1 s per test, and dropping a database waits
+    for a checkpoint of the whole server, which a busy one takes seconds over)."""
+
+    def __init__(self, name: str) -> None:
+        self.admin = _admin_url()
+        self.name = name
+        self.url = make_url(self.admin).set(database=name).render_as_string(hide_password=False)
+        _run(_pg_admin(self.admin, f'CREATE DATABASE "{name}"'))
+        _run(upgrade(self.url))
+        self.reset_sql = _run(self._reset_sql())
+
+    def _connect(self) -> Coroutine[Any, Any, asyncpg.Connection]:
+        plain = make_url(self.url).set(drivername="postgresql")
+        return asyncpg.connect(plain.render_as_string(hide_password=False))
+
+    async def _reset_sql(self) -> str:
+        connection = await self._connect()
+        try:
+            sequences = [row[0] for row in await connection.fetch(
+                "SELECT format('%I.%I', schemaname, sequencename) FROM pg_sequences")]
+        finally:
+            await connection.close()
+        children_first = [table.name for table in reversed(Base.metadata.sorted_tables)]
+        return "".join([
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid(); BEGIN; ",
+            *(f'DELETE FROM "{table}"; ' for table in children_first),
+            *(f"ALTER SEQUENCE {sequence} RESTART; " for sequence in sequences), "COMMIT;"])
+
+    async def _reset(self) -> None:
+        connection = await self._connect()
+        try:
+            await connection.execute(self.reset_sql)
+        finally:
+            await connection.close()
+
+    def fresh(self) -> str:
+        _run(self._reset())
+        return self.url
+
+    def close(self) -> None:
+        _run(_pg_admin(self.admin, f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)'))
+
+
 @pytest.fixture(scope="session")
-def pg_template(pg_database: str) -> Iterator[str]:
-    """The name of a database beside ``pg_database`` with the current schema, no rows."""
-    template = f"{make_url(pg_database).database}_migrated"
-    admin = _admin_url()
-    _run(_pg_admin(admin, f'CREATE DATABASE "{template}"'))
-    _run(upgrade(make_url(admin).set(database=template).render_as_string(hide_password=False)))
-    yield template
-    _run(_pg_admin(admin, f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)'))
+def pg_migrated(pg_database: str) -> Iterator[PgMigrated]:
+    migrated = PgMigrated(f"{make_url(pg_database).database}_migrated")
+    yield migrated
+    migrated.close()
 
 
 @pytest.fixture(scope="session")
@@ -121,12 +166,9 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def pg_url(pg_database: str, pg_template: str) -> str:
-    """URL of this worker's PostgreSQL database, made anew from the template."""
-    name = make_url(pg_database).database
-    _run(_pg_admin(_admin_url(), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-                   f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"'))
-    return pg_database
+def pg_url(pg_migrated: PgMigrated) -> str:
+    """URL of a PostgreSQL database with the current schema and no rows (this worker's)."""
+    return pg_migrated.fresh()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -159,5 +201,5 @@ async def store(db_url: str) -> AsyncIterator[Store]:
     await s.close()
 
 
-__all__ = ["db_url", "empty_db_url", "fake_bot_api", "pg_database", "pg_template", "pg_url",
+__all__ = ["db_url", "empty_db_url", "fake_bot_api", "pg_database", "pg_migrated", "pg_url",
            "sqlite_template", "store"]

@@ -84,8 +84,7 @@ async def test_a_run_with_failures_logs_no_typed_text_and_no_secret(
     settings = settings_for(fake_bot_api, tmp_path, webhook_url=f"http://127.0.0.1:{port}/t",
                             webhook_secret=SECRET, encryption_key=key,
                             admin_ids=frozenset({COACH}))
-    async with bot_running(fake_bot_api, settings, ready_call="setWebhook",
-                           listen=("127.0.0.1", port)) as bot:
+    async with bot_running(fake_bot_api, settings, listen=("127.0.0.1", port)) as bot:
         coach = bot.user(COACH, first_name=NAMES[0])
         client = bot.user(CLIENT, first_name=NAMES[1])
         await coach.send("/makecoach")
