@@ -27,6 +27,7 @@ import shutil
 import uuid
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,17 +65,14 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-@pytest.fixture(autouse=True)
-def run_alone_when_timed(request: pytest.FixtureRequest,
-                         tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+TIMED_LOCKS = pytest.StashKey[Path]()
+
+
+@contextmanager
+def _locked(shared_dir: Path, *, alone: bool) -> Iterator[None]:
     """Across the workers of one run, a ``timed`` test takes a file lock exclusively, every
     other test shares it. A waiting ``timed`` test first holds the gate, which the others
     pass on their way in: they cannot keep it waiting for ever."""
-    if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        yield  # one process: nothing runs beside the test
-        return
-    shared_dir = tmp_path_factory.getbasetemp().parent  # the same for every worker of a run
-    alone = request.node.get_closest_marker("timed") is not None
     mode = fcntl.LOCK_EX if alone else fcntl.LOCK_SH
     with open(shared_dir / "timed.gate", "a") as gate, \
             open(shared_dir / "timed.lock", "a") as lock:
@@ -88,6 +86,33 @@ def run_alone_when_timed(request: pytest.FixtureRequest,
             fcntl.flock(lock, fcntl.LOCK_UN)
             if alone:
                 fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def run_alone_when_timed(request: pytest.FixtureRequest,
+                         tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Any other test holds the shared lock from its first fixture to its last teardown; a
+    ``timed`` one holds it exclusively while it runs (``pytest_runtest_call``): its own
+    fixtures are set up and torn down beside the others, which its measures do not cover."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        yield  # one process: nothing runs beside the test
+        return
+    shared_dir = tmp_path_factory.getbasetemp().parent  # the same for every worker of a run
+    if request.node.get_closest_marker("timed") is not None:
+        request.node.stash[TIMED_LOCKS] = shared_dir
+        yield
+        return
+    with _locked(shared_dir, alone=False):
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    shared_dir = item.stash.get(TIMED_LOCKS, None)
+    if shared_dir is None:
+        return (yield)
+    with _locked(shared_dir, alone=True):
+        return (yield)
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -166,8 +167,12 @@ async def bot_running(fake: FakeBotApi, settings: Settings, **serve_args: Any
 
 
 @pytest.fixture
-async def running_bot(fake_bot_api: FakeBotApi, tmp_path: Path) -> AsyncIterator[RunningBot]:
-    async with bot_running(fake_bot_api, settings_for(fake_bot_api, tmp_path)) as bot:
+async def running_bot(fake_bot_api: FakeBotApi, tmp_path: Path,
+                      sqlite_template: Path) -> AsyncIterator[RunningBot]:
+    """`coachbot run` by long polling, on a fresh SQLite database (already migrated)."""
+    settings = settings_for(fake_bot_api, tmp_path)
+    shutil.copyfile(sqlite_template, tmp_path / "bot.db")
+    async with bot_running(fake_bot_api, settings) as bot:
         yield bot
 
 
