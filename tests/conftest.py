@@ -7,15 +7,16 @@ ephemeral ports. A test marked ``timed`` measures real time (a rate, how long th
 stalls, how soon a reply comes): it runs alone, the other workers waiting for it
 (``run_alone_when_timed``).
 
-Databases: ``db_url`` is a database with the current schema and no rows, a copy of one
-migrated once per worker (running every migration took about 0.3 s of CPU on SQLite and 1 s
-on PostgreSQL per test); ``empty_db_url`` has no tables at all, for the migrations' tests.
+Databases: ``db_url`` is a database with the current schema and no rows, not migrated for
+each test (every migration took about 0.3 s of CPU on SQLite and 1 s on PostgreSQL): on
+SQLite a copy of a file migrated once per worker (``sqlite_template``), on PostgreSQL the
+worker's database emptied; ``empty_db_url`` has no tables at all, for the migrations' tests.
 
 PostgreSQL: a fresh, uniquely named database is created per worker from
 COACHBOT_TEST_PG_URL (default postgresql+asyncpg://postgres@127.0.0.1:5432/test) and
-dropped at the end (``pg_database``; ``empty_db_url`` empties its schema); ``db_url`` and
-``pg_url`` are another one, migrated once and emptied for each test (``PgMigrated``). If
-PostgreSQL is unreachable the PostgreSQL tests fail, unless COACHBOT_SKIP_PG=1.
+dropped at the end (``pg_database``): ``db_url`` and ``pg_url`` give it at the current schema,
+emptied (``PgMigrated``), ``empty_db_url`` with an empty schema. If PostgreSQL is
+unreachable the PostgreSQL tests fail, unless COACHBOT_SKIP_PG=1.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.store import Base, Store
-from bot.store.migrate import upgrade
+from bot.store.migrate import head_revision, upgrade
 from tests.fakes import fake_bot_api
 
 T = TypeVar("T")
@@ -127,58 +128,52 @@ def pg_database() -> Iterator[str]:
     _run(_pg_admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+_END_OTHER_CONNECTIONS = (
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+_EMPTY = "".join([
+    "BEGIN; ",
+    *(f'DELETE FROM "{table.name}"; ' for table in reversed(Base.metadata.sorted_tables)),
+    "DO $$ DECLARE s record; BEGIN FOR s IN SELECT format('%I.%I', schemaname, sequencename) "
+    "AS name FROM pg_sequences LOOP EXECUTE 'ALTER SEQUENCE ' || s.name || ' RESTART'; "
+    "END LOOP; END $$; COMMIT;"])
+
+
 class PgMigrated:
-    """A PostgreSQL database with the current schema, migrated once, and emptied for each
-    test: its other connections ended, every row deleted and every sequence restarted, as
-    if just migrated (a migration took about 1 s per test, and dropping a database waits
-    for a checkpoint of the whole server, which a busy one takes seconds over)."""
+    """This worker's PostgreSQL database kept at the current schema and emptied for each
+    test: its other connections ended, every row deleted (children first) and every sequence
+    restarted, as if just migrated. It is migrated again only after a test left it at another
+    revision (the migrations' own tests empty its schema). Migrating for each test took about
+    1 s, and a database made anew from a template waits for a checkpoint of the whole server
+    when the old one is dropped (seconds on a busy one)."""
 
-    def __init__(self, name: str) -> None:
-        self.admin = _admin_url()
-        self.name = name
-        self.url = make_url(self.admin).set(database=name).render_as_string(hide_password=False)
-        _run(_pg_admin(self.admin, f'CREATE DATABASE "{name}"'))
-        _run(upgrade(self.url))
-        self.reset_sql = _run(self._reset_sql())
+    def __init__(self, url: str) -> None:
+        self.url = url
 
-    def _connect(self) -> Coroutine[Any, Any, asyncpg.Connection]:
+    async def _empty(self) -> None:
         plain = make_url(self.url).set(drivername="postgresql")
-        return asyncpg.connect(plain.render_as_string(hide_password=False))
-
-    async def _reset_sql(self) -> str:
-        connection = await self._connect()
+        connection = await asyncpg.connect(plain.render_as_string(hide_password=False))
         try:
-            sequences = [row[0] for row in await connection.fetch(
-                "SELECT format('%I.%I', schemaname, sequencename) FROM pg_sequences")]
-        finally:
-            await connection.close()
-        children_first = [table.name for table in reversed(Base.metadata.sorted_tables)]
-        return "".join([
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid(); BEGIN; ",
-            *(f'DELETE FROM "{table}"; ' for table in children_first),
-            *(f"ALTER SEQUENCE {sequence} RESTART; " for sequence in sequences), "COMMIT;"])
-
-    async def _reset(self) -> None:
-        connection = await self._connect()
-        try:
-            await connection.execute(self.reset_sql)
+            await connection.execute(_END_OTHER_CONNECTIONS)
+            try:
+                revision = await connection.fetchval("SELECT version_num FROM alembic_version")
+            except asyncpg.UndefinedTableError:
+                revision = None
+            if revision != head_revision():
+                await connection.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+                await upgrade(self.url)
+            await connection.execute(_EMPTY)
         finally:
             await connection.close()
 
     def fresh(self) -> str:
-        _run(self._reset())
+        _run(self._empty())
         return self.url
-
-    def close(self) -> None:
-        _run(_pg_admin(self.admin, f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)'))
 
 
 @pytest.fixture(scope="session")
-def pg_migrated(pg_database: str) -> Iterator[PgMigrated]:
-    migrated = PgMigrated(f"{make_url(pg_database).database}_migrated")
-    yield migrated
-    migrated.close()
+def pg_migrated(pg_database: str) -> PgMigrated:
+    return PgMigrated(pg_database)
 
 
 @pytest.fixture(scope="session")
