@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
@@ -19,18 +18,11 @@ from bot.store import Turn as StoreTurn
 from bot.telegram.http import AiohttpRequest
 from bot.telegram.pacing import SharedBudget
 from bot.telegram.sender import Sender
-from tests.conftest import _pg_admin
 from tests.fakes import FakeBotApi
 from tests.faults import queue
 from tests.telegram.test_sender import achieved_rate, busiest_second, send_times
 
 RATE = 20.0  # the bot's budget in these tests: low enough for a shared, busy machine
-
-
-@pytest.fixture
-async def pg_url(pg_database: str) -> AsyncIterator[str]:
-    await _pg_admin(pg_database, "DROP SCHEMA public CASCADE", "CREATE SCHEMA public")
-    yield pg_database
 
 
 def new_bot(fake: FakeBotApi) -> telegram.Bot:
