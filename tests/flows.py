@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import re
 import time
-from functools import cache
 from typing import Any, Protocol
 
 import pytest
 from sqlalchemy import func, select, text
 
 from bot.coaching.links import make_coach
-from bot.dialogue import load_dialogues
-from bot.dialogue.model import END, DialogueSet
+from bot.dialogue.model import END
 from bot.engine import ConversationState, runner
 from bot.engine.crisis import CrisisCategory, CrisisLevel, CrisisSignal
 from bot.store import Store, User
 from bot.telegram import handlers
 from tests.fakes.bot_api import FakeBotApi, SentMessage
-from tests.inprocess import REPO
+from tests.inprocess import shipped_dialogues
 
 
 class Talker(Protocol):
@@ -127,11 +125,6 @@ async def count(bot: AnyBot, model: Any, user_id: int) -> int:
     async with bot.store.sessionmaker() as session:
         column = model.id if model is User else model.user_id
         return int(await session.scalar(select(func.count()).where(column == user_id)) or 0)
-
-
-@cache
-def shipped_dialogues() -> DialogueSet:
-    return load_dialogues(REPO / "dialogues")
 
 
 def assert_consistent(state: ConversationState) -> None:

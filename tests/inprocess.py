@@ -15,10 +15,12 @@ the background loops run) stays in ``tests/e2e/`` over HTTP; see ``tests/README.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,13 +31,14 @@ from telegram import Update
 from telegram.request import BaseRequest, RequestData
 
 from bot.config import Settings
-from bot.dialogue import load_dialogues
+from bot.dialogue import DialogueSet, load_dialogues
 from bot.schedule.runner import make_tick
 from bot.store import Outbox, Retention, Store, Turn
 from bot.telegram.app import Wired, set_coach_commands, set_commands, wire
 from tests.fakes.bot_api import FakeBotApi, SentMessage, UploadedFile
 
 REPO = Path(__file__).parents[1]
+SHIPPED = REPO / "dialogues"
 NOT_STARTED = "http://fake-telegram.invalid"  # never connected to: no server runs
 
 
@@ -177,12 +180,18 @@ class InProcessBot:
             await self.store.run_turn(user_id, consent)
 
 
+@cache
+def shipped_dialogues() -> DialogueSet:
+    """The shipped dialogues, loaded once per process: nothing changes them once loaded."""
+    return load_dialogues(SHIPPED)
+
+
 def client_settings(fake: FakeBotApi, tmp_path: Path, **overrides: object) -> Settings:
     values: dict[str, object] = {
         "telegram_token": fake.token,
         "telegram_api_base_url": NOT_STARTED,
         "database_url": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
-        "dialogues": REPO / "dialogues",
+        "dialogues": SHIPPED,
         "send_rate": 1000.0,  # the budget is the sender's tests' business; never wait on it
     }
     values.update(overrides)
@@ -195,7 +204,8 @@ async def in_process(fake: FakeBotApi, settings: Settings) -> AsyncIterator[InPr
     store = Store(settings.database_url, encryption_key=settings.encryption_key)
     await store.start()
     request = InProcessRequest(fake)
-    dialogues = load_dialogues(settings.dialogues)
+    dialogues = shipped_dialogues() if settings.dialogues == SHIPPED \
+        else load_dialogues(settings.dialogues)
     wired = wire(settings, store, dialogues, requests=(request, request), per_chat_interval=0.0)
     tick = make_tick(store, dialogues, wired.sender, worker_id="in-process",
                      consent_within=timedelta(days=settings.consent_days),
@@ -212,8 +222,10 @@ async def in_process(fake: FakeBotApi, settings: Settings) -> AsyncIterator[InPr
 
 
 @pytest.fixture
-async def bot(tmp_path: Path) -> AsyncIterator[InProcessBot]:
-    """The bot, in process, on a fresh SQLite database."""
+async def bot(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[InProcessBot]:
+    """The bot, in process, on a fresh SQLite database (a copy of one already migrated)."""
     fake = FakeBotApi()
-    async with in_process(fake, client_settings(fake, tmp_path)) as bot:
+    settings = client_settings(fake, tmp_path)
+    shutil.copyfile(sqlite_template, tmp_path / "bot.db")
+    async with in_process(fake, settings) as bot:
         yield bot

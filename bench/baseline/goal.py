@@ -35,8 +35,8 @@ ASK_MORE_OPTIONS = "If nothing could stop you, what else would you try? You can 
 ASK_FIRST_STEP = "Looking at your options, what is the one first step you will take?"
 ASK_FIRST_STEP_DATE = "When will you take it? Send a date, for example “tomorrow”."
 ASK_COMMITMENT = "How committed are you to this step, from 1 to 10?"
-ASK_COMMITMENT_LIFT = ("Thank you for being honest. What would need to be different for that "
-                       "number to go up by one point?")
+ASK_COMMITMENT_LIFT = ("Thank you. What would need to be different for that number to go up by "
+                       "one point?")
 ASK_CHANGE_STEP = "Would you like to change your first step?"
 CLOSING = ("I will ask how it goes in your daily check-ins. You make it happen; I am here to "
            "ask the questions.")

@@ -7,13 +7,17 @@ The rows' statuses and their lifecycle are described in :mod:`bot.schedule.claim
 from __future__ import annotations
 
 import asyncio
+import json
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import (
     BigInteger,
+    DateTime,
     Row,
     String,
     Table,
@@ -25,6 +29,7 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
+    text,
     union_all,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -47,7 +52,6 @@ from bot.store import (
     off_the_loop,
 )
 from bot.store.kinds import CheckinKind, CheckinStatus
-from bot.store.types import UTCDateTime
 
 DEFAULT_HORIZON = timedelta(days=2)
 #: How far back started check-ins are looked at for the gentler rhythm (≥ 6 weekly ones).
@@ -185,22 +189,30 @@ async def _read_batch(conn: AsyncConnection, now: datetime, horizon: timedelta, 
     return _Batch(users, goals, assignments, recent, open_daily)
 
 
+_DAILY, _WEEKLY, _EXERCISE = (CheckinKind.DAILY.value, CheckinKind.WEEKLY.value,
+                              CheckinKind.EXERCISE.value)
+
+
 class _Planner:
     """The rows to propose for a batch of users, at one ``now``. Users who share a profile
     (zone, hour, quiet hours, pause) and the same question share the answer: it is computed
-    once per plan() run."""
+    once per plan() run. What is left per user is looking the answers up (and a goal's
+    local creation date), so a million users cost a few seconds of Python."""
 
     def __init__(self, now: datetime, horizon: timedelta) -> None:
         self.now = now
         self.horizon = horizon
-        self._profiles: dict[tuple[Any, ...], tuple[int, Profile]] = {}
+        self._profiles: dict[tuple[Any, ...], tuple[int, Profile, ZoneInfo]] = {}
         self._dailies: dict[tuple[int, date | None], datetime | None] = {}
         self._reviews: dict[tuple[int, date], list[datetime]] = {}
+        self._exercises: dict[tuple[int, str, date, date | None], list[datetime]] = {}
 
-    def daily(self, key: int, profile: Profile, rhythm: Rhythm) -> datetime | None:
-        rhythm = planning_rhythm(rhythm, self.now, profile)
-        earliest = planning.earliest_daily_day(profile, rhythm.last_started,
-                                               rhythm.unanswered)
+    def daily(self, key: int, profile: Profile, rhythm: Rhythm | None) -> datetime | None:
+        earliest = None
+        if rhythm is not None:
+            rhythm = planning_rhythm(rhythm, self.now, profile)
+            earliest = planning.earliest_daily_day(profile, rhythm.last_started,
+                                                   rhythm.unanswered)
         try:
             return self._dailies[key, earliest]
         except KeyError:
@@ -208,18 +220,29 @@ class _Planner:
             self._dailies[key, earliest] = due
             return due
 
-    def reviews(self, key: int, profile: Profile, created: datetime) -> list[datetime]:
-        day = planning.local_date(created, profile.zone)
+    def reviews(self, key: int, profile: Profile, created_on: date) -> list[datetime]:
+        """The weekly reviews of a goal created on local day ``created_on``."""
         try:
-            return self._reviews[key, day]
+            return self._reviews[key, created_on]
         except KeyError:
-            dues = planning.weekly_reviews_from(profile, day, self.now, self.horizon)
-            self._reviews[key, day] = dues
+            dues = planning.weekly_reviews_from(profile, created_on, self.now, self.horizon)
+            self._reviews[key, created_on] = dues
+            return dues
+
+    def exercises(self, key: int, profile: Profile, assignment: Any) -> list[datetime]:
+        schedule = assignment.schedule if isinstance(assignment.schedule, dict) else {}
+        question = (key, json.dumps(schedule, sort_keys=True), assignment.starts_on,
+                    assignment.ends_on)
+        try:
+            return self._exercises[question]
+        except KeyError:
+            dues = planning.exercises(profile, schedule, assignment.starts_on,
+                                      assignment.ends_on, self.now, self.horizon)
+            self._exercises[question] = dues
             return dues
 
     def rows(self, batch: _Batch) -> list[tuple[int, str, str, datetime]]:
         rows: list[tuple[int, str, str, datetime]] = []
-        no_rhythm = Rhythm()
         profiles = self._profiles
         for uid, zone, hour, quiet_start, quiet_end, paused_until, minute in batch.users:
             goals = batch.goals.get(uid)
@@ -229,23 +252,22 @@ class _Planner:
             profile_key = (zone, hour, quiet_start, quiet_end, paused_until, minute)
             known = profiles.get(profile_key)
             if known is None:
-                known = profiles[profile_key] = (len(profiles), Profile(*profile_key))
-            key, profile = known
+                profile = Profile(*profile_key)
+                known = profiles[profile_key] = (len(profiles), profile, profile.zone)
+            key, profile, local = known
             if goals:
                 if uid not in batch.open_daily:
-                    due = self.daily(key, profile, batch.recent.get(uid, no_rhythm))
+                    due = self.daily(key, profile, batch.recent.get(uid))
                     if due is not None:
-                        rows.append((uid, CheckinKind.DAILY.value, "", due))
+                        rows.append((uid, _DAILY, "", due))
                 for goal_id, created in goals:
                     ref = str(goal_id)
-                    rows.extend((uid, CheckinKind.WEEKLY.value, ref, due)
-                                for due in self.reviews(key, profile, created))
+                    rows.extend((uid, _WEEKLY, ref, due) for due in self.reviews(
+                        key, profile, created.astimezone(local).date()))
             for a in assignments or ():
-                schedule = a.schedule if isinstance(a.schedule, dict) else {}
                 ref = str(a.id)
-                rows.extend((uid, CheckinKind.EXERCISE.value, ref, due)
-                            for due in planning.exercises(profile, schedule, a.starts_on,
-                                                          a.ends_on, self.now, self.horizon))
+                rows.extend((uid, _EXERCISE, ref, due)
+                            for due in self.exercises(key, profile, a))
         return rows
 
 
@@ -290,13 +312,27 @@ async def _insert_planned(conn: AsyncConnection,
 
 _ARRAY_TYPES: dict[str, Any] = {
     "user_id": postgresql.ARRAY(BigInteger), "kind": postgresql.ARRAY(String),
-    "ref": postgresql.ARRAY(String), "due_at": postgresql.ARRAY(UTCDateTime),
+    # Plain timestamptz: the planned times are aware UTC already (planning's rules return
+    # nothing else), and the column type's processing per element cost as much as asyncpg's
+    # encoding of the whole array.
+    "ref": postgresql.ARRAY(String), "due_at": postgresql.ARRAY(DateTime(timezone=True)),
 }
 
 
 async def _write_planned(store: Store, rows: Sequence[tuple[int, str, str, datetime]]) -> None:
     async with store.engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # Planned rows are derived: one lost in a crash is planned again by the next
+            # round, so the commit need not wait for the disk.
+            await conn.execute(text("SET LOCAL synchronous_commit = off"))
         await _insert_planned(conn, rows)
+
+
+#: Batches being written at once on PostgreSQL while the next is read and computed: the
+#: inserts (three indexes and the foreign key's check per row) cost the database more than
+#: the reading and computing cost here, and two connections share that work. SQLite has one
+#: writer, so there reading and writing take turns.
+POSTGRES_WRITERS = 2
 
 
 async def plan(store: Store, now: datetime, *, horizon: timedelta = DEFAULT_HORIZON,
@@ -304,16 +340,15 @@ async def plan(store: Store, now: datetime, *, horizon: timedelta = DEFAULT_HORI
     """Make sure every reachable, consenting user has their next check-ins planned.
 
     Set-based, ``batch`` users at a time (a short read, then a short write transaction);
-    duplicates are ignored by the unique (user_id, kind, ref, due_at). On PostgreSQL a
-    batch's write runs while the next batch is read and computed (at most one write in
-    flight); SQLite has one writer, so there they take turns. Returns the number of rows
-    proposed.
+    duplicates are ignored by the unique (user_id, kind, ref, due_at). On PostgreSQL the
+    batches' writes run while the next batches are read and computed (``POSTGRES_WRITERS``
+    at most); on SQLite they take turns. Returns the number of rows proposed.
     """
-    overlap = store.engine.dialect.name == "postgresql"
+    writers = POSTGRES_WRITERS if store.engine.dialect.name == "postgresql" else 0
     after = -(2**63)
     proposed = 0
     planner = _Planner(now, horizon)
-    writing: asyncio.Task[None] | None = None
+    writing: deque[asyncio.Task[None]] = deque()
     with off_the_loop():  # statements over thousands of rows
         try:
             while True:
@@ -322,24 +357,22 @@ async def plan(store: Store, now: datetime, *, horizon: timedelta = DEFAULT_HORI
                 if found is None:
                     break
                 rows = planner.rows(found)
-                if writing is not None:
-                    await writing
-                    writing = None
-                if rows:
-                    if overlap:
-                        writing = asyncio.create_task(_write_planned(store, rows))
-                    else:
-                        await _write_planned(store, rows)
+                if rows and writers:
+                    while len(writing) >= writers:
+                        await writing.popleft()
+                    writing.append(asyncio.create_task(_write_planned(store, rows)))
+                elif rows:
+                    await _write_planned(store, rows)
                 proposed += len(rows)
                 after = found.users[-1].id
                 if len(found.users) < batch:
                     break
-            if writing is not None:
-                await writing
+            while writing:
+                await writing.popleft()
         finally:
-            if writing is not None and not writing.done():
-                writing.cancel()
-                await asyncio.gather(writing, return_exceptions=True)
+            for task in writing:
+                task.cancel()
+            await asyncio.gather(*writing, return_exceptions=True)
     return proposed
 
 

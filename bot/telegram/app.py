@@ -264,10 +264,13 @@ def wire(settings: Settings, store: Store, dialogues: DialogueSet, *,
 
 
 async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
-                listen: tuple[str, int] = ("0.0.0.0", 8080), own_process: bool = False) -> None:
+                listen: tuple[str, int] = ("0.0.0.0", 8080), own_process: bool = False,
+                on_ready: Callable[[Wired], None] | None = None) -> None:
     """Run until `stop` is set (or SIGINT/SIGTERM), then finish what is in flight.
     `own_process`: nothing else runs in this process, so its garbage collection may be set
-    up for a long-running server once started (see `_settle_garbage_collection`)."""
+    up for a long-running server once started (see `settle_garbage_collection`).
+    `on_ready`: called with the running bot's parts once it receives updates (the tests
+    that run it in their process wait on its update queue to know when it is idle)."""
     if not settings.telegram_token:
         raise StartupError("TELEGRAM_BOT_TOKEN is not set; to try the dialogues without "
                            "Telegram, run `coachbot chat`")
@@ -330,7 +333,9 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
             assert application.updater is not None
             await application.updater.start_polling(allowed_updates=ALLOWED_UPDATES)
         if own_process:
-            _settle_garbage_collection()
+            settle_garbage_collection()
+        if on_ready is not None:
+            on_ready(wired)
         log.info("coachbot is running (%s)", "webhook" if settings.webhook_url else "polling")
         _stop_on_signals(stop)
         await stop.wait()
@@ -356,7 +361,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
         await store.close()
 
 
-def _settle_garbage_collection() -> None:
+def settle_garbage_collection() -> None:
     """Once started: what start-up loaded lives as long as the process, so the collector stops
     scanning it (a full collection of it took about 110 ms), and looks for cycles every
     10,000 new objects rather than 700. Measured under load (docs/performance.md): time in the

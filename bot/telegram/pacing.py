@@ -172,22 +172,26 @@ FREE_BUDGET, PAID_BUDGET = 1, 2  # ids of the budgets' rows: free sends, paid br
 # reported in the last ``:keep`` (a replica whose sends vary more must not have its late
 # arrivals crowd the release times of one whose vary less). A slice of ``n`` release times
 # spans ``:fixed + :per_spread * spread`` seconds (:func:`release_interval`); ``EXCLUDED``
-# holds what this replica asked for.
+# holds what this replica asked for. A slice after an idle spell starts ``:lead`` seconds
+# from now, the time its answer may take to come back: one starting "now" was often over
+# by then, and its release times were dropped unused.
 _KEPT = """(EXCLUDED.spread >= budget.spread OR budget.spread_at IS NULL
             OR budget.spread_at < clock_timestamp() - CAST(:keep AS interval))"""
 _LEASE = text(f"""
     INSERT INTO send_budget AS budget (id, next_slot, spread, spread_at)
-    VALUES (:key, clock_timestamp() + make_interval(secs => :fixed + :per_spread * :spread),
+    VALUES (:key, clock_timestamp()
+                  + make_interval(secs => :lead + :fixed + :per_spread * :spread),
             :spread, clock_timestamp())
     ON CONFLICT (id) DO UPDATE SET
         spread = CASE WHEN {_KEPT} THEN EXCLUDED.spread ELSE budget.spread END,
         spread_at = CASE WHEN {_KEPT} THEN EXCLUDED.spread_at ELSE budget.spread_at END,
-        next_slot = greatest(budget.next_slot, clock_timestamp()) + make_interval(
+        next_slot = greatest(budget.next_slot,
+                             clock_timestamp() + make_interval(secs => :lead)) + make_interval(
             secs => :fixed + :per_spread
                     * CASE WHEN {_KEPT} THEN EXCLUDED.spread ELSE budget.spread END)
     RETURNING next_slot, spread, clock_timestamp() AS db_now""").bindparams(
     bindparam("fixed", type_=Float), bindparam("per_spread", type_=Float),
-    bindparam("spread", type_=Float))
+    bindparam("spread", type_=Float), bindparam("lead", type_=Float))
 _CLOCK = text("SELECT clock_timestamp()")
 _PAUSE = text("""
     INSERT INTO send_budget (id, next_slot) VALUES (:key, clock_timestamp() + :span)
@@ -226,6 +230,7 @@ class SharedBudget:
         self._leased: deque[tuple[float, float, float]] = deque()
         self._leasing: asyncio.Future[None] | None = None
         self._next_slot = 0.0  # where this replica's last slice ended, database's clock
+        self._follows_at = 0.0  # ... and where one right after it starts, this process's
         # Per lease: the database's clock less this process's, at least and at most (it
         # was read somewhere between asking and the answer).
         self._trips: deque[tuple[float, float]] = deque(maxlen=self.TRIPS)
@@ -257,6 +262,11 @@ class SharedBudget:
             self._trips.clear()
             self._trips.append((low, high))
         return low, high - low
+
+    def _lead(self) -> float:
+        """How far ahead of the database's clock a slice after an idle spell starts: the
+        slowest of the recent lease round trips (the answer's way back is part of one)."""
+        return min(MAX_SPREAD, max((high - low for low, high in self._trips), default=0.0))
 
     @property
     def interval(self) -> float:
@@ -309,7 +319,7 @@ class SharedBudget:
             asked = self._clock()  # (after connecting: that is no part of the round trip)
             row = (await connection.execute(_LEASE, {
                 "key": self.key, "fixed": count * a / b, "per_spread": count / b,
-                "spread": self.own_spread, "keep": self.KEEP})).one()
+                "spread": self.own_spread, "keep": self.KEEP, "lead": self._lead()})).one()
             now = self._clock()
         # In this process's clock: the database's clock never meets another replica's. As
         # late as the clocks' offset allows, never early (the uncertainty is in the spread).
@@ -320,12 +330,20 @@ class SharedBudget:
         next_slot: float = row.next_slot.timestamp()
         start = next_slot - count * interval  # in the database's clock
         first = start - self._offset()[0]
+        joined = abs(start - self._next_slot) < 1e-5
+        if joined:
+            # Right after this replica's last slice, nobody's in between: it goes on where
+            # that one ended here. Placed by a newer reading of the clocks, it could start a
+            # little before that (by up to the readings' difference), and a slice's release
+            # time moved on to keep the interval would have been dropped at its end.
+            first = max(first, self._follows_at)
         end = first + (count - 1) * interval
-        if abs(start - self._next_slot) < 1e-5:
-            # Right after this replica's last slice, nobody's in between: one slice, so that
-            # a late release there moves this one's on instead of being dropped.
+        if joined:
+            # One slice, so that a late release there moves this one's on instead of being
+            # dropped.
             self._leased = deque((release, end, step) for release, _, step in self._leased)
         self._next_slot = next_slot
+        self._follows_at = end + interval
         self._leased.extend((first + i * interval, end, interval) for i in range(count))
         self.leases += 1
 
@@ -333,13 +351,19 @@ class SharedBudget:
         """Within its slice a release used late moves the slice's later ones on (as in
         :class:`LocalBudget`), never past the slice's last: those are dropped instead, so
         the next replica's slice is never crowded and a late release costs its lateness,
-        not a release time each."""
+        not a release time each. Moved on, they keep the grid's own spacing (where slices
+        joined, or the spread changed between them, it may differ from the last interval
+        by a little): one used in time moves nothing."""
         if not self._leased:
             return
-        previous = max(self._leased.popleft()[0], now - self.late)
+        was = self._leased.popleft()[0]
+        previous = max(was, now - self.late)
+        if previous == was:
+            return
         kept: deque[tuple[float, float, float]] = deque()
         for release, end, interval in self._leased:
-            moved = max(release, previous + interval)
+            moved = max(release, previous + min(interval, release - was))
+            was = release
             if moved > end + 1e-6:  # (not a rounding error's worth later: on time)
                 self.dropped += 1
                 continue

@@ -13,6 +13,7 @@ dialogue finished, and no reply empty or with a placeholder left in it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -25,7 +26,7 @@ import pytest
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.dialogue.expr import Value, variables_read
 from bot.dialogue.model import END, STARTED_WITH, Ask, Dialogue, Step
-from bot.engine import Context, ConversationState, Outcome, Turn, handle, start
+from bot.engine import Context, ConversationState, Outcome, Turn, handle, runner, start
 from bot.engine.answers import Invalid, parse_answer
 from bot.engine.conditions import evaluate
 from bot.engine.runner import SAFETY_NO, SAFETY_YES
@@ -285,7 +286,11 @@ def dialogues() -> DialogueSet:
 
 @pytest.fixture(scope="module", params=LOCALES)
 def coverage(request: pytest.FixtureRequest, dialogues: DialogueSet) -> Coverage:
-    return explore(dialogues, request.param)
+    # The walk types the same few samples tens of thousands of times: the real detector's
+    # verdict on each is worked out once (it is pure; it was half the walk's time).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runner, "detect_crisis", functools.cache(runner.detect_crisis))
+        return explore(dialogues, request.param)
 
 
 def test_the_exercises_are_explored_too(dialogues: DialogueSet) -> None:

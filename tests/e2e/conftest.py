@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from bot.config import Settings
 from bot.store import Outbox, Store, Turn
-from bot.telegram.app import serve
+from bot.telegram.app import Wired, serve
 from tests.fakes.bot_api import FakeBotApi, SentMessage
 from tests.flows import fixed_detector
 
@@ -26,18 +26,22 @@ REPO = Path(__file__).parents[2]
 class TelegramUser:
     """A person in a private chat with the bot, as Telegram would show it to them."""
 
-    fake: FakeBotApi
-    store: Store
+    bot: RunningBot
     user_id: int
     language_code: str = "en"
     first_name: str = "Ana"
     seen: int = field(default=0)
 
+    @property
+    def fake(self) -> FakeBotApi:
+        return self.bot.fake
+
+    @property
+    def store(self) -> Store:
+        return self.bot.store
+
     async def undelivered(self) -> int:
-        """Outbox rows for this user that the sender has not delivered (or given up on) yet."""
-        async with self.store.sessionmaker() as session:
-            return int(await session.scalar(select(func.count()).where(
-                Outbox.user_id == self.user_id, Outbox.status.in_(("pending", "sending")))) or 0)
+        return await self.bot.undelivered(self.user_id)
 
     @property
     def messages(self) -> list[SentMessage]:
@@ -69,17 +73,9 @@ class TelegramUser:
                         return message, button["callback_data"]
         raise AssertionError(f"no button {label!r} in {[m.text for m in self.messages]}")
 
-    async def replies(self, *, quiet: float = 0.3, timeout: float = 15.0) -> list[SentMessage]:
-        """The messages the bot sent since the last look, once nothing is left to send."""
-        deadline = time.monotonic() + timeout
-        count, changed = len(self.messages), time.monotonic()
-        while time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-            if len(self.messages) != count:
-                count, changed = len(self.messages), time.monotonic()
-            elif count > self.seen and time.monotonic() - changed >= quiet \
-                    and not await self.undelivered():
-                break
+    async def replies(self) -> list[SentMessage]:
+        """The messages the bot sent since the last look, once it is idle for this user."""
+        await self.bot.idle(self.user_id)
         new = self.messages[self.seen:]
         self.seen = len(self.messages)
         assert new, f"the bot did not answer user {self.user_id}"
@@ -91,9 +87,39 @@ class RunningBot:
     fake: FakeBotApi
     settings: Settings
     store: Store
+    wired: Wired
 
     def user(self, user_id: int, **kwargs: str) -> TelegramUser:
-        return TelegramUser(self.fake, self.store, user_id, **kwargs)
+        return TelegramUser(self, user_id, **kwargs)
+
+    async def undelivered(self, user_id: int) -> int:
+        """Outbox rows for this user that the sender has not delivered (or given up on) yet."""
+        async with self.store.sessionmaker() as session:
+            return int(await session.scalar(select(func.count()).where(
+                Outbox.user_id == user_id, Outbox.status.in_(("pending", "sending")))) or 0)
+
+    async def idle(self, user_id: int, *, timeout: float = 15.0) -> None:
+        """Until the bot has handled every update sent so far and owes ``user_id`` nothing:
+        the fake Telegram holds no update (polling: each was confirmed, so it is on the
+        application's queue; webhook: each was answered, so it was handled), no update on
+        the application's queue is unfinished, and no outbox row of the user's is pending
+        or in flight. The outbox is in the database, so that last part is looked at again
+        every few milliseconds until it holds."""
+        queue = self.wired.application.update_queue
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    if not self.fake.pending_updates:
+                        await queue.join()
+                        if not self.fake.pending_updates \
+                                and not await self.undelivered(user_id):
+                            return
+                    await asyncio.sleep(0.01)
+        except TimeoutError:
+            raise AssertionError(
+                f"not idle for user {user_id} after {timeout} s: {self.fake.pending_updates} "
+                f"update(s) at Telegram, {await self.undelivered(user_id)} row(s) to send"
+            ) from None
 
     async def agree(self, *user_ids: int) -> None:
         """These users have agreed that their answers are kept, as if through the
@@ -118,17 +144,22 @@ def settings_for(fake: FakeBotApi, tmp_path: Path, **overrides: object) -> Setti
 
 
 @asynccontextmanager
-async def bot_running(fake: FakeBotApi, settings: Settings, *,
-                      ready_call: str = "getUpdates", **serve_args: Any
+async def bot_running(fake: FakeBotApi, settings: Settings, **serve_args: Any
                       ) -> AsyncIterator[RunningBot]:
     """`coachbot run` in this process until the block ends, then a graceful stop."""
     stop = asyncio.Event()
-    task = asyncio.create_task(serve(settings, stop=stop, **serve_args))
-    await fake.wait_for_calls(ready_call, timeout=15)
+    ready: asyncio.Future[Wired] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(serve(settings, stop=stop, on_ready=ready.set_result,
+                                     **serve_args))
+    await asyncio.wait([task, ready], timeout=15, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        task.result()  # it stopped before it was ready: its error
+    assert ready.done(), "coachbot run was not ready within 15 s"
+    wired = ready.result()
     store = Store(settings.database_url, encryption_key=settings.encryption_key)
     await store.start()
     try:
-        yield RunningBot(fake, settings, store)
+        yield RunningBot(fake, settings, store, wired)
     finally:
         stop.set()
         await asyncio.wait_for(task, timeout=15)
@@ -136,8 +167,12 @@ async def bot_running(fake: FakeBotApi, settings: Settings, *,
 
 
 @pytest.fixture
-async def running_bot(fake_bot_api: FakeBotApi, tmp_path: Path) -> AsyncIterator[RunningBot]:
-    async with bot_running(fake_bot_api, settings_for(fake_bot_api, tmp_path)) as bot:
+async def running_bot(fake_bot_api: FakeBotApi, tmp_path: Path,
+                      sqlite_template: Path) -> AsyncIterator[RunningBot]:
+    """`coachbot run` by long polling, on a fresh SQLite database (already migrated)."""
+    settings = settings_for(fake_bot_api, tmp_path)
+    shutil.copyfile(sqlite_template, tmp_path / "bot.db")
+    async with bot_running(fake_bot_api, settings) as bot:
         yield bot
 
 

@@ -107,8 +107,7 @@ async def test_in_webhook_mode_a_database_outage_makes_telegram_redeliver(
     settings = settings_for(fake_bot_api, tmp_path,
                             webhook_url=f"http://127.0.0.1:{port}/telegram",
                             webhook_secret=SECRET)
-    async with bot_running(fake_bot_api, settings, ready_call="setWebhook",
-                           listen=("127.0.0.1", port)) as running:
+    async with bot_running(fake_bot_api, settings, listen=("127.0.0.1", port)) as running:
         await running.agree(301)
         failing = FailingTurns(monkeypatch, 301, times=8)
         ana = running.user(301)
@@ -129,8 +128,7 @@ async def test_in_webhook_mode_an_outage_past_three_redeliveries_is_told_to_the_
     settings = settings_for(fake_bot_api, tmp_path,
                             webhook_url=f"http://127.0.0.1:{port}/telegram",
                             webhook_secret=SECRET)
-    async with bot_running(fake_bot_api, settings, ready_call="setWebhook",
-                           listen=("127.0.0.1", port)) as running:
+    async with bot_running(fake_bot_api, settings, listen=("127.0.0.1", port)) as running:
         replies = await running.user(304).send("Run a marathon")
         assert [r.text for r in replies] == [
             "Sorry, something went wrong on my side and your last message did not reach me. "
@@ -205,11 +203,8 @@ async def test_a_user_who_unblocks_the_bot_and_writes_is_reachable_again(
     await ana.send("/help")
     running_bot.fake.block(303)
     running_bot.fake.send_text(303, "/help")
-    for _ in range(50):
-        await asyncio.sleep(0.1)
-        user = await running_bot.store.get_user(303)
-        if user is not None and not user.reachable:
-            break
+    await running_bot.idle(303)
+    user = await running_bot.store.get_user(303)
     assert user is not None and not user.reachable
     running_bot.fake.unblock(303)
     replies = await ana.send("/help")

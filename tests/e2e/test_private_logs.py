@@ -3,7 +3,6 @@ secret (review findings H4, H5 and L3)."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import logging
 import time
@@ -16,7 +15,7 @@ from cryptography.fernet import Fernet
 from sqlalchemy import text
 
 from bot import observability as obs
-from tests.e2e.conftest import RunningBot, TelegramUser, bot_running, settings_for
+from tests.e2e.conftest import RunningBot, bot_running, settings_for
 from tests.e2e.test_webhook import free_port
 from tests.fakes.bot_api import FakeBotApi
 
@@ -65,17 +64,6 @@ async def fail_answers(bot: RunningBot, failing: bool) -> None:
             await connection.execute(text("DROP TRIGGER full_disk"))
 
 
-async def settle(user: TelegramUser) -> None:
-    """Until the bot has answered and sent everything it owes the user: a reply still queued
-    when the next message comes is superseded by the answer to that one."""
-    await asyncio.sleep(0.5)
-    await user.fake.wait_idle(timeout=10)
-    for _ in range(200):
-        if not await user.undelivered():
-            return
-        await asyncio.sleep(0.05)
-
-
 @pytest.mark.parametrize("key", [None, KEY], ids=["no key", "key"])
 async def test_a_run_with_failures_logs_no_typed_text_and_no_secret(
         fake_bot_api: FakeBotApi, tmp_path: Path, log_stream: io.StringIO,
@@ -84,8 +72,7 @@ async def test_a_run_with_failures_logs_no_typed_text_and_no_secret(
     settings = settings_for(fake_bot_api, tmp_path, webhook_url=f"http://127.0.0.1:{port}/t",
                             webhook_secret=SECRET, encryption_key=key,
                             admin_ids=frozenset({COACH}))
-    async with bot_running(fake_bot_api, settings, ready_call="setWebhook",
-                           listen=("127.0.0.1", port)) as bot:
+    async with bot_running(fake_bot_api, settings, listen=("127.0.0.1", port)) as bot:
         coach = bot.user(COACH, first_name=NAMES[0])
         client = bot.user(CLIENT, first_name=NAMES[1])
         await coach.send("/makecoach")
@@ -99,9 +86,9 @@ async def test_a_run_with_failures_logs_no_typed_text_and_no_secret(
         # A statement fails while the client's words are its parameters.
         await fail_answers(bot, True)
         client.fake.send_text(CLIENT, TYPED[0], first_name=NAMES[1])
-        await settle(client)
+        await bot.idle(CLIENT)
         client.fake.send_text(CLIENT, TYPED[1], first_name=NAMES[1])
-        await settle(client)
+        await bot.idle(CLIENT)
         await fail_answers(bot, False)
         await client.send("/cancel")
         await client.send("/goal")
@@ -115,7 +102,7 @@ async def test_a_run_with_failures_logs_no_typed_text_and_no_secret(
             for data in (f"unlink:{odd}", f"assign:{odd}", f"client:{odd}",
                          f"assign:{CLIENT}:x{odd}", f"exercise:{odd}"):
                 forged_button(bot.fake, CLIENT, data, NAMES[1])
-                await settle(client)
+                await bot.idle(CLIENT)
     logs = log_stream.getvalue()
     assert "update" in logs and "failed" in logs  # the failures were logged, as ids and kinds
     leaks: dict[str, Any] = {}

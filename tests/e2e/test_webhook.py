@@ -28,8 +28,7 @@ async def webhook_bot(fake_bot_api: FakeBotApi, tmp_path: Path) -> AsyncIterator
     settings = settings_for(fake_bot_api, tmp_path,
                             webhook_url=f"http://127.0.0.1:{port}/telegram",
                             webhook_secret=SECRET)
-    async with bot_running(fake_bot_api, settings, ready_call="setWebhook",
-                           listen=("127.0.0.1", port)) as bot:
+    async with bot_running(fake_bot_api, settings, listen=("127.0.0.1", port)) as bot:
         yield bot
 
 

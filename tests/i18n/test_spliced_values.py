@@ -55,6 +55,8 @@ CLASHES = {
                      r"|\b(?:le|alle|dalle|delle|nelle|sulle)\s+0?1(?!\d)", re.IGNORECASE),
     # a date's own closing dot followed by a colon or another full stop
     "hr": re.compile(r"\d\.\s*[:.]"),
+    # a date's closing "г." followed by another full stop ("г.:" is fine in Bulgarian)
+    "bg": re.compile(r"г\.\s*\."),
 }
 
 

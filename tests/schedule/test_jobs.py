@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
 from sqlalchemy import insert, select, update
 
 from bot.schedule.claims import claim
@@ -182,11 +183,17 @@ async def test_unreachable_or_paused_users_are_cancelled(store: Store) -> None:
     assert await claim_and_start(store, dialogues(), now, worker_id="w") == {"cancelled": 2}
 
 
-async def test_plan_proposes_exactly_what_the_rules_say_for_each_user(store: Store) -> None:
+@pytest.mark.parametrize("now", [
+    datetime(2026, 3, 28, 11, 17, tzinfo=UTC),  # Europe's spring-forward is tomorrow
+    datetime(2026, 10, 24, 23, 40, tzinfo=UTC),  # Europe falls back tonight
+    datetime(2026, 10, 31, 13, 5, tzinfo=UTC),  # New York falls back tomorrow
+])
+async def test_plan_proposes_exactly_what_the_rules_say_for_each_user(store: Store,
+                                                                      now: datetime) -> None:
     """plan() reads in batches, reuses answers between users and aggregates the rhythm in
     SQL: for a varied population (zones on a DST weekend, quiet hours, pauses, rhythms,
-    several goals, exercises) its rows are the rules' answers computed user by user."""
-    now = datetime(2026, 3, 28, 11, 17, tzinfo=UTC)  # Europe's spring-forward is tomorrow
+    several goals created at any time of day, exercises) its rows are the rules' answers
+    computed user by user."""
     horizon = timedelta(days=2)
     zones = ["Europe/Rome", "America/New_York", "Asia/Kolkata", "UTC", "Australia/Sydney"]
     users: list[dict[str, Any]] = []
@@ -201,12 +208,14 @@ async def test_plan_proposes_exactly_what_the_rules_say_for_each_user(store: Sto
         await session.execute(insert(User), users)
         await session.execute(insert(Goal), [
             {"user_id": u["id"], "title": "Walk", "status": "active",
-             "created_at": now - timedelta(days=u["id"] % 20, hours=u["id"] % 11)}
-            for u in users for _ in range(1 + u["id"] % 2) if u["id"] % 9 != 0])
+             "created_at": now - timedelta(days=u["id"] % 20, hours=u["id"] % 11 + n * 7,
+                                           minutes=u["id"] * 13 % 60)}
+            for u in users for n in range(1 + u["id"] % 2) if u["id"] % 9 != 0])
         await session.execute(insert(Assignment), [
             {"coach_id": 1, "client_id": u["id"], "exercise_slug": "breathing",
              "schedule": {"kind": "weekdays", "hour": 7, "weekdays": [5, 6]} if u["id"] % 2
-             else {"kind": "daily", "hour": 20, "days": 5},
+             else {"kind": "daily", "hour": 20, "days": 5} if u["id"] % 3
+             else {"days": 5, "hour": 20, "kind": "daily", "minute": 30},
              "starts_on": (now - timedelta(days=2)).date()} for u in users if u["id"] % 5 == 0])
         for u in users:  # 0 to 7 started dailies, some answered, some answers very old
             started = [now - timedelta(days=d, hours=u["id"] % 6)

@@ -38,9 +38,9 @@ def _sqlite_text_width(connection: Connection, diff: Any) -> bool:
                for d in diff)
 
 
-async def test_no_drift_between_migrations_and_models(db_url: str) -> None:
-    await upgrade(db_url)
-    engine = make_engine(db_url)
+async def test_no_drift_between_migrations_and_models(empty_db_url: str) -> None:
+    await upgrade(empty_db_url)
+    engine = make_engine(empty_db_url)
     try:
         async with engine.connect() as conn:
             assert await conn.run_sync(_diff) == []
@@ -48,19 +48,19 @@ async def test_no_drift_between_migrations_and_models(db_url: str) -> None:
         await engine.dispose()
 
 
-async def test_ensure_schema_is_idempotent_and_concurrency_safe(db_url: str) -> None:
+async def test_ensure_schema_is_idempotent_and_concurrency_safe(empty_db_url: str) -> None:
     assert head_revision() == "0016"
-    assert await current_revision(db_url) is None
-    await asyncio.gather(*(ensure_schema(db_url) for _ in range(4)))
-    await ensure_schema(db_url)
-    assert await current_revision(db_url) == "0016"
+    assert await current_revision(empty_db_url) is None
+    await asyncio.gather(*(ensure_schema(empty_db_url) for _ in range(4)))
+    await ensure_schema(empty_db_url)
+    assert await current_revision(empty_db_url) == "0016"
 
 
 async def test_start_creates_the_database_from_any_cwd(
-    db_url: str, tmp_path: Path, monkeypatch: Any
+    empty_db_url: str, tmp_path: Path, monkeypatch: Any
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    store = Store(db_url)
+    store = Store(empty_db_url)
     await store.start()
     await store.start()  # idempotent
     try:
@@ -84,11 +84,11 @@ async def test_default_sqlite_url_is_relative_to_cwd(tmp_path: Path, monkeypatch
     assert os.environ.get("COACHBOT_DATABASE_URL") is None
 
 
-async def test_0004_keeps_rows_and_adds_minutes_kinds_and_cancelled(db_url: str) -> None:
+async def test_0004_keeps_rows_and_adds_minutes_kinds_and_cancelled(empty_db_url: str) -> None:
     """0003 -> 0004: users keep their hour (minute 0), outbox rows become 'message' rows with
     no part sent, and 'cancelled' is a status from then on."""
-    await upgrade(db_url, "0003")
-    engine = make_engine(db_url)
+    await upgrade(empty_db_url, "0003")
+    engine = make_engine(empty_db_url)
     try:
         async with engine.begin() as conn:
             await conn.exec_driver_sql(
@@ -99,8 +99,8 @@ async def test_0004_keeps_rows_and_adds_minutes_kinds_and_cancelled(db_url: str)
                 "VALUES (1, 1, '{}', '2026-12-01 00:00:00', '2026-12-01 00:00:00')")
     finally:
         await engine.dispose()
-    await upgrade(db_url)
-    store = Store(db_url)
+    await upgrade(empty_db_url)
+    store = Store(empty_db_url)
     await store.start()
     try:
         user = await store.get_user(1)
@@ -117,11 +117,11 @@ async def test_0004_keeps_rows_and_adds_minutes_kinds_and_cancelled(db_url: str)
         await store.close()
 
 
-async def test_0006_keeps_rows_and_allows_the_caring_check_in(db_url: str) -> None:
+async def test_0006_keeps_rows_and_allows_the_caring_check_in(empty_db_url: str) -> None:
     """0004 -> 0006: users and their planned check-ins stay (users is never recreated, which
     on SQLite would cascade-delete every row referring to it); 'care' is a kind from then on."""
-    await upgrade(db_url, "0004")
-    engine = make_engine(db_url)
+    await upgrade(empty_db_url, "0004")
+    engine = make_engine(empty_db_url)
     try:
         async with engine.begin() as conn:
             await conn.exec_driver_sql(
@@ -131,8 +131,8 @@ async def test_0006_keeps_rows_and_allows_the_caring_check_in(db_url: str) -> No
                 "VALUES (1, 'daily', '', '2026-12-02 09:00:00', 'planned')")
     finally:
         await engine.dispose()
-    await upgrade(db_url)
-    store = Store(db_url)
+    await upgrade(empty_db_url)
+    store = Store(empty_db_url)
     await store.start()
     try:
         user = await store.get_user(1)
@@ -147,7 +147,7 @@ async def test_0006_keeps_rows_and_allows_the_caring_check_in(db_url: str) -> No
         await store.close()
 
 
-async def test_0007_keeps_rows_hashes_invites_and_marks_answers(db_url: str) -> None:
+async def test_0007_keeps_rows_hashes_invites_and_marks_answers(empty_db_url: str) -> None:
     """0006 -> 0007: goals keep their ratings (now text), answers of lookup variables get
     their marker, invite codes are hashed (the code still works), notified crisis events go,
     and a client's last answer becomes when they were last seen."""
@@ -158,8 +158,8 @@ async def test_0007_keeps_rows_hashes_invites_and_marks_answers(db_url: str) -> 
     from bot.coaching import links
     from bot.store import Answer, Goal
 
-    await upgrade(db_url, "0006")
-    engine = make_engine(db_url)
+    await upgrade(empty_db_url, "0006")
+    engine = make_engine(empty_db_url)
     try:
         async with engine.begin() as conn:
             for sql in (
@@ -181,8 +181,8 @@ async def test_0007_keeps_rows_hashes_invites_and_marks_answers(db_url: str) -> 
                 await conn.exec_driver_sql(sql)
     finally:
         await engine.dispose()
-    await upgrade(db_url)
-    store = Store(db_url)
+    await upgrade(empty_db_url)
+    store = Store(empty_db_url)
     await store.start()
     try:
         async with store.sessionmaker() as s:
@@ -204,7 +204,7 @@ async def test_0007_keeps_rows_hashes_invites_and_marks_answers(db_url: str) -> 
         await store.close()
 
 
-async def test_0016_hashes_group_codes_and_plans_linked_chats_questions(db_url: str) -> None:
+async def test_0016_hashes_group_codes_and_plans_linked_chats_questions(empty_db_url: str) -> None:
     """0011 -> 0016: a group's join code is hashed (the link still works, for 14 days),
     and a group whose chat is linked gets its weekly question planned."""
     from datetime import UTC, datetime, timedelta
@@ -214,8 +214,8 @@ async def test_0016_hashes_group_codes_and_plans_linked_chats_questions(db_url: 
     from bot.coaching import groups
     from bot.store import Group, PlannedCheckin
 
-    await upgrade(db_url, "0011")
-    engine = make_engine(db_url)
+    await upgrade(empty_db_url, "0011")
+    engine = make_engine(empty_db_url)
     try:
         async with engine.begin() as conn:
             for sql in (
@@ -230,8 +230,8 @@ async def test_0016_hashes_group_codes_and_plans_linked_chats_questions(db_url: 
                 await conn.exec_driver_sql(sql)
     finally:
         await engine.dispose()
-    await upgrade(db_url)
-    store = Store(db_url)
+    await upgrade(empty_db_url)
+    store = Store(empty_db_url)
     await store.start()
     try:
         now = datetime.now(UTC)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import fields
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select, update
+from sqlalchemy import event, select, text, update
 
 from bot.store import Answer, ConflictError, Conversation, Outbox, Store, Turn, TurnUser, User
 from bot.store.types import utcnow
@@ -32,6 +32,20 @@ async def test_first_contact_creates_user(store: Store) -> None:
     assert user.consent_at is None and user.paused_until is None
     assert user.created_at.tzinfo is not None and user.created_at.utcoffset() is not None
     assert user.created_at.tzinfo == UTC
+
+
+async def test_times_come_back_in_utc_whatever_the_session_time_zone(store: Store) -> None:
+    """On PostgreSQL the column type relies on the driver handing timestamptz back in UTC
+    (it converts nothing per value): a session set to another zone must not change that."""
+    async with store.turn(43) as t:
+        t.user.paused_until = datetime(2026, 6, 1, 12, 30, tzinfo=UTC)
+    async with store.engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            await conn.execute(text("SET TIME ZONE 'Asia/Tokyo'"))
+        paused, created = (await conn.execute(
+            select(User.paused_until, User.created_at).where(User.id == 43))).one()
+    assert paused == datetime(2026, 6, 1, 12, 30, tzinfo=UTC)
+    assert paused.tzinfo is UTC and created.tzinfo is UTC
 
 
 async def test_terminal_user_zero(store: Store) -> None:

@@ -27,7 +27,7 @@ def test_coachbot_run_serves_in_a_process_of_its_own(monkeypatch: pytest.MonkeyP
 
 def test_a_started_server_stops_scanning_what_start_up_loaded() -> None:
     # In a fresh interpreter: the settings are the whole process's.
-    probe = ("import gc; from bot.telegram.app import _settle_garbage_collection as settle; "
+    probe = ("import gc; from bot.telegram.app import settle_garbage_collection as settle; "
              "settle(); print(gc.get_threshold()[0], gc.get_freeze_count() > 10_000)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.split()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -26,7 +27,8 @@ from tests.store.store_helpers import count, raw
 
 
 @pytest.fixture
-async def sqlite_store(tmp_path: Path) -> AsyncIterator[Store]:
+async def sqlite_store(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Store]:
+    shutil.copyfile(sqlite_template, tmp_path / "coachbot.db")
     s = Store(f"sqlite+aiosqlite:///{tmp_path / 'coachbot.db'}")
     await s.start()
     yield s
