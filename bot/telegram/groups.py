@@ -41,6 +41,7 @@ PROGRAMME_BUTTON = "gprg"  # gprg:<group>[:<programme>[:<hour>]]: a programme fo
 HOURS = ("7", "8", "12", "18", "20")  # each member's own local time
 KIND_LABELS = {GroupKind.TEAM: N_("Team"), GroupKind.COHORT: N_("Cohort")}
 WITHHELD = "—"
+STALE_BUTTON = N_("That button is no longer valid. Send /groups to start again.")
 
 
 def _week_line(week: group_figures.WeekFigures, tr: Translator) -> str:
@@ -105,6 +106,18 @@ class GroupHandlers:
             say(t, tr.gettext("I can't find that group among yours. Send /groups to see "
                               "them."))
             return None
+
+    async def _group_button(self, t: StoreTurn, rest: str, max_parts: int
+                            ) -> tuple[Translator, list[str], Group] | None:
+        """A group flow's button: its parts, once there are no more than the flow has and
+        the group is the coach's own; else the coach is told why and None."""
+        tr = translator_for(t.user.locale)
+        parts = rest.split(":")
+        if len(parts) > max_parts:
+            say(t, tr.gettext(STALE_BUTTON))
+            return None
+        group = await self._own_group(t, parts[0])
+        return None if group is None else (tr, parts, group)
 
     async def set_kind(self, t: StoreTurn, rest: str) -> None:
         raw_id, _, kind = rest.partition(":")
@@ -367,15 +380,11 @@ class GroupHandlers:
     async def assign_step(self, t: StoreTurn, rest: str) -> None:
         """gas:<group> → the exercise; …:<exercise> → how often; …:<schedule> → at what
         local hour; …:<hour> → assigned to every member. Each step checks the group again."""
-        tr = translator_for(t.user.locale)
-        parts = rest.split(":")
-        invalid = tr.gettext("That button is no longer valid. Send /groups to start again.")
-        if len(parts) > 4:
-            say(t, invalid)
+        checked = await self._group_button(t, rest, max_parts=4)
+        if checked is None:
             return
-        group = await self._own_group(t, parts[0])
-        if group is None:
-            return
+        tr, parts, group = checked
+        invalid = tr.gettext(STALE_BUTTON)
         choices = await self.exercise_choices(t, tr)
         prefix = f"gas:{group.id}"
         if len(parts) == 1:
@@ -417,15 +426,11 @@ class GroupHandlers:
         """gprg:<group> → which programme; …:<programme> → at what local hour; …:<hour> →
         each member gets their own run from their own tomorrow. Each step checks the group
         again (only its coach gets anywhere)."""
-        tr = translator_for(t.user.locale)
-        parts = rest.split(":")
-        invalid = tr.gettext("That button is no longer valid. Send /groups to start again.")
-        if len(parts) > 3:
-            say(t, invalid)
+        checked = await self._group_button(t, rest, max_parts=3)
+        if checked is None:
             return
-        group = await self._own_group(t, parts[0])
-        if group is None:
-            return
+        tr, parts, group = checked
+        invalid = tr.gettext(STALE_BUTTON)
         library = self.dialogues.programmes
         prefix = f"{PROGRAMME_BUTTON}:{group.id}"
         if len(parts) == 1:
