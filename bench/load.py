@@ -151,10 +151,29 @@ async def run_one_by_one(fake: LoadFake, user_ids: range) -> Wave:
     return wave
 
 
+ISOLATES = str.maketrans("", "", "\u2068\u2069")
+
+
 def transcript(fake: FakeBotApi, user_id: int) -> list[tuple[str | None, list[str]]]:
-    """What one user saw: each text with its button labels."""
-    return [(m.text, [b["text"] for row in (m.reply_markup or {}).get("inline_keyboard", [])
-                      for b in row]) for m in fake.messages_to(user_id)]
+    """What one user was sent: each text with its button labels as sent (aiogram-dialog
+    takes the keyboard off a question once the next one is sent). Without the isolates
+    coachbot puts around the user's own words (right-to-left languages need them)."""
+    return [(str(call.params.get("text")).translate(ISOLATES),
+             [b["text"] for row in (call.params.get("reply_markup") or {}).get(
+                 "inline_keyboard", []) for b in row])
+            for call in fake.calls("sendMessage")
+            if call.status == 200 and call.params.get("chat_id") == user_id]
+
+
+async def quiet(fake: FakeBotApi, seconds: float = 0.25, timeout: float = 10.0) -> None:
+    """Wait until the bot has made no request but long polls for `seconds`: its last
+    update's work is done (aiogram's polling does not wait for it when stopped)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = next((r.time for r in reversed(fake.requests) if r.method != "getUpdates"), 0.0)
+        if time.monotonic() - last >= seconds:
+            return
+        await asyncio.sleep(seconds)
 
 
 # -- the bot process ------------------------------------------------------------------------

@@ -55,7 +55,8 @@ async def populate(database_url: str, users: int) -> None:
     try:
         async with store.engine.begin() as connection:
             for rows in _chunks(users, 10_000, lambda uid: {
-                    "id": uid, "first_name": "Ana", "locale": "en", "created_at": now}):
+                    "id": uid, "first_name": "Ana", "locale": "en", "created_at": now,
+                    "consent_at": now}):  # else /goal meets the consent question first
                 await connection.execute(insert(User.__table__), rows)
             for rows in _chunks(users, 10_000, lambda uid: {
                     "user_id": uid, "state": state, "version": 16, "updated_at": now}):

@@ -10,11 +10,11 @@ and the baseline bot (the usual way) has none either. `--paced` keeps both as in
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from bot.config import Settings
 from bot.telegram import app
@@ -24,12 +24,18 @@ REPO = Path(__file__).parents[1]
 TOKEN = "123456:TEST-TOKEN"
 
 
+def unpaced(*args: Any, **kwargs: Any) -> Sender:
+    """The sender without the per-chat pace, and with the rate in this process alone:
+    `wire` passes both (a partial's defaults would lose to them)."""
+    return Sender(*args, **{**kwargs, "per_chat_interval": 0.0, "shared": False})
+
+
 def main(argv: list[str]) -> None:
     api_url, database_url, *flags = argv
     paced = "--paced" in flags
     logging.basicConfig(level=logging.WARNING, format="coachbot %(levelname)s %(message)s")
     if not paced:
-        app.Sender = functools.partial(Sender, per_chat_interval=0.0, shared=False)  # type: ignore[misc]
+        app.Sender = unpaced  # type: ignore[misc]
     settings = Settings(telegram_token=TOKEN, telegram_api_base_url=api_url,
                         database_url=database_url, dialogues=REPO / "dialogues",
                         send_rate=28.0 if paced else 1_000_000.0,

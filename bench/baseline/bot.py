@@ -9,12 +9,9 @@ Answers live in ``context.user_data``; PicklePersistence writes them to disk eve
 
 from __future__ import annotations
 
-import re
-from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from babel.dates import format_date
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.ext import (
     Application,
@@ -27,43 +24,44 @@ from telegram.ext import (
     filters,
 )
 
+from bench.baseline.goal import (
+    ASK_BASELINE,
+    ASK_CHANGE_STEP,
+    ASK_COMMITMENT,
+    ASK_COMMITMENT_LIFT,
+    ASK_DUE,
+    ASK_FIRST_STEP,
+    ASK_FIRST_STEP_DATE,
+    ASK_GOAL,
+    ASK_MORE_OPTIONS,
+    ASK_OBSTACLES,
+    ASK_OPTIONS,
+    ASK_PICTURE,
+    ASK_RESOURCES,
+    ASK_TARGET,
+    ASK_TARGET_CHECK,
+    ASK_TRIED,
+    ASK_WHY,
+    CANCELLED,
+    CLOSING,
+    SCALE_HINT,
+    YES_NO_HINT,
+    ask_notice,
+    date_hint,
+    intro,
+    plan,
+    valid_date,
+    valid_scale,
+    valid_text,
+    valid_yes_no,
+)
+
 (GOAL, WHY, PICTURE, BASELINE, NOTICE, TRIED, TARGET, TARGET_CHECK, DUE, OBSTACLES,
  RESOURCES, OPTIONS, MORE_OPTIONS, FIRST_STEP, FIRST_STEP_DATE, COMMITMENT, COMMITMENT_LIFT,
  CHANGE_STEP) = range(18)
 
 Context = ContextTypes.DEFAULT_TYPE
 TEXT = filters.TEXT & ~filters.COMMAND
-DAY_FIRST = re.compile(r"(\d{1,2})\s*[./-]\s*(\d{1,2})\s*[./-]?\s*(\d{2,4})?\.?\Z")
-
-ASK_GOAL = "In your own words: what would you like to achieve?"
-ASK_PICTURE = "Imagine you have reached it. What is different? What do you see, hear or feel?"
-ASK_BASELINE = ("On a scale from 1 to 10, where do you stand with it today? 1 means far from "
-                "it, 10 means you are fully there.")
-ASK_NOTICE_START = ("So you are at the very start. What do you notice about where you stand "
-                    "today?")
-ASK_TRIED = ("What have you already tried, and what did you learn from it? You can send /skip "
-             "if nothing comes to mind.")
-ASK_TARGET = "Where on the same scale from 1 to 10 do you want to be?"
-ASK_TARGET_CHECK = ("Your target is not above where you stand now. Is that what you mean: to "
-                    "keep what you have?")
-ASK_DUE = ("By what date would you like to be there? Send a date, or /skip if you prefer not "
-           "to set one.")
-ASK_OBSTACLES = "What could get in your way? You can send /skip."
-ASK_RESOURCES = ("What do you already have that can help you? For example people, skills, time "
-                 "or things that worked before. You can send /skip.")
-ASK_OPTIONS = ("What options do you see to move forward? List as many as come to mind, even "
-               "the ones you are not sure about.")
-ASK_MORE_OPTIONS = "If nothing could stop you, what else would you try? You can send /skip."
-ASK_FIRST_STEP = "Looking at your options, what is the one first step you will take?"
-ASK_FIRST_STEP_DATE = "When will you take it? Send a date, for example “tomorrow”."
-ASK_COMMITMENT = "How committed are you to this step, from 1 to 10?"
-ASK_COMMITMENT_LIFT = ("Thank you for being honest. What would need to be different for that "
-                       "number to be an 8?")
-ASK_CHANGE_STEP = "Would you like to change your first step?"
-CLOSING = ("I will ask how it goes in your daily check-ins. You make it happen; I am here to "
-           "ask the questions.")
-
-
 # -- keyboards and validation ---------------------------------------------------------------
 
 def scale_keyboard(name: str) -> InlineKeyboardMarkup:
@@ -76,56 +74,6 @@ def yes_no_keyboard(name: str) -> InlineKeyboardMarkup:
                                   InlineKeyboardButton("No", callback_data=f"{name}:no")]])
 
 
-def valid_text(text: str, max_length: int) -> tuple[str | None, str | None]:
-    """(answer, None) or (None, the hint to send)."""
-    text = text.strip()
-    if not text:
-        return None, "Please answer in a few words."
-    if len(text) > max_length:
-        unit = "character" if len(text) == 1 else "characters"
-        return None, (f"That is {len(text):,} {unit}; please keep it to {max_length:,} at most. "
-                      "The heart of it is enough.")
-    return text, None
-
-
-def valid_scale(text: str) -> int | None:
-    try:
-        value = float(text.strip().replace(",", "."))
-    except ValueError:
-        return None
-    return int(value) if value.is_integer() and 1 <= value <= 10 else None
-
-
-def valid_date(text: str) -> date | None:
-    text = text.strip()
-    today = date.today()
-    if text.casefold() in ("today", "tomorrow"):
-        return today + timedelta(days=text.casefold() == "tomorrow")
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        pass
-    match = DAY_FIRST.match(text)
-    if match:
-        day, month, year = match.groups()
-        full_year = today.year if year is None else int(year) + (2000 if len(year) == 2 else 0)
-        try:
-            return date(full_year, int(month), int(day))
-        except ValueError:
-            return None
-    return None
-
-
-def date_hint() -> str:
-    example = date.today() + timedelta(days=7)
-    return (f"Please send a date such as {format_date(example, 'short', locale='en')} "
-            f"or {example.isoformat()}.")
-
-
-def long_date(iso: str) -> str:
-    return format_date(datetime.strptime(iso, "%Y-%m-%d").date(), "long", locale="en")
-
-
 def answers(context: Context) -> dict[str, Any]:
     assert context.user_data is not None
     return context.user_data.setdefault("goal", {})  # type: ignore[no-any-return]
@@ -136,9 +84,7 @@ def answers(context: Context) -> dict[str, Any]:
 async def start(update: Update, context: Context) -> int:
     assert update.message is not None and update.effective_user is not None
     answers(context).clear()
-    await update.message.reply_text(
-        f"Let's give your goal some shape, {update.effective_user.first_name}. You choose the "
-        "goal and you own the results. I will only ask questions.")
+    await update.message.reply_text(intro(update.effective_user.first_name))
     await update.message.reply_text(ASK_GOAL)
     return GOAL
 
@@ -160,7 +106,7 @@ async def goal(update: Update, context: Context) -> int:
     if title is None:
         return GOAL
     assert update.message is not None
-    await update.message.reply_text(f"Why does “{title}” matter to you?")
+    await update.message.reply_text(ASK_WHY.format(title=title))
     return WHY
 
 
@@ -290,8 +236,7 @@ async def _scale_value(update: Update, name: str, question: str) -> int | None:
     assert update.message is not None and update.message.text is not None
     value = valid_scale(update.message.text)
     if value is None:
-        await update.message.reply_text("Please answer with a whole number from 1 to 10.",
-                                        reply_markup=scale_keyboard(name))
+        await update.message.reply_text(SCALE_HINT, reply_markup=scale_keyboard(name))
     return value
 
 
@@ -307,11 +252,7 @@ async def baseline(update: Update, context: Context) -> int:
     if value is None:
         return BASELINE
     answers(context)["baseline"] = value
-    if value == 1:
-        await _chat_message(update).reply_text(ASK_NOTICE_START)
-    else:
-        await _chat_message(update).reply_text(
-            f"You are at {value}. What is already there that makes it a {value} and not a 1?")
+    await _chat_message(update).reply_text(ask_notice(value))
     return NOTICE
 
 
@@ -345,12 +286,10 @@ async def _yes_no_value(update: Update, name: str) -> bool | None:
         await query.answer()
         return (query.data or "").endswith(":yes")
     assert update.message is not None and update.message.text is not None
-    word = update.message.text.strip().casefold().rstrip(".!")
-    if word in ("yes", "y", "no", "n"):
-        return word.startswith("y")
-    await update.message.reply_text("Please answer yes or no.",
-                                    reply_markup=yes_no_keyboard(name))
-    return None
+    value = valid_yes_no(update.message.text)
+    if value is None:
+        await update.message.reply_text(YES_NO_HINT, reply_markup=yes_no_keyboard(name))
+    return value
 
 
 async def target_check(update: Update, context: Context) -> int:
@@ -379,10 +318,7 @@ async def change_step(update: Update, context: Context) -> int:
 async def wrap_up(update: Update, context: Context) -> int:
     goal = answers(context)
     message = _chat_message(update)
-    await message.reply_text(
-        f"Here is your plan, in your own words. Goal: “{goal['title']}”. Today you are at "
-        f"{goal['baseline']} out of 10, and your target is {goal['target']}. First step: "
-        f"“{goal['first_step']}”, by {long_date(goal['first_step_date'])}.")
+    await message.reply_text(plan(goal))
     await message.reply_text(CLOSING)
     assert context.user_data is not None
     context.user_data.setdefault("goals", []).append(dict(goal))
@@ -391,7 +327,7 @@ async def wrap_up(update: Update, context: Context) -> int:
 
 async def cancel(update: Update, context: Context) -> int:
     assert update.message is not None
-    await update.message.reply_text("Okay, we'll stop here. Everything you said so far is kept.")
+    await update.message.reply_text(CANCELLED)
     return ConversationHandler.END
 
 

@@ -200,7 +200,7 @@ async def mark_from_button(session: AsyncSession, user_id: int, rest: str, today
     elif status is ActionStatus.DONE:
         answer = tr.gettext("Marked as done. You followed through.")
     else:
-        answer = tr.gettext("Dropped. Letting go of something is a decision too.")
+        answer = tr.gettext("Dropped: it is no longer on your list.")
     return [{"text": answer}, await actions_message(session, user_id, today, tr)]
 
 

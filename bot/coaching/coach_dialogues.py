@@ -1,8 +1,9 @@
 """Dialogues a coach writes in YAML and sends the bot as a file: checked as ``coachbot
 validate`` checks a dialogue (errors as file:line:column), kept per coach (the source
 encrypted: it is the coach's writing), and given only to that coach's own clients who use its
-language. It never replaces a platform dialogue: its id is refused if the platform has it,
-and it runs under a name of its own (``cd<row id>``), so no client of another coach and no
+language or one it carries a translation into (``translations:``), each in their language.
+It never replaces a platform dialogue: its id is refused if the platform has it, and it runs
+under a name of its own (``cd<row id>``), so no client of another coach and no
 contract of ``contracts.py`` can reach it.
 
 A client's answers to it are stored like any answer (encrypted, in their export, gone on
@@ -28,8 +29,9 @@ from bot.coaching.coach_errors import CoachError, NotACoach, UnknownExercise
 from bot.coaching.links import is_linked
 from bot.dialogue.expr import Value
 from bot.dialogue.loader import DialogueError, check_uploaded
+from bot.dialogue.messages import N_, message
 from bot.dialogue.model import Dialogue, DialogueSet, Position
-from bot.i18n import SUPPORTED_LOCALES, Translator
+from bot.i18n import SUPPORTED_LOCALES, Translator, neutralise_bidi
 from bot.store import CoachDialogue, User
 
 PREFIX = "cd"  # what a coach's dialogue runs as: cd<row id>
@@ -44,6 +46,12 @@ class UploadRefused(CoachError):
     def __init__(self, errors: list[DialogueError]) -> None:
         super().__init__("\n".join(str(e) for e in errors))
         self.errors = errors
+
+    def lines(self, tr: Translator) -> list[str]:
+        """Each error as the coach reads it: in their language, what comes from the file kept
+        from turning a right-to-left line around."""
+        return [error.render(tr.gettext, lambda value: tr.isolate(neutralise_bidi(value)))
+                for error in self.errors]
 
 
 def run_id(row_id: int) -> str:
@@ -60,13 +68,10 @@ def check(raw: bytes, filename: str, platform: DialogueSet) -> Dialogue:
     """The dialogue in ``raw``, or UploadRefused with every error (file:line:column)."""
     display = filename.rsplit("/", 1)[-1] or "dialogue.yaml"
     if not display.lower().endswith(SUFFIXES):
-        raise UploadRefused([DialogueError(Position(display, 1, 1),
-                                           "send a .yaml file with one dialogue")])
-    dialogue, errors = check_uploaded(raw, display, reserved=platform.dialogues)
-    if dialogue is not None and dialogue.language not in SUPPORTED_LOCALES:
-        errors = [DialogueError(Position(display, 1, 1), (
-            f"the bot speaks {', '.join(SUPPORTED_LOCALES)}; '{dialogue.language}' is not "
-            "one of them"))]
+        raise UploadRefused([DialogueError(Position(display, 1, 1), message(
+            N_("send a .yaml file with one dialogue")))])
+    dialogue, errors = check_uploaded(raw, display, reserved=platform.dialogues,
+                                      languages=SUPPORTED_LOCALES)
     if dialogue is None or errors:
         raise UploadRefused(errors)
     return dialogue
@@ -87,9 +92,9 @@ async def upload(session: AsyncSession, coach_id: int, raw: bytes, filename: str
         count = len((await session.execute(select(CoachDialogue.id).where(
             CoachDialogue.coach_id == coach_id))).all())
         if count >= MAX_PER_COACH:
-            raise UploadRefused([DialogueError(Position(dialogue.path, 1, 1), (
-                f"you have {MAX_PER_COACH} dialogues already; send a new version of one "
-                "(the same id) instead"))])
+            raise UploadRefused([DialogueError(Position(dialogue.path, 1, 1), message(
+                N_("you have {count} dialogues already; send a new version of one (the same "
+                   "id) instead"), count=MAX_PER_COACH))])
         row = CoachDialogue(coach_id=coach_id, dialogue_id=dialogue.id, created_at=now)
         session.add(row)
     row.locale, row.title, row.created_at = dialogue.language or "", dialogue.title, now
@@ -105,16 +110,31 @@ def _parsed(row_id: int, source: str) -> Dialogue | None:
     return None if dialogue is None else replace(dialogue, id=run_id(row_id))
 
 
+def languages(row: CoachDialogue) -> tuple[str, ...]:
+    """The languages a stored dialogue can be given in: its own, then its translations."""
+    dialogue = _parsed(row.id, row.source)
+    return dialogue.languages if dialogue is not None else (row.locale,)
+
+
+def title_in(row: CoachDialogue, locale: str | None) -> str:
+    """A stored dialogue's title in ``locale`` when it is translated into it, else its own."""
+    dialogue = _parsed(row.id, row.source)
+    return dialogue.in_language(locale or "").title if dialogue is not None else row.title
+
+
 async def dialogue_of(session: AsyncSession, dialogue_id: str,
                       user_id: int) -> Dialogue | None:
     """The coach's dialogue ``dialogue_id`` names, if ``user_id`` may run it: its coach (to
-    try it) or a client linked to that coach now."""
+    try it) or a client linked to that coach now; in the user's language when it has a
+    translation into it, else in its own."""
     number = row_id(dialogue_id)
     row = await session.get(CoachDialogue, number) if number is not None else None
     if row is None or not (row.coach_id == user_id
                            or await is_linked(session, row.coach_id, user_id)):
         return None
-    return _parsed(row.id, row.source)
+    dialogue = _parsed(row.id, row.source)
+    user = await session.get(User, user_id)
+    return dialogue.in_language(user.locale) if dialogue and user and user.locale else dialogue
 
 
 async def with_coach_dialogues(session: AsyncSession, dialogues: DialogueSet,
@@ -141,12 +161,12 @@ async def dialogues_of(session: AsyncSession, coach_id: int) -> list[CoachDialog
 async def assignable(session: AsyncSession, coach_id: int, dialogue_id: str,
                      client_locale: str | None) -> CoachDialogue:
     """This coach's dialogue, for a client speaking ``client_locale``; else UnknownExercise
-    (another coach's, none, or another language than the client's)."""
+    (another coach's, none, or neither written nor translated in the client's language)."""
     number = row_id(dialogue_id)
     row = await session.get(CoachDialogue, number) if number is not None else None
     if row is None or row.coach_id != coach_id:
         raise UnknownExercise("no such dialogue of yours")
-    if client_locale is None or row.locale != client_locale:
+    if client_locale is None or client_locale not in languages(row):
         raise UnknownExercise("the client uses another language")
     return row
 

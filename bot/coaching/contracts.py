@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.dialogue import DialogueError, DialogueSet
+from bot.dialogue.messages import verbatim
 from bot.dialogue.model import AnswerType, Position
 from bot.i18n.languages import SUPPORTED_LOCALES
 
@@ -138,7 +139,7 @@ def check_contracts(dialogues: DialogueSet, where: Path) -> list[DialogueError]:
     for contract in CONTRACTS:
         dialogue = dialogues.dialogues.get(contract.dialogue)
         if dialogue is None:
-            errors.append(DialogueError(Position(str(where), 1, 1), (
+            errors.append(DialogueError(Position(str(where), 1, 1), verbatim(
                 f"the bot needs the dialogue '{contract.dialogue}' ({contract.why}), and "
                 "there is none here")))
             continue
@@ -150,14 +151,14 @@ def check_contracts(dialogues: DialogueSet, where: Path) -> list[DialogueError]:
             types = saved.get(variable, set())
             if types != {answer_type}:
                 found = (" (it saves it as " + ", ".join(sorted(types)) + ")") if types else ""
-                errors.append(DialogueError(Position(dialogue.path, 1, 1), (
+                errors.append(DialogueError(Position(dialogue.path, 1, 1), verbatim(
                     f"the bot reads '{variable}' from '{dialogue.id}' as a {answer_type} "
                     f"answer: a step must save it with type {answer_type}{found}")))
     onboarding = dialogues.dialogues.get(ONBOARDING)
     for step in onboarding.steps.values() if onboarding else ():
         if step.ask.save == LOCALE and step.ask.type == "choice" and \
                 [option.key for option in step.ask.options] != list(SUPPORTED_LOCALES):
-            errors.append(DialogueError(step.position, (
+            errors.append(DialogueError(step.position, verbatim(
                 f"the options of '{LOCALE}' must be the languages the bot speaks, in this "
                 "order: " + ", ".join(SUPPORTED_LOCALES) + " (bot/i18n/languages.py)")))
     return sorted(errors)

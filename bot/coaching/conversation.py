@@ -265,7 +265,7 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome,
                                          dialogues, t.now)
         except coach_dialogues.UploadRefused as refused:
             return [Reply(tr.gettext("I could not keep that exercise with its questions:")
-                          + "\n" + "\n".join(e.message for e in refused.errors))]
+                          + "\n" + "\n".join(refused.lines(tr)))]
         return [Reply(tr.gettext("Your questions are in your language, so /assign offers this "
                                  "exercise for your clients who use it."))]
     t.session.add(Exercise(coach_id=t.user_id, slug=f"custom_{secrets.token_hex(6)}",

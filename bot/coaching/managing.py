@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from bot.coaching.assignments import assign_exercise, validate_schedule
-from bot.coaching.coach_dialogues import row_id
+from bot.coaching.coach_dialogues import row_id, title_in
 from bot.coaching.coach_errors import InvalidSchedule, NotYourClient, UnknownExercise
 from bot.coaching.links import active_link, is_linked
 from bot.dialogue.expr import Value
@@ -90,15 +90,16 @@ async def assignments_of(session: AsyncSession, coach_id: int,
                            a.starts_on, a.ends_on, a.paused) for a, title in found]
 
 
-async def _coach_dialogue_titles(session: AsyncSession,
-                                 slugs: list[str | None]) -> dict[str, str]:
-    """The titles of the coaches' own dialogues among these slugs (their run ids)."""
+async def _coach_dialogue_titles(session: AsyncSession, slugs: list[str | None],
+                                 locale: str | None = None) -> dict[str, str]:
+    """The titles of the coaches' own dialogues among these slugs (their run ids), in
+    ``locale`` where a dialogue is translated into it."""
     titles: dict[str, str] = {}
     for slug in slugs:
         number = row_id(slug or "")
         row = await session.get(CoachDialogue, number) if number is not None else None
         if slug and row is not None:
-            titles[slug] = row.title
+            titles[slug] = title_in(row, locale)
     return titles
 
 
@@ -134,7 +135,9 @@ async def assigned_to(session: AsyncSession, client_id: int) -> list[FromCoach]:
                active_link(Assignment.coach_id, Assignment.client_id))
         .order_by(Assignment.created_at, Assignment.id))
     found = list(rows)
-    titles = await _coach_dialogue_titles(session, [slug for _, slug, _, _, _ in found])
+    client = await session.get(User, client_id)
+    titles = await _coach_dialogue_titles(session, [slug for _, slug, _, _, _ in found],
+                                          client.locale if client is not None else None)
     return [FromCoach(name, slug, title or measure or titles.get(slug or ""), paused)
             for name, slug, title, measure, paused in found]
 

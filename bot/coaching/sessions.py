@@ -649,7 +649,7 @@ def brief_question(coach_id: int, coach_name: str, tr: Translator) -> dict[str, 
         "session? Only what you answer there, and your actions. You can change this at any "
         "time with /brief.").format(coach=tr.words(coach_name)),
         "buttons": _buttons((tr.gettext("Yes, share them"), f"{BUTTON}:brief:yes:{coach_id}"),
-                            (tr.gettext("No, keep them to me"),
+                            (tr.gettext("No, keep them private"),
                              f"{BUTTON}:brief:no:{coach_id}"))}
 
 

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from bot.dialogue.messages import N_, Message, message
+
 Value = str | int | float | bool | None
 CompareOp = Literal["==", "!=", "<", "<=", ">", ">="]
 
@@ -66,8 +68,9 @@ Expr = Literal_ | Var | Not | BoolOp | Compare
 class ExprError(ValueError):
     """A condition that does not parse; `offset` is the 0-based character where it went wrong."""
 
-    def __init__(self, message: str, offset: int) -> None:
-        super().__init__(message)
+    def __init__(self, message: Message, offset: int) -> None:
+        super().__init__(str(message))
+        self.message = message
         self.offset = offset
 
 
@@ -87,7 +90,8 @@ def _tokenize(source: str) -> list[_Token]:
         match = _TOKEN.match(source, pos)
         if match is None or match.lastgroup is None:
             start = len(source) - len(source[pos:].lstrip())
-            raise ExprError(f"unexpected character {source[start]!r}", start)
+            raise ExprError(message(N_("unexpected character {character}"),
+                                    character=repr(source[start])), start)
         kind = match.lastgroup
         tokens.append(_Token(kind, match.group(kind), match.start(kind)))
         pos = match.end()
@@ -110,16 +114,17 @@ class _Parser:
             return True
         return False
 
-    def error(self, message: str) -> ExprError:
+    def error(self, problem: Message) -> ExprError:
         token = self.peek()
-        return ExprError(message, token.offset if token else len(self.source))
+        return ExprError(problem, token.offset if token else len(self.source))
 
     def parse(self) -> Expr:
         if not self.tokens:
-            raise ExprError("the condition is empty", 0)
+            raise ExprError(message(N_("the condition is empty")), 0)
         expr = self.parse_or()
         if self.peek() is not None:
-            raise self.error(f"unexpected {self.peek().text!r}")  # type: ignore[union-attr]
+            raise self.error(message(N_("unexpected {token}"),
+                                     token=repr(self.peek().text)))  # type: ignore[union-attr]
         return expr
 
     def parse_or(self) -> Expr:
@@ -147,13 +152,13 @@ class _Parser:
             op: CompareOp = token.text  # type: ignore[assignment]
             return Compare(op, left, self.parse_atom())
         if token is not None and token.text == "=":
-            raise self.error("use '==' to compare")
+            raise self.error(message(N_("use '==' to compare")))
         return left
 
     def parse_atom(self) -> Expr:
         token = self.peek()
         if token is None:
-            raise self.error("the condition ends too early")
+            raise self.error(message(N_("the condition ends too early")))
         self.index += 1
         if token.kind == "number":
             number = float(token.text) if "." in token.text else int(token.text)
@@ -163,7 +168,7 @@ class _Parser:
         if token.text == "(":
             inner = self.parse_or()
             if not self.take(")"):
-                raise self.error("missing ')'")
+                raise self.error(message(N_("missing ')'")))
             return inner
         if token.kind == "name":
             if token.text in ("true", "false"):
@@ -171,13 +176,14 @@ class _Parser:
             if token.text == "null":
                 return Literal_(None)
             if token.text in _KEYWORDS:
-                raise ExprError(f"{token.text!r} needs something before it", token.offset)
+                raise ExprError(message(N_("{token} needs something before it"),
+                                        token=repr(token.text)), token.offset)
             if not _VARIABLE.match(token.text):
-                raise ExprError(
-                    f"variable {token.text!r} must be lower case, like checkin.mood", token.offset
-                )
+                raise ExprError(message(N_("variable {name} must be lower case, like "
+                                           "checkin.mood"), name=repr(token.text)),
+                                token.offset)
             return Var(token.text)
-        raise ExprError(f"unexpected {token.text!r}", token.offset)
+        raise ExprError(message(N_("unexpected {token}"), token=repr(token.text)), token.offset)
 
 
 def parse_condition(source: str) -> Expr:

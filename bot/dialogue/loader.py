@@ -16,6 +16,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from bot.dialogue.expr import ExprError, is_valid_variable, parse_condition, variables_read
+from bot.dialogue.messages import N_, Message, message, verbatim
 from bot.dialogue.model import (
     ANSWER_TYPES,
     BUILTIN_VARIABLES,
@@ -29,6 +30,8 @@ from bot.dialogue.model import (
     PluralText,
     Position,
     Step,
+    StepTexts,
+    Translation,
 )
 from bot.dialogue.programmes import PROGRAMMES_DIR, Programme, check_programmes
 from bot.dialogue.template import TemplateError, placeholders
@@ -42,8 +45,10 @@ _MAX_OPTIONS = 12
 
 _DIALOGUE_KEYS = {
     "id", "title", "kind", "description", "start", "steps", "on_missing", "requires",
-    "language",
+    "language", "translations",
 }
+_TRANSLATION_KEYS = {"title", "steps"}
+_STEP_TEXT_KEYS = {"say", "say_plural", "options"}
 _LANGUAGE = re.compile(r"[a-z]{2,3}\Z")
 _KINDS = ("dialogue", "exercise")
 # An exercise reports back how it went, for the client's coach; these are the answers.
@@ -67,13 +72,22 @@ DEFAULT_TEXT_MAX_LENGTH = 2000
 MAX_SCALE_POINTS = 11
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class DialogueError:
     position: Position
-    message: str
+    message: Message
+
+    def render(self, gettext: Callable[[str], str] = lambda m: m,
+               wrap: Callable[[str], str] = lambda v: v) -> str:
+        """``file:line:column: message``, the message in the language of ``gettext`` (see
+        :meth:`Message.render` for ``wrap``)."""
+        return f"{wrap(str(self.position))}: {self.message.render(gettext, wrap)}"
 
     def __str__(self) -> str:
-        return f"{self.position}: {self.message}"
+        return self.render()
+
+    def __lt__(self, other: DialogueError) -> bool:
+        return (self.position, str(self.message)) < (other.position, str(other.message))
 
 
 class DialogueLoadError(Exception):
@@ -99,92 +113,105 @@ class _ParsedDialogue:
 
 
 class _FileParser:
-    def __init__(self, path: Path, display: str, source: bytes | None = None) -> None:
+    def __init__(self, path: Path, display: str, source: bytes | None = None,
+                 languages: Collection[str] | None = None) -> None:
         self.path = path
         self.display = display
         self.source = source
+        # The language codes a dialogue may be written or translated in; None: any code.
+        self.languages = languages
         self.errors: list[DialogueError] = []
 
     def pos(self, node: Node) -> Position:
         return Position(self.display, node.start_mark.line + 1, node.start_mark.column + 1)
 
-    def error(self, node: Node | Position, message: str) -> None:
+    def error(self, node: Node | Position, message_id: str, **args: str | int | Message
+              ) -> None:
         where = node if isinstance(node, Position) else self.pos(node)
-        self.errors.append(DialogueError(where, message))
+        self.errors.append(DialogueError(where, message(message_id, **args)))
 
     # -- generic node helpers -------------------------------------------------------------
 
+    # The messages reach a coach who sent a file, in their language: ``what`` is a key in
+    # quotes (kept verbatim) or a Message of its own ("step 'intro'"), translated apart
+    # (docs/translating.md, "The validator's messages").
     def mapping(
-        self, node: Node, allowed: set[str], what: str
+        self, node: Node, allowed: set[str], what: str | Message
     ) -> dict[str, tuple[ScalarNode, Node]] | None:
         if not isinstance(node, MappingNode):
-            self.error(node, f"{what} must be a mapping of 'key: value' lines")
+            self.error(node, N_("{what} must be a mapping of 'key: value' lines"), what=what)
             return None
         result: dict[str, tuple[ScalarNode, Node]] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode):
-                self.error(key_node, f"a key in {what} must be a plain word")
+                self.error(key_node, N_("a key in {what} must be a plain word"), what=what)
                 continue
             key = key_node.value
             if key in result:
-                self.error(key_node, f"'{key}' appears twice in {what}")
+                self.error(key_node, N_("'{key}' appears twice in {what}"), key=key, what=what)
                 continue
             if key not in allowed:
-                self.error(key_node, f"unknown key '{key}' in {what}; expected one of: "
-                           + ", ".join(sorted(allowed)))
+                self.error(key_node, N_("unknown key '{key}' in {what}; expected one of: "
+                                        "{keys}"), key=key, what=what,
+                           keys=", ".join(sorted(allowed)))
                 continue
             result[key] = (key_node, value_node)
         return result
 
-    def text(self, node: Node, what: str) -> str | None:
+    def text(self, node: Node, what: str | Message) -> str | None:
         if not isinstance(node, ScalarNode) or node.tag != "tag:yaml.org,2002:str":
-            self.error(node, f"{what} must be text (put it in quotes)")
+            self.error(node, N_("{what} must be text (put it in quotes)"), what=what)
             return None
         if not node.value.strip():
-            self.error(node, f"{what} is empty")
+            self.error(node, N_("{what} is empty"), what=what)
             return None
         return str(node.value)
 
-    def identifier(self, node: Node, what: str) -> str | None:
+    def identifier(self, node: Node, what: str | Message) -> str | None:
         if not isinstance(node, ScalarNode):
-            self.error(node, f"{what} must be a name")
+            self.error(node, N_("{what} must be a name"), what=what)
             return None
         value = str(node.value)
         if not _ID.match(value):
-            self.error(node, f"{what} '{value}' must be lower case letters, digits and _, "
-                       "starting with a letter")
+            self.error(node, N_("{what} '{value}' must be lower case letters, digits and _, "
+                                "starting with a letter"), what=what, value=value)
             return None
         return value
 
     def dialogue_id(self, node: Node) -> str | None:
-        value = self.identifier(node, "the dialogue id")
+        # TRANSLATORS: a part of the file, the {what} of other messages
+        value = self.identifier(node, message(N_("the dialogue id")))
         if value is not None and len(value) > MAX_DIALOGUE_ID:
-            self.error(node, f"the dialogue id '{value}' is longer than {MAX_DIALOGUE_ID} "
-                       "characters (it must fit in a button's data)")
+            self.error(node, N_("the dialogue id '{value}' is longer than {count} characters "
+                                "(it must fit in a button's data)"),
+                       value=value, count=MAX_DIALOGUE_ID)
             return None
         return value
 
-    def variable(self, node: Node, what: str) -> str | None:
+    def variable(self, node: Node, what: str | Message) -> str | None:
         if not isinstance(node, ScalarNode) or not is_valid_variable(str(node.value)):
             value = node.value if isinstance(node, ScalarNode) else "…"
-            self.error(node, f"{what} '{value}' must be a variable name like checkin.mood")
+            self.error(node, N_("{what} '{value}' must be a variable name like checkin.mood"),
+                       what=what, value=str(value))
             return None
         return str(node.value)
 
     def number(self, node: Node, what: str, *, integer: bool = False) -> float | None:
         tags = {"tag:yaml.org,2002:int"} | (set() if integer else {"tag:yaml.org,2002:float"})
         if not isinstance(node, ScalarNode) or node.tag not in tags:
-            self.error(node, f"{what} must be {'a whole number' if integer else 'a number'}")
+            self.error(node, N_("{what} must be a whole number") if integer
+                       else N_("{what} must be a number"), what=what)
             return None
         return int(node.value) if node.tag.endswith(":int") else float(node.value)
 
     def boolean(self, node: Node, what: str) -> bool | None:
         if not isinstance(node, ScalarNode) or node.tag != "tag:yaml.org,2002:bool":
-            self.error(node, f"{what} must be true or false")
+            self.error(node, N_("{what} must be true or false"), what=what)
             return None
         return node.value.lower() in ("true", "yes", "on")
 
-    def template(self, node: Node, what: str, reads: list[tuple[str, Position]]) -> str | None:
+    def template(self, node: Node, what: str | Message, reads: list[tuple[str, Position]]
+                 ) -> str | None:
         value = self.text(node, what)
         if value is None:
             return None
@@ -192,7 +219,7 @@ class _FileParser:
             for name in placeholders(value):
                 reads.append((name, self.pos(node)))
         except TemplateError as exc:
-            self.error(node, f"{what}: {exc}")
+            self.error(node, N_("{what}: {problem}"), what=what, problem=exc.message)
             return None
         return value
 
@@ -203,7 +230,8 @@ class _FileParser:
             raw = self.source if self.source is not None else self.path.read_bytes()
             root = yaml.compose(raw.decode("utf-8"), Loader=yaml.SafeLoader)
         except UnicodeDecodeError as exc:
-            self.error(Position(self.display, 1, 1), f"the file is not UTF-8 text ({exc.reason})")
+            self.error(Position(self.display, 1, 1), N_("the file is not UTF-8 text ({reason})"),
+                       reason=exc.reason)
             return None
         except yaml.MarkedYAMLError as exc:
             # Where the broken construct began (an unclosed quote, say) helps more than
@@ -211,17 +239,19 @@ class _FileParser:
             mark = exc.context_mark or exc.problem_mark
             line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
             problem = "; ".join(p for p in (exc.context, exc.problem) if p) or "not valid YAML"
-            self.error(Position(self.display, line, column), f"YAML syntax: {problem}")
+            self.error(Position(self.display, line, column), N_("YAML syntax: {problem}"),
+                       problem=problem)
             return None
         if root is None:
-            self.error(Position(self.display, 1, 1), "the file is empty")
+            self.error(Position(self.display, 1, 1), N_("the file is empty"))
             return None
-        fields = self.mapping(root, _DIALOGUE_KEYS, "a dialogue")
+        # TRANSLATORS: a part of the file, the {what} of other messages
+        fields = self.mapping(root, _DIALOGUE_KEYS, message(N_("a dialogue")))
         if fields is None:
             return None
         for required in ("id", "title", "start", "steps"):
             if required not in fields:
-                self.error(root, f"a dialogue needs '{required}'")
+                self.error(root, N_("a dialogue needs '{key}'"), key=required)
         dialogue_id = (
             self.dialogue_id(fields["id"][1]) if "id" in fields else None
         )
@@ -233,14 +263,11 @@ class _FileParser:
             kind_node = fields["kind"][1]
             kind = getattr(kind_node, "value", "")
             if kind not in _KINDS:
-                self.error(kind_node, "'kind' must be one of: " + ", ".join(_KINDS))
+                self.error(kind_node, N_("'kind' must be one of: {kinds}"),
+                           kinds=", ".join(_KINDS))
         language = None
         if "language" in fields:
-            language = self.text(fields["language"][1], "'language'")
-            if language is not None and not _LANGUAGE.match(language):
-                self.error(fields["language"][1], f"'language' must be a language code such "
-                           f"as hr or it, not '{language}'")
-                language = None
+            language = self.language_code(fields["language"][1])
         requires: set[str] = set()
         requires_pos = self.pos(root)
         if "requires" in fields:
@@ -248,11 +275,12 @@ class _FileParser:
             requires_pos = self.pos(requires_node)
             if isinstance(requires_node, SequenceNode):
                 for item in requires_node.value:
-                    name = self.variable(item, "a required variable")
+                    # TRANSLATORS: a part of the file, the {what} of other messages
+                    name = self.variable(item, message(N_("a required variable")))
                     if name:
                         requires.add(name)
             else:
-                self.error(requires_node, "'requires' must be a list of variable names")
+                self.error(requires_node, N_("'requires' must be a list of variable names"))
 
         steps: dict[str, Step] = {}
         reads: dict[str, _Reads] = {}
@@ -260,11 +288,12 @@ class _FileParser:
         if "steps" in fields:
             step_nodes = self.mapping(fields["steps"][1], declared, "'steps'")
             for step_id, (key_node, step_node) in (step_nodes or {}).items():
-                if self.identifier(key_node, "the step id") is None:
+                # TRANSLATORS: a part of the file, the {what} of other messages
+                if self.identifier(key_node, message(N_("the step id"))) is None:
                     continue
                 if step_id == END:
-                    self.error(key_node, "'end' is reserved to finish a dialogue; "
-                               "name the step differently")
+                    self.error(key_node, N_("'end' is reserved to finish a dialogue; "
+                                            "name the step differently"))
                     continue
                 step_reads = _Reads()
                 step = self.step(step_id, key_node, step_node, step_reads)
@@ -272,14 +301,21 @@ class _FileParser:
                     steps[step_id] = step
                     reads[step_id] = step_reads
             if step_nodes is not None and not step_nodes:
-                self.error(fields["steps"][1], "a dialogue needs at least one step")
+                self.error(fields["steps"][1], N_("a dialogue needs at least one step"))
 
+        translations: dict[str, Translation] = {}
+        if "translations" in fields and language is None:
+            self.error(fields["translations"][0], N_("'translations' go with 'language': the "
+                                                     "language the dialogue is written in"))
+        elif "translations" in fields and language is not None:
+            translations = self.translations(fields["translations"][1], language, steps,
+                                             declared)
         start = self.step_ref(fields.get("start"), declared, "'start'")
         on_missing = self.step_ref(fields.get("on_missing"), declared, "'on_missing'")
         if kind == "exercise" and not any(_reports_exercise_status(s) for s in steps.values()):
-            self.error(root, f"an exercise needs a step that asks a choice saved to "
-                       f"'{EXERCISE_STATUS}' with the options "
-                       + ", ".join(EXERCISE_STATUS_KEYS))
+            self.error(root, N_("an exercise needs a step that asks a choice saved to "
+                                "'{variable}' with the options {options}"),
+                       variable=EXERCISE_STATUS, options=", ".join(EXERCISE_STATUS_KEYS))
         if self.errors or dialogue_id is None or title is None or start is None:
             return None
         dialogue = Dialogue(
@@ -294,8 +330,145 @@ class _FileParser:
             kind=kind,  # type: ignore[arg-type]
             reads=frozenset(name for r in reads.values() for name, _ in (*r.before, *r.after)),
             language=language,
+            translations=translations,
         )
         return _ParsedDialogue(dialogue, reads, self.pos(fields["id"][1]), requires_pos)
+
+    def language_code(self, node: Node) -> str | None:
+        code = self.text(node, "'language'")
+        if code is None:
+            return None
+        if not _LANGUAGE.match(code):
+            self.error(node, N_("'language' must be a language code such as hr or it, not "
+                                "'{value}'"), value=code)
+            return None
+        if self.languages is not None and code not in self.languages:
+            self.error(node, N_("the bot does not speak '{language}'; it speaks {languages}"),
+                       language=code, languages=", ".join(sorted(self.languages)))
+            return None
+        return code
+
+    # -- a coach's translations ---------------------------------------------------------------
+
+    def translations(self, node: Node, own: str, steps: dict[str, Step],
+                     declared: set[str]) -> dict[str, Translation]:
+        """``translations:``: for each language code, the dialogue's title and every text of
+        its steps, keyed by step id and option key, so a missing text can be named."""
+        found: dict[str, Translation] = {}
+        for code, (key_node, value_node) in (
+                self.mapping(node, _all_names(node), "'translations'") or {}).items():
+            if self.language_code(key_node) is None:
+                continue
+            if code == own:
+                self.error(key_node, N_("the dialogue is written in '{language}' already; "
+                                        "translations are for other languages"), language=code)
+                continue
+            translation = self.translation(code, key_node, value_node, steps, declared)
+            if translation is not None:
+                found[code] = translation
+        return found
+
+    def translation(self, code: str, key_node: Node, node: Node, steps: dict[str, Step],
+                    declared: set[str]) -> Translation | None:
+        fields = self.mapping(node, _TRANSLATION_KEYS, message(
+            # TRANSLATORS: a part of the file, the {what} of other messages
+            N_("the '{language}' translation"), language=code))
+        if fields is None:
+            return None
+        before = len(self.errors)
+        title = self.text(fields["title"][1], "'title'") if "title" in fields else None
+        if "title" not in fields:
+            self.error(key_node, N_("the '{language}' translation has no 'title'"),
+                       language=code)
+        given: dict[str, StepTexts] = {}
+        entries: dict[str, tuple[ScalarNode, Node]] = {}
+        if "steps" in fields:
+            steps_node = fields["steps"][1]
+            entries = self.mapping(steps_node, _all_names(steps_node), message(
+                # TRANSLATORS: a part of the file, the {what} of other messages
+                N_("'steps' of the '{language}' translation"), language=code)) or {}
+        for step_id, (step_key, step_node) in entries.items():
+            if step_id not in declared:
+                self.error(step_key, N_("there is no step '{step}' to translate"),
+                           step=step_id)
+            elif step_id in steps:  # else it has errors of its own
+                texts = self.step_texts(code, step_key, step_node, steps[step_id])
+                if texts is not None:
+                    given[step_id] = texts
+        missing_at = fields["steps"][0] if "steps" in fields else key_node
+        for step_id, step in steps.items():
+            if step_id not in entries and any(StepTexts.of(step).texts()):
+                self.error(missing_at, N_("the '{language}' translation has no step '{step}' "
+                                          "(line {line})"),
+                           language=code, step=step_id, line=step.position.line)
+        if len(self.errors) > before or title is None:
+            return None
+        return Translation(title, given)
+
+    def step_texts(self, code: str, key_node: Node, node: Node, step: Step
+                   ) -> StepTexts | None:
+        """One step's texts in language ``code``: the same texts as ``step``, no more, no
+        fewer, each with the same placeholders."""
+        original = StepTexts.of(step)
+        fields = self.mapping(node, _STEP_TEXT_KEYS, message(
+            # TRANSLATORS: a part of the file, the {what} of other messages
+            N_("step '{step}' of the '{language}' translation"), step=step.id, language=code))
+        if fields is None:
+            return None
+        has = {"say": original.say is not None, "say_plural": original.say_plural is not None,
+               "options": bool(original.options)}
+        for key in sorted(_STEP_TEXT_KEYS):
+            if key in fields and not has[key]:
+                self.error(fields[key][0], N_("step '{step}' has no '{key}' to translate"),
+                           step=step.id, key=key)
+            elif has[key] and key not in fields:
+                self.error(key_node, N_("the '{language}' translation of step '{step}' has no "
+                                        "'{key}'"), language=code, step=step.id, key=key)
+        say = plural = None
+        options: dict[str, str] = {}
+        if "say" in fields and original.say is not None:
+            say = self.translated(fields["say"][1], "'say'", original.say)
+        if "say_plural" in fields and original.say_plural is not None:
+            forms = self.mapping(fields["say_plural"][1], {"one", "other"}, "'say_plural'")
+            if forms is not None and forms.keys() != {"one", "other"}:
+                self.error(fields["say_plural"][1], N_("'say_plural' needs {keys}"),
+                           keys=", ".join(f"'{k}'" for k in ("one", "other") if k not in forms))
+            elif forms is not None:
+                one, other = (self.translated(forms[key][1], f"'{key}'", source) for key, source
+                              in zip(("one", "other"), original.say_plural, strict=True))
+                plural = (one, other) if one and other else None
+        if "options" in fields and original.options:
+            labels = fields["options"][1]
+            entries = self.mapping(labels, _all_names(labels), "'options'") or {}
+            for key, (option_key, label_node) in entries.items():
+                if key not in original.options:
+                    self.error(option_key, N_("step '{step}' has no option '{key}'"),
+                               step=step.id, key=key)
+                    continue
+                label = self.translated(label_node, message(
+                    # TRANSLATORS: a part of the file, the {what} of other messages
+                    N_("the label of option '{key}'"), key=key), original.options[key])
+                if label is not None:
+                    options[key] = label
+            for key in original.options:
+                if key not in entries:
+                    self.error(labels, N_("the '{language}' translation of step '{step}' has "
+                                          "no option '{key}'"),
+                               language=code, step=step.id, key=key)
+        return StepTexts(say, plural, options)
+
+    def translated(self, node: Node, what: str | Message, original: str) -> str | None:
+        """A translated text, with the placeholders of ``original``."""
+        text = self.template(node, what, [])
+        if text is None:
+            return None
+        found, expected = _placeholder_list(text), _placeholder_list(original)
+        if found != expected:
+            self.error(node, N_("{what} must use the placeholders of the original, {expected}, "
+                                "not {found}"), what=what, expected=expected or "—",
+                       found=found or "—")
+            return None
+        return text
 
     def step_ref(
         self, field_: tuple[ScalarNode, Node] | None, steps: set[str], what: str
@@ -304,25 +477,28 @@ class _FileParser:
             return None
         name = self.identifier(field_[1], what)
         if name is not None and name not in steps:
-            self.error(field_[1], f"{what} names step '{name}', which does not exist")
+            self.error(field_[1], N_("{what} names step '{step}', which does not exist"),
+                       what=what, step=name)
             return None
         return name
 
     def step(self, step_id: str, key_node: Node, node: Node, reads: _Reads) -> Step | None:
-        fields = self.mapping(node, _STEP_KEYS, f"step '{step_id}'")
+        # TRANSLATORS: a part of the file, the {what} of other messages
+        fields = self.mapping(node, _STEP_KEYS, message(N_("step '{step}'"), step=step_id))
         if fields is None:
             return None
         before = len(self.errors)
         say = self.template(fields["say"][1], "'say'", reads.before) if "say" in fields else None
         plural = self.plural(fields["say_plural"][1], reads) if "say_plural" in fields else None
         if "say" in fields and "say_plural" in fields:
-            self.error(fields["say_plural"][0], "use either 'say' or 'say_plural', not both")
+            self.error(fields["say_plural"][0], N_("use either 'say' or 'say_plural', not both"))
         ask = self.ask(fields["ask"][1], reads) if "ask" in fields else Ask(type="none")
         if "say" not in fields and "say_plural" not in fields and "ask" in fields:
-            self.error(key_node, f"step '{step_id}' asks, so it needs 'say': the question")
+            self.error(key_node, N_("step '{step}' asks, so it needs 'say': the question"),
+                       step=step_id)
         if "next" not in fields:
-            self.error(key_node, f"step '{step_id}' has no 'next'; "
-                       "write 'next: end' to finish the dialogue here")
+            self.error(key_node, N_("step '{step}' has no 'next'; write 'next: end' to "
+                                    "finish the dialogue here"), step=step_id)
             branches: tuple[Branch, ...] | None = None
         else:
             branches = self.branches(fields["next"][1], reads)
@@ -336,7 +512,8 @@ class _FileParser:
             return None
         missing = _PLURAL_KEYS - fields.keys()
         if missing:
-            self.error(node, "'say_plural' needs " + ", ".join(f"'{k}'" for k in sorted(missing)))
+            self.error(node, N_("'say_plural' needs {keys}"),
+                       keys=", ".join(f"'{k}'" for k in sorted(missing)))
             return None
         one = self.template(fields["one"][1], "'one'", reads.before)
         other = self.template(fields["other"][1], "'other'", reads.before)
@@ -349,26 +526,29 @@ class _FileParser:
 
     def ask(self, node: Node, reads: _Reads) -> Ask | None:
         if not isinstance(node, MappingNode):
-            self.error(node, "'ask' must be a mapping such as {type: text, save: my.answer}")
+            self.error(node, N_("'ask' must be a mapping of keys, such as type: text and "
+                                "save: my.answer"))
             return None
         type_node = next((v for k, v in node.value if getattr(k, "value", None) == "type"), None)
         answer_type = type_node.value if isinstance(type_node, ScalarNode) else None
         if type_node is None:
-            self.error(node, "'ask' needs 'type': one of " + ", ".join(ANSWER_TYPES))
+            self.error(node, N_("'ask' needs 'type': one of {types}"),
+                       types=", ".join(ANSWER_TYPES))
             return None
         if answer_type not in _ASK_KEYS_BY_TYPE:
-            self.error(type_node, f"unknown answer type '{answer_type}'; expected one of "
-                       + ", ".join(ANSWER_TYPES))
+            self.error(type_node, N_("unknown answer type '{type}'; expected one of {types}"),
+                       type=str(answer_type), types=", ".join(ANSWER_TYPES))
             return None
         common = {"type"} if answer_type == "none" else {"type", "save", "optional"}
         fields = self.mapping(node, common | _ASK_KEYS_BY_TYPE[answer_type],
-                              f"'ask' of type {answer_type}")
+                              # TRANSLATORS: a part of the file, the {what} of other messages
+                              message(N_("'ask' of type {type}"), type=answer_type))
         if fields is None:
             return None
         save = None
         if answer_type != "none":
             if "save" not in fields:
-                self.error(node, "'ask' needs 'save': the variable that keeps the answer")
+                self.error(node, N_("'ask' needs 'save': the variable that keeps the answer"))
             else:
                 save = self.variable(fields["save"][1], "'save'")
         optional = self.boolean(fields["optional"][1], "'optional'") if "optional" in fields \
@@ -386,22 +566,25 @@ class _FileParser:
                 low = 1 if low is None else low
                 high = 10 if high is None else high
                 if high - low + 1 > MAX_SCALE_POINTS:
-                    self.error(node, f"a scale can have at most {MAX_SCALE_POINTS} points")
+                    self.error(node, N_("a scale can have at most {count} points"),
+                               count=MAX_SCALE_POINTS)
             if low is not None and high is not None and low >= high:
-                self.error(node, f"'min' ({low:g}) must be below 'max' ({high:g})")
+                self.error(node, N_("'min' ({min}) must be below 'max' ({max})"),
+                           min=f"{low:g}", max=f"{high:g}")
             safety = num("safety_at_or_below", integer=True)
             if safety is not None and low is not None and high is not None \
                     and not low <= safety < high:
                 self.error(fields["safety_at_or_below"][1],
-                           f"'safety_at_or_below' must be from {low:g} to below {high:g}")
+                           N_("'safety_at_or_below' must be from {min} to below {max}"),
+                           min=f"{low:g}", max=f"{high:g}")
             ask = Ask(type=answer_type, save=save, optional=bool(optional), min=low, max=high,
                       safety_at_or_below=None if safety is None else int(safety))
         elif answer_type == "text":
             low, high = num("min_length", integer=True), num("max_length", integer=True)
             high = DEFAULT_TEXT_MAX_LENGTH if high is None else high
             if high < 1 or (low is not None and (low < 0 or low > high)):
-                self.error(node, "lengths must satisfy 0 <= min_length <= max_length, "
-                           "max_length >= 1")
+                self.error(node, N_("lengths must satisfy 0 <= min_length <= max_length, "
+                                    "max_length >= 1"))
             ask = Ask(type="text", save=save, optional=bool(optional),
                       min_length=None if low is None else int(low), max_length=int(high))
         elif answer_type == "choice":
@@ -413,8 +596,8 @@ class _FileParser:
         self, field_: tuple[ScalarNode, Node] | None, ask_node: Node, reads: _Reads
     ) -> tuple[Option, ...]:
         if field_ is None:
-            self.error(ask_node, "a choice needs 'options', e.g. {done: \"I did it\", "
-                       "not_yet: \"Not yet\"}")
+            self.error(ask_node, N_("a choice needs 'options': a key and a label for each, "
+                                    "such as done: \"I did it\""))
             return ()
         node = field_[1]
         entries = self.mapping(node, _all_names(node), "'options'")
@@ -423,16 +606,19 @@ class _FileParser:
         options = []
         for key, (key_node, label_node) in entries.items():
             if not _OPTION_KEY.match(key):
-                self.error(key_node, f"option key '{key}' must be 1 to 32 lower case letters, "
-                           "digits and _")
+                self.error(key_node, N_("option key '{key}' must be 1 to 32 lower case "
+                                        "letters, digits and _"), key=key)
                 continue
-            label = self.template(label_node, f"the label of option '{key}'", reads.before)
+            # TRANSLATORS: a part of the file, the {what} of other messages
+            label = self.template(label_node, message(N_("the label of option '{key}'"),
+                                                      key=key), reads.before)
             if label is not None:
                 options.append(Option(key, label))
         if len(entries) < 2:
-            self.error(node, "a choice needs at least two options")
+            self.error(node, N_("a choice needs at least two options"))
         if len(entries) > _MAX_OPTIONS:
-            self.error(node, f"a choice can have at most {_MAX_OPTIONS} options")
+            self.error(node, N_("a choice can have at most {count} options"),
+                       count=_MAX_OPTIONS)
         return tuple(options)
 
     def branches(self, node: Node, reads: _Reads) -> tuple[Branch, ...] | None:
@@ -447,25 +633,27 @@ class _FileParser:
                 continue
             is_last = index == len(items) - 1
             if branch.condition is None and not is_last:
-                self.error(item, "this branch has no 'if', so the branches after it can "
-                           "never be taken")
+                self.error(item, N_("this branch has no 'if', so the branches after it can "
+                                    "never be taken"))
             if branch.condition is not None and is_last:
-                self.error(item, "the last branch of 'next' needs no 'if': it is taken when "
-                           "no condition holds")
+                self.error(item, N_("the last branch of 'next' needs no 'if': it is taken "
+                                    "when no condition holds"))
             branches.append(branch)
         if not items:
-            self.error(node, "'next' is empty")
+            self.error(node, N_("'next' is empty"))
         return tuple(branches) if len(branches) == len(items) and items else None
 
     def branch(self, node: Node, reads: _Reads) -> Branch | None:
-        fields = self.mapping(node, _BRANCH_KEYS, "a branch of 'next'")
+        # TRANSLATORS: a part of the file, the {what} of other messages
+        fields = self.mapping(node, _BRANCH_KEYS, message(N_("a branch of 'next'")))
         if fields is None:
             return None
         condition = source = None
         if "if" in fields:
             cond_node = fields["if"][1]
             if not isinstance(cond_node, ScalarNode):
-                self.error(cond_node, "'if' must be a condition such as \"checkin.mood <= 3\"")
+                self.error(cond_node, N_("'if' must be a condition such as "
+                                         "\"checkin.mood <= 3\""))
                 return None
             source = str(cond_node.value)
             try:
@@ -474,7 +662,8 @@ class _FileParser:
                 line, column = self.pos(cond_node).line, self.pos(cond_node).column
                 quoted = cond_node.style in ("'", '"')
                 self.error(Position(self.display, line, column + exc.offset + int(quoted)),
-                           f"condition {source!r}: {exc}")
+                           N_("condition {condition}: {problem}"), condition=repr(source),
+                           problem=exc.message)
                 return None
             for name in variables_read(condition):
                 reads.after.append((name, self.pos(cond_node)))
@@ -483,17 +672,19 @@ class _FileParser:
             return None
         if call is not None:
             if "goto" in fields:
-                self.error(fields["goto"][0], "with 'call', say where to continue with 'then'")
+                self.error(fields["goto"][0], N_("with 'call', say where to continue with "
+                                                 "'then'"))
                 return None
             target: str | None = END
             if "then" in fields:
                 target = self.identifier(fields["then"][1], "'then'")
         else:
             if "then" in fields:
-                self.error(fields["then"][0], "'then' goes with 'call'")
+                self.error(fields["then"][0], N_("'then' goes with 'call'"))
                 return None
             if "goto" not in fields:
-                self.error(node, "a branch needs 'goto' (a step or end) or 'call' (a dialogue)")
+                self.error(node, N_("a branch needs 'goto' (a step or end) or 'call' "
+                                    "(a dialogue)"))
                 return None
             target = self.identifier(fields["goto"][1], "'goto'")
         if target is None:
@@ -501,6 +692,10 @@ class _FileParser:
         where = fields["call"][1] if call is not None else fields["goto"][1]
         return Branch(goto=target, condition=condition, condition_source=source, call=call,
                       position=self.pos(where))
+
+
+def _placeholder_list(text: str) -> str:
+    return ", ".join("{" + name + "}" for name in sorted(set(placeholders(text))))
 
 
 def _reports_exercise_status(step: Step) -> bool:
@@ -524,11 +719,13 @@ def _check_targets(parsed: _ParsedDialogue, known: set[str], errors: list[Dialog
         for branch in step.next:
             where = branch.position or step.position
             if branch.goto != END and branch.goto not in dialogue.steps:
-                errors.append(DialogueError(where, f"goes to step '{branch.goto}', which does not "
-                                            f"exist in dialogue '{dialogue.id}'"))
+                errors.append(DialogueError(where, message(
+                    N_("goes to step '{step}', which does not exist in dialogue '{dialogue}'"),
+                    step=branch.goto, dialogue=dialogue.id)))
             if branch.call is not None and branch.call not in known:
-                errors.append(DialogueError(where, f"calls dialogue '{branch.call}', "
-                                            "which does not exist"))
+                errors.append(DialogueError(where, message(
+                    N_("calls dialogue '{dialogue}', which does not exist"),
+                    dialogue=branch.call)))
 
 
 def _successors(dialogue: Dialogue, step_id: str) -> Iterator[Branch]:
@@ -547,8 +744,9 @@ def _check_reachable(parsed: _ParsedDialogue, errors: list[DialogueError]) -> No
         todo.extend(b.goto for b in _successors(dialogue, step_id))
     for step_id, step in dialogue.steps.items():
         if step_id not in seen:
-            errors.append(DialogueError(step.position, f"step '{step_id}' can never be reached "
-                                        f"from the start step '{dialogue.start}'"))
+            errors.append(DialogueError(step.position, message(
+                N_("step '{step}' can never be reached from the start step '{start}'"),
+                step=step_id, start=dialogue.start)))
 
 
 def _check_silent_loops(parsed: _ParsedDialogue, errors: list[DialogueError]) -> None:
@@ -565,9 +763,9 @@ def _check_silent_loops(parsed: _ParsedDialogue, errors: list[DialogueError]) ->
                 continue
             if state.get(target) == 1:
                 loop = [*path[path.index(target):], target]
-                errors.append(DialogueError(dialogue.steps[target].position,
-                                            "these steps loop without asking anything: "
-                                            + " -> ".join(loop)))
+                errors.append(DialogueError(dialogue.steps[target].position, message(
+                    N_("these steps loop without asking anything: {steps}"),
+                    steps=" -> ".join(loop))))
             elif target not in state:
                 visit(target, [*path, target])
         state[step_id] = 2
@@ -588,9 +786,9 @@ def _check_call_cycles(parsed: dict[str, _ParsedDialogue], errors: list[Dialogue
         while todo:
             callee, where, path = todo.pop()
             if callee == origin:
-                errors.append(DialogueError(where or parsed[origin].id_position,
-                                            "dialogues call each other in a circle: "
-                                            + " -> ".join([*path, callee])))
+                errors.append(DialogueError(where or parsed[origin].id_position, message(
+                    N_("dialogues call each other in a circle: {dialogues}"),
+                    dialogues=" -> ".join([*path, callee]))))
                 break
             if callee in seen or callee not in calls:
                 continue
@@ -658,9 +856,10 @@ def _check_reads(flow: _Flow, parsed: _ParsedDialogue, errors: list[DialogueErro
                     errors.append(DialogueError(where, _hole_message(name)))
 
 
-def _hole_message(name: str) -> str:
-    return (f"'{name}' is read here, but not every path to this point saves it; save it in an "
-            f"earlier step, or list it under 'requires' if another dialogue saves it")
+def _hole_message(name: str) -> Message:
+    return message(N_("'{variable}' is read here, but not every path to this point saves it; "
+                      "save it in an earlier step, or list it under 'requires' if another "
+                      "dialogue saves it"), variable=name)
 
 
 def _check_requires(
@@ -674,8 +873,8 @@ def _check_requires(
     }
     for p in parsed.values():
         for name in sorted(p.dialogue.requires - saved - BUILTIN_VARIABLES - STARTED_WITH):
-            errors.append(DialogueError(p.requires_position, f"requires '{name}', but no "
-                                        "dialogue saves it"))
+            errors.append(DialogueError(p.requires_position, message(
+                N_("requires '{variable}', but no dialogue saves it"), variable=name)))
 
 
 def dialogue_files(path: Path) -> list[Path]:
@@ -692,10 +891,12 @@ def check_dialogues(
     """Load and validate every dialogue under `path`: the set, or None and every error."""
     errors: list[DialogueError] = []
     if not path.exists():
-        return None, [DialogueError(Position(str(path), 1, 1), "no such file or directory")]
+        return None, [DialogueError(Position(str(path), 1, 1),
+                                    message(N_("no such file or directory")))]
     files = dialogue_files(path)
     if not files:
-        return None, [DialogueError(Position(str(path), 1, 1), "no dialogue files (*.yaml) here")]
+        return None, [DialogueError(Position(str(path), 1, 1),
+                                    message(N_("no dialogue files (*.yaml) here")))]
     parsed: dict[str, _ParsedDialogue] = {}
     for file in files:
         parser = _FileParser(file, display(file))
@@ -705,8 +906,9 @@ def check_dialogues(
             continue
         first = parsed.get(result.dialogue.id)
         if first is not None:
-            errors.append(DialogueError(result.id_position, f"dialogue id '{result.dialogue.id}' "
-                                        f"is already used by {first.dialogue.path}"))
+            errors.append(DialogueError(result.id_position, message(
+                N_("dialogue id '{dialogue}' is already used by {path}"),
+                dialogue=result.dialogue.id, path=first.dialogue.path)))
             continue
         parsed[result.dialogue.id] = result
     known = set(parsed)
@@ -723,7 +925,7 @@ def check_dialogues(
         exercises = (i for i, p in parsed.items()
                      if p.dialogue.kind == "exercise" and not p.dialogue.requires)
         programmes, problems = check_programmes(path, exercises, display=display)
-        errors.extend(DialogueError(p.position, p.message) for p in problems)
+        errors.extend(DialogueError(p.position, verbatim(p.message)) for p in problems)
     if errors:
         return None, sorted(set(errors))
     return DialogueSet({i: p.dialogue for i, p in parsed.items()}, programmes), []
@@ -764,18 +966,24 @@ MAX_UPLOAD_BYTES = 64 * 1024
 MAX_UPLOAD_STEPS = 60
 
 
-def check_uploaded(raw: bytes, display: str, *, reserved: Collection[str] = ()
+def too_large(display: str) -> DialogueError:
+    return DialogueError(Position(display, 1, 1), message(
+        N_("the file is larger than {size} KB"), size=MAX_UPLOAD_BYTES // 1024))
+
+
+def check_uploaded(raw: bytes, display: str, *, reserved: Collection[str] = (),
+                   languages: Collection[str] | None = None
                    ) -> tuple[Dialogue | None, list[DialogueError]]:
     """A dialogue a coach sent as a file, on its own: the same checks as ``check_dialogues``
     for one file, and more, since it comes from outside. It must be an exercise, declare its
     language, need nothing from other dialogues (no ``requires``, no ``call``), keep to the
     size limits, use no YAML anchors or aliases (which can make a small file huge), and not
-    take the id of a dialogue in ``reserved`` (the platform's). Errors are
+    take the id of a dialogue in ``reserved`` (the platform's); it is written and translated
+    only in ``languages`` (when given: the bot's). Errors are
     ``display:line:column: message``."""
     where = Position(display, 1, 1)
     if len(raw) > MAX_UPLOAD_BYTES:
-        return None, [DialogueError(where, f"the file is larger than "
-                                           f"{MAX_UPLOAD_BYTES // 1024} KB")]
+        return None, [too_large(display)]
     try:
         for event in yaml.parse(raw.decode("utf-8"), Loader=yaml.SafeLoader):
             anchor = getattr(event, "anchor", None)
@@ -783,29 +991,32 @@ def check_uploaded(raw: bytes, display: str, *, reserved: Collection[str] = ()
                 mark = event.start_mark
                 return None, [DialogueError(
                     Position(display, mark.line + 1, mark.column + 1) if mark else where,
-                    "anchors and aliases (& and *) are not allowed here; write each text out")]
+                    message(N_("anchors and aliases (& and *) are not allowed here; write "
+                               "each text out")))]
     except (UnicodeDecodeError, yaml.YAMLError):
         pass  # the parser below says where and why
-    parser = _FileParser(Path(display), display, raw)
+    parser = _FileParser(Path(display), display, raw, languages)
     parsed = parser.parse()
     errors = list(parser.errors)
     if parsed is None:
         return None, sorted(errors)
     dialogue = parsed.dialogue
     if dialogue.id in reserved:
-        errors.append(DialogueError(parsed.id_position, f"the id '{dialogue.id}' belongs to "
-                                    "one of the bot's own dialogues; choose another"))
+        errors.append(DialogueError(parsed.id_position, message(
+            N_("the id '{dialogue}' belongs to one of the bot's own dialogues; choose "
+               "another"), dialogue=dialogue.id)))
     if dialogue.kind != "exercise":
-        errors.append(DialogueError(where, "a dialogue you send must be an exercise: add "
-                                    "'kind: exercise'"))
+        errors.append(DialogueError(where, message(
+            N_("a dialogue you send must be an exercise: add 'kind: exercise'"))))
     if dialogue.language is None:
-        errors.append(DialogueError(where, "say which language it is written in, for example "
-                                    "'language: hr'"))
+        errors.append(DialogueError(where, message(
+            N_("say which language it is written in, for example 'language: hr'"))))
     if dialogue.requires:
-        errors.append(DialogueError(parsed.requires_position, "a dialogue you send cannot "
-                                    "require variables from other dialogues"))
+        errors.append(DialogueError(parsed.requires_position, message(
+            N_("a dialogue you send cannot require variables from other dialogues"))))
     if len(dialogue.steps) > MAX_UPLOAD_STEPS:
-        errors.append(DialogueError(where, f"at most {MAX_UPLOAD_STEPS} steps"))
+        errors.append(DialogueError(where, message(
+            N_("a dialogue you send can have at most {count} steps"), count=MAX_UPLOAD_STEPS)))
     single = {dialogue.id: parsed}
     _check_targets(parsed, set(), errors)  # no other dialogue may be called
     _check_reachable(parsed, errors)

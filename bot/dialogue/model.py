@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
@@ -99,6 +99,35 @@ class Step:
 
 
 @dataclass(frozen=True)
+class StepTexts:
+    """What a client reads in one step, in one language."""
+
+    say: str | None = None
+    say_plural: tuple[str, str] | None = None  # one, other
+    options: Mapping[str, str] = field(default_factory=dict)  # option key -> label
+
+    @classmethod
+    def of(cls, step: Step) -> StepTexts:
+        plural = step.say_plural
+        return cls(step.say, (plural.one, plural.other) if plural else None,
+                   {o.key: o.label for o in step.ask.options})
+
+    def texts(self) -> Iterable[str]:
+        if self.say is not None:
+            yield self.say
+        yield from self.say_plural or ()
+        yield from self.options.values()
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A dialogue's texts in another language (a coach's ``translations:``), complete."""
+
+    title: str
+    steps: Mapping[str, StepTexts]
+
+
+@dataclass(frozen=True)
 class Dialogue:
     id: str
     title: str
@@ -113,6 +142,33 @@ class Dialogue:
     # Written in one language (a coach's own, ``language: hr``): its texts are shown as
     # written and are not in the catalogs. None: English source texts, translated.
     language: str | None = None
+    # The same dialogue in other languages, by language code (only with ``language``).
+    translations: Mapping[str, Translation] = field(default_factory=dict)
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The languages its clients may read it in: its own first, then its translations."""
+        return ((self.language,) if self.language else ()) + tuple(sorted(self.translations))
+
+    def in_language(self, code: str) -> Dialogue:
+        """This dialogue with the texts of its translation into ``code``; itself when it has
+        none (its own language, or a dialogue translated through the catalogs)."""
+        translation = self.translations.get(code)
+        if translation is None:
+            return self
+        steps = {}
+        for step_id, step in self.steps.items():
+            texts = translation.steps.get(step_id, StepTexts())
+            plural = step.say_plural
+            steps[step_id] = replace(
+                step, say=texts.say if step.say is not None else None,
+                say_plural=replace(plural, one=texts.say_plural[0],
+                                   other=texts.say_plural[1])
+                if plural and texts.say_plural else plural,
+                ask=replace(step.ask, options=tuple(
+                    replace(o, label=texts.options[o.key]) for o in step.ask.options)))
+        return replace(self, title=translation.title, steps=steps, language=code,
+                       translations={})
 
     @property
     def restart_step(self) -> str:

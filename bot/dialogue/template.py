@@ -11,12 +11,15 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from bot.dialogue.expr import is_valid_variable
+from bot.dialogue.messages import N_, Message, message
 
 _PIECE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 
 
 class TemplateError(ValueError):
-    pass
+    def __init__(self, message: Message) -> None:
+        super().__init__(str(message))
+        self.message = message
 
 
 @lru_cache(maxsize=8192)
@@ -29,10 +32,12 @@ def placeholders(text: str) -> tuple[str, ...]:
             continue
         name = match.group(1)
         if name is None:
-            raise TemplateError(f"a lone '{piece}' at character {match.start() + 1}; "
-                                "write '{{' or '}}' for a literal brace")
+            raise TemplateError(message(N_("a lone '{brace}' at character {position}; write "
+                                           "it twice for a literal brace"),
+                                        brace=piece, position=match.start() + 1))
         if not is_valid_variable(name.strip()):
-            raise TemplateError(f"'{{{name}}}' is not a variable name like {{goal.title}}")
+            raise TemplateError(message(N_("'{name}' between braces is not a variable name "
+                                           "like goal.title"), name=name))
         names.append(name.strip())
     return tuple(names)
 

@@ -233,7 +233,7 @@ class _Run:
 
     def skip(self, dialogue: Dialogue, step: Step) -> None:
         if not step.ask.optional:
-            self.say(self.tr.gettext("This question can't be skipped, it matters for what "
+            self.say(self.tr.gettext("This question can't be skipped: it matters for what "
                                      "comes next. To stop for now, send /cancel."))
             self.show(dialogue.id, step)
             return
@@ -249,9 +249,8 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
     run = _Run(dialogues, replace(state, stack=(), safety_asked=False), ctx)
     if state.safety_asked:
         run.say(ctx.translator.gettext(
-            "Before we start: I wanted to check in with you since we last spoke, and I hope "
-            "you are doing okay. If things feel heavy, /sos shows who you can talk to, day or "
-            "night."))
+            "Before we start: I hope you have been doing okay since we last spoke. If things "
+            "feel heavy, /sos shows who you can talk to, day or night."))
     dialogue = dialogues[dialogue_id]
     run.stack.append(Frame(dialogue.id, dialogue.start, dialogue.content_hash))
     run.enter(dialogue.start)

@@ -27,8 +27,8 @@ from bot.coaching import (
 from bot.coaching.contracts import NEW_EXERCISE, ONBOARDING
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.coaching.sessions import brief_question
-from bot.dialogue.loader import MAX_UPLOAD_BYTES, DialogueError
-from bot.dialogue.model import DialogueSet, Position
+from bot.dialogue.loader import MAX_UPLOAD_BYTES, too_large
+from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import Translator, translator_for
@@ -223,7 +223,10 @@ class CoachHandlers:
         client = await t.session.get(User, client_id)
         choices = await self.exercise_choices(t, tr, client.locale if client else None)
         if len(parts) == 1:
-            say(t, tr.gettext("Which exercise?"), tuple(
+            left_out = await self._not_offered(t, tr, client,
+                                               clients[client_id].first_name or str(client_id))
+            say(t, "\n\n".join([tr.gettext("Which exercise?"), "\n".join(left_out)]).strip(),
+                tuple(
                 Button(title, f"assign:{client_id}:{key}") for key, title in choices.items()))
             return None
         exercise = parts[1]
@@ -278,9 +281,24 @@ class CoachHandlers:
         for exercise_id, title in await assignments.own_exercises(t.session, t.user_id):
             choices[f"{CUSTOM}{exercise_id}"] = title
         for row in await coach_dialogues.dialogues_of(t.session, t.user_id):
-            if row.locale == client_locale:
+            if client_locale in coach_dialogues.languages(row):
                 choices[coach_dialogues.run_id(row.id)] = row.title
         return choices
+
+    @staticmethod
+    async def _not_offered(t: StoreTurn, tr: Translator, client: User | None,
+                           name: str) -> list[str]:
+        """Why the coach's dialogues in other languages than the client's are not offered."""
+        locale = client.locale if client is not None else ""
+        titles = [row.title for row in await coach_dialogues.dialogues_of(t.session, t.user_id)
+                  if locale not in coach_dialogues.languages(row)]
+        if not titles:
+            return []
+        return [tr.gettext("These are neither written nor translated in the language of "
+                           "{client} ({language}); a translation under “{code}” in the file "
+                           "makes one available:").format(
+            client=tr.words(name), language=LANGUAGE_NAMES.get(locale, locale), code=locale),
+            *(f"• {tr.words(title)}" for title in titles)]
 
     # -- dialogues a coach sends as files ----------------------------------------------------
 
@@ -316,25 +334,24 @@ class CoachHandlers:
             return
         try:
             if raw is None:
-                raise coach_dialogues.UploadRefused([DialogueError(
-                    Position(name, 1, 1), f"the file is larger than "
-                                          f"{MAX_UPLOAD_BYTES // 1024} KB")])
+                raise coach_dialogues.UploadRefused([too_large(name)])
             row = await coach_dialogues.upload(t.session, t.user_id, raw, name, self.dialogues,
                                                t.now)
         except coach_dialogues.UploadRefused as refused:
-            shown = refused.errors[:MAX_ERRORS_SHOWN]
+            shown = refused.lines(tr)[:MAX_ERRORS_SHOWN]
             say(t, "\n".join([tr.ngettext(
                 "I did not keep this dialogue: there is {count} problem to fix.",
                 "I did not keep this dialogue: there are {count} problems to fix.",
                 len(refused.errors)).format(count=tr.number(len(refused.errors))), "",
-                *(str(error) for error in shown)]))
+                *shown]))
             return
         except coach_errors.NotACoach:
             return
         say(t, tr.gettext("Kept: “{title}”.\nLanguage: {language}.\nTry it yourself first; "
                           "then /assign gives it to your clients who use that language.").format(
-                              title=tr.words(row.title),
-                              language=LANGUAGE_NAMES.get(row.locale, row.locale)),
+                              title=tr.words(row.title), language=", ".join(
+                                  LANGUAGE_NAMES.get(code, code)
+                                  for code in coach_dialogues.languages(row))),
             (Button(tr.gettext("Try it"), f"{TRY_DIALOGUE}:{row.id}"),))
 
     async def try_dialogue(self, t: StoreTurn, raw_id: str) -> Outcome | None:

@@ -646,7 +646,7 @@ class Handlers:
         assert user is not None and query is not None
         if not confirmed:
             await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
-                "Good, nothing was deleted.")), before_consent=True)
+                "All right, nothing was deleted.")), before_consent=True)
             return
         stored = await self.store.get_user(user.id)
         tr = translator_for(stored.locale if stored else user.language_code)

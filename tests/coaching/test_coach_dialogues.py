@@ -18,15 +18,17 @@ from bot.coaching import coach_dialogues
 from bot.coaching.assignments import assign_exercise, checked_exercise
 from bot.coaching.coach_errors import NotACoach, UnknownExercise
 from bot.coaching.conversation import Start, converse
+from bot.coaching.managing import assigned_to
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.dialogue.loader import MAX_UPLOAD_BYTES, check_uploaded
 from bot.engine import Outcome, Turn
+from bot.i18n import SUPPORTED_LOCALES, translator_for
 from bot.store import Answer, CoachDialogue, CoachLink, Store, User
 from bot.store import Turn as StoreTurn
 
 REPO = Path(__file__).parents[2]
 NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
-COACH, OTHER_COACH, CLIENT, OTHER_CLIENT, ITALIAN = 1, 2, 10, 11, 12
+COACH, OTHER_COACH, CLIENT, OTHER_CLIENT, ITALIAN, BULGARIAN = 1, 2, 10, 11, 12, 13
 
 GOOD = """\
 id: jutarnje_stranice
@@ -50,6 +52,20 @@ steps:
     ask: {type: scale, min: 1, max: 10, save: stranice.lakse}
     next: end
 """
+#: GOOD with an Italian translation of every text (lines 21 to 31).
+TRANSLATED = GOOD + """\
+translations:
+  it:
+    title: Pagine del mattino
+    steps:
+      uvod:
+        say: "Al mattino scrivi tre pagine a mano, prima di guardare il telefono."
+      kako:
+        say: "Com'è andata?"
+        options: {done: "Fatto", partly: "In parte", skipped: "Saltato"}
+      osjecaj:
+        say: "Quanto senti la mente più leggera, da 1 a 10?"
+"""
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +82,11 @@ async def db(db_url: str) -> AsyncIterator[Store]:
                    User(id=OTHER_COACH, first_name="Oscar", is_coach=True),
                    User(id=CLIENT, first_name="Ana", locale="hr", consent_at=NOW),
                    User(id=OTHER_CLIENT, first_name="Bo", locale="hr", consent_at=NOW),
-                   User(id=ITALIAN, first_name="Lia", locale="it", consent_at=NOW)])
+                   User(id=ITALIAN, first_name="Lia", locale="it", consent_at=NOW),
+                   User(id=BULGARIAN, first_name="Bozhidar", locale="bg", consent_at=NOW)])
         await s.flush()
-        for coach, client in ((COACH, CLIENT), (OTHER_COACH, OTHER_CLIENT), (COACH, ITALIAN)):
+        for coach, client in ((COACH, CLIENT), (OTHER_COACH, OTHER_CLIENT), (COACH, ITALIAN),
+                              (COACH, BULGARIAN)):
             s.add(CoachLink(coach_id=coach, client_id=client, created_at=NOW,
                             consent_at=NOW - timedelta(days=3)))
     yield store
@@ -135,6 +153,54 @@ def test_a_good_file_passes_and_a_single_language_one_asks_for_no_translations()
     dialogue, errors = check_uploaded(GOOD.encode(), "f.yaml")
     assert errors == [] and dialogue is not None and dialogue.language == "hr"
     assert list(texts_of(dialogue)) == []
+
+
+def test_a_translated_file_passes_and_reads_in_each_of_its_languages() -> None:
+    dialogue, errors = check_uploaded(TRANSLATED.encode(), "f.yaml",
+                                      languages=SUPPORTED_LOCALES)
+    assert errors == [] and dialogue is not None
+    assert dialogue.languages == ("hr", "it")
+    italian = dialogue.in_language("it")
+    assert (italian.title, italian.language) == ("Pagine del mattino", "it")
+    assert italian.steps["kako"].say == "Com'è andata?"
+    assert [o.label for o in italian.steps["kako"].ask.options] == [
+        "Fatto", "In parte", "Saltato"]
+    assert italian.steps["kako"].ask.save == "exercise.status"  # only the texts change
+    assert dialogue.in_language("hr") is dialogue and dialogue.in_language("bg") is dialogue
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    # a missing step, option or title: said where, and which (with the original's line)
+    (TRANSLATED.replace("      osjecaj:\n        say: \"Quanto", "      # \"Quanto"),
+     "f.yaml:24:5: the 'it' translation has no step 'osjecaj' (line 17)"),
+    (TRANSLATED.replace('partly: "In parte", ', ""),
+     "f.yaml:29:18: the 'it' translation of step 'kako' has no option 'partly'"),
+    (TRANSLATED.replace("    title: Pagine del mattino\n", ""),
+     "f.yaml:22:3: the 'it' translation has no 'title'"),
+    (TRANSLATED.replace("      uvod:\n        say:", "      uvod:\n        sey:"),
+     "f.yaml:26:9: unknown key 'sey' in step 'uvod' of the 'it' translation"),
+    # extra texts: a step, an option or a text the original does not have
+    (TRANSLATED + "      nigdje:\n        say: \"Da nessuna parte\"\n",
+     "f.yaml:32:7: there is no step 'nigdje' to translate"),
+    (TRANSLATED.replace('skipped: "Saltato"', 'skipped: "Saltato", later: "Dopo"'),
+     "f.yaml:29:74: step 'kako' has no option 'later'"),
+    (TRANSLATED.replace('      uvod:\n', '      uvod:\n        say_plural: {one: a, other: b}\n'),
+     "f.yaml:26:9: step 'uvod' has no 'say_plural' to translate"),
+    # the placeholders of the original, no more, no fewer
+    (TRANSLATED.replace("Quanto senti", "{name}, quanto senti"),
+     "f.yaml:31:14: 'say' must use the placeholders of the original, —, not {name}"),
+    # language codes: one the bot speaks, not the dialogue's own, only with 'language'
+    (TRANSLATED.replace("  it:\n", "  xx:\n"),
+     "f.yaml:22:3: the bot does not speak 'xx'; it speaks bg, ca, en, he, hr, it"),
+    (TRANSLATED.replace("  it:\n", "  hr:\n"),
+     "f.yaml:22:3: the dialogue is written in 'hr' already"),
+    (TRANSLATED.replace("language: hr\n", ""), "f.yaml:20:1: 'translations' go with 'language'"),
+])
+def test_a_translation_missing_or_adding_a_text_is_refused_by_line(source: str,
+                                                                    expected: str) -> None:
+    dialogue, errors = check_uploaded(source.encode(), "f.yaml", languages=SUPPORTED_LOCALES)
+    assert dialogue is None
+    assert any(str(e).startswith(expected) for e in errors), [str(e) for e in errors]
 
 
 # -- kept, given, run -------------------------------------------------------------------------
@@ -219,3 +285,46 @@ async def test_a_coachs_own_questions_become_a_dialogue_in_their_language(
         answers = {a.variable: a.value for a in (await s.execute(
             select(Answer).where(Answer.user_id == CLIENT))).scalars()}
     assert (answers["own.q1"], answers["own.q2"], answers["own.q3"]) == ("Mirnije", 8, "o2")
+
+
+async def test_a_croatian_dialogue_with_an_italian_translation_reaches_an_italian_client_in_italian(
+        db: Store, dialogues: DialogueSet) -> None:
+    row = await upload(db, COACH, TRANSLATED, dialogues)
+    slug = coach_dialogues.run_id(row)
+    schedule = {"kind": "daily", "days": 7, "hour": 8}
+    async with db.sessionmaker() as s, s.begin():
+        for client in (CLIENT, ITALIAN):
+            assert await assign_exercise(s, COACH, client, slug, schedule, date(2026, 3, 5),
+                                         None, NOW, frozenset()) > 0
+        with pytest.raises(UnknownExercise):  # Bulgarian: neither written nor translated
+            await assign_exercise(s, COACH, BULGARIAN, slug, schedule, date(2026, 3, 5), None,
+                                  NOW, frozenset())
+    italian = await run(db, dialogues, ITALIAN, Start(slug))
+    assert [r.text for r in italian.replies] == [
+        "Al mattino scrivi tre pagine a mano, prima di guardare il telefono.", "Com'è andata?"]
+    assert [b.label for b in italian.replies[-1].buttons] == ["Fatto", "In parte", "Saltato"]
+    await run(db, dialogues, ITALIAN, Turn(text="2"), Turn(text="7"))
+    croatian = await run(db, dialogues, CLIENT, Start(slug))
+    assert croatian.replies[-1].text == "Kako je prošlo?"
+    async with db.sessionmaker() as s:
+        answers = {(a.user_id, a.variable): a.value for a in (await s.execute(
+            select(Answer))).scalars() if a.dialogue_id == slug}
+        titles = [item.custom_title for item in await assigned_to(s, ITALIAN)]
+    assert answers[(ITALIAN, "exercise.status")] == "partly"  # stored like any answer
+    assert answers[(ITALIAN, "stranice.lakse")] == 7
+    assert titles == ["Pagine del mattino"]  # the client's /exercises, in their language
+
+
+def test_the_errors_read_in_the_coachs_language_and_a_hebrew_line_stays_right_to_left() -> None:
+    source = TRANSLATED.replace("      uvod:\n        say:", "      uvod:\n        s\u202eey:")
+    _, errors = check_uploaded(source.encode(), "f.yaml", languages=SUPPORTED_LOCALES)
+    refused = coach_dialogues.UploadRefused(errors)
+    assert str(errors[-1]) == ("f.yaml:26:9: unknown key 's\u202eey' in step 'uvod' of the 'it' "
+                               "translation; expected one of: options, say, say_plural")
+    croatian = refused.lines(translator_for("hr"))
+    assert croatian[-1] == ("f.yaml:26:9: korak 'uvod' u prijevodu 'it': nepoznat ključ "
+                            "'sey'; očekuje se jedan od ovih: options, say, say_plural")
+    hebrew = refused.lines(translator_for("he"))[-1]
+    # What comes from the file is isolated, so the line takes its direction from the Hebrew.
+    assert hebrew.startswith("\u2068f.yaml:26:9\u2069: השלב '\u2068uvod\u2069' בתרגום")
+    assert "\u202e" not in hebrew

@@ -173,4 +173,4 @@ async def test_a_holiday_pauses_everything_until_a_date_in_the_clients_zone(
     user = await store.get_user(USER)
     assert user is not None
     assert user.paused_until == datetime(2026, 12, 19, 22, 0, tzinfo=UTC)  # local midnight
-    assert "Enjoy the break" in outcome.replies[-1].text
+    assert outcome.replies[-1].text.startswith("Done. Everything starts again on ")

@@ -94,7 +94,7 @@ def test_another_message_moves_on_and_an_unanswered_question_opens_gently(
     assert not moved_on.state.safety_asked
     assert moved_on.state.variables["m.note"] == "work, mostly"
     later = start(dialogues, asked.state, "mood", ctx)  # the next check-in
-    assert "I hope you are doing okay" in texts(later)[0]
+    assert "I hope you have been doing okay" in texts(later)[0]
     assert texts(later)[1] == "How are you feeling, from 1 to 10?"
     assert not later.state.safety_asked
 

@@ -159,7 +159,7 @@ async def test_export_and_delete(bot: InProcessBot) -> None:
     confirm = await ana.send("/delete")
     assert "cannot be undone" in (confirm[0].text or "")
     kept = await ana.press("No, keep it")
-    assert kept[0].text == "Good, nothing was deleted."
+    assert kept[0].text == "All right, nothing was deleted."
     assert await count(bot, Answer, 105) == 1
     await ana.send("/delete")
     done = await ana.press("Yes, delete everything")

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 
 from bot.coaching.links import make_coach
-from bot.store import Answer, Assignment, CoachDialogue, PlannedCheckin, User
-from tests.coaching.test_coach_dialogues import GOOD
+from bot.store import Answer, Assignment, CoachDialogue, CoachLink, PlannedCheckin, Turn, User
+from tests.coaching.test_coach_dialogues import GOOD, TRANSLATED
 from tests.inprocess import InProcessBot
 
 COACH, CLIENT, OTHER_COACH = 601, 602, 603
@@ -98,3 +98,79 @@ async def test_a_dialogue_file_refused_by_line_then_kept_tried_and_delivered_in_
         assert (await session.get(User, CLIENT)) is not None
     listed = await client.send("/exercises")
     assert any("Jutarnje stranice" in (m.text or "") for m in listed)
+
+
+async def test_a_croatian_coach_reads_the_errors_in_croatian_and_the_italian_translation_reaches_an_italian_client(  # noqa: E501
+        bot: InProcessBot) -> None:
+    coach_id, italian_id, bulgarian_id = 611, 612, 613
+    async with bot.store.sessionmaker() as session, session.begin():
+        await make_coach(session, coach_id)
+    for user_id, locale in ((coach_id, "hr"), (italian_id, "it"), (bulgarian_id, "bg")):
+        async def setup(t: Turn, locale: str = locale) -> None:
+            t.user.locale, t.user.consent_at = locale, t.now
+        await bot.store.run_turn(user_id, setup)
+    async with bot.store.sessionmaker() as session, session.begin():
+        for client_id, name in ((italian_id, "Lia"), (bulgarian_id, "Bojan")):
+            (await session.get(User, client_id)).first_name = name  # type: ignore[union-attr]
+            session.add(CoachLink(coach_id=coach_id, client_id=client_id,
+                                  created_at=datetime.now(UTC), consent_at=datetime.now(UTC)))
+    coach = bot.user(coach_id, first_name="Marta", language_code="hr")
+    italian = bot.user(italian_id, first_name="Lia", language_code="it")
+
+    await coach.send("/help")  # Telegram says the coach uses Croatian
+
+    # The errors in the coach's language, with the file, line and column as they are.
+    bot.fake.send_file(coach_id, "stranice.yaml",
+                       TRANSLATED.replace("next: osjecaj", "next: nigdje").encode())
+    lines = ((await coach.replies())[0].text or "").splitlines()
+    assert lines[0] == "Dijalog nije spremljen: treba ispraviti 2 problema."
+    assert lines[2:] == [
+        "stranice.yaml:16:11: vodi na korak 'nigdje', koji ne postoji u dijalogu "
+        "'jutarnje_stranice'",
+        "stranice.yaml:17:3: do koraka 'osjecaj' ne može se doći od početnog koraka 'uvod'"]
+    bot.fake.send_file(coach_id, "stranice.yaml", TRANSLATED.replace(
+        "      uvod:\n        say:", "      uvod:\n        sey:").encode())
+    lines = ((await coach.replies())[0].text or "").splitlines()
+    assert lines[2:] == [
+        "stranice.yaml:25:7: u prijevodu 'it' koraka 'uvod' nedostaje 'say'",
+        "stranice.yaml:26:9: korak 'uvod' u prijevodu 'it': nepoznat ključ 'sey'; očekuje se "
+        "jedan od ovih: options, say, say_plural"]
+
+    bot.fake.send_file(coach_id, "stranice.yaml", TRANSLATED.encode())
+    kept = (await coach.replies())[0].text or ""
+    assert kept.startswith("Spremljeno: „\u2068Jutarnje stranice\u2069“.\n"
+                           "Jezik: Hrvatski, Italiano.")
+
+    # Not offered for a Bulgarian client, and the coach is told why, in Croatian.
+    await coach.send("/assign")
+    picker = (await coach.press("\u2068Bojan\u2069"))[-1]
+    assert "Jutarnje stranice" not in coach.button_labels()
+    assert (picker.text or "").endswith(
+        "Ovi dijalozi nisu napisani ni prevedeni na jezik koji koristi \u2068Bojan\u2069 "
+        "(Български); dodaj u datoteku prijevod s kodom „bg“ da ih možeš dodijeliti:\n"
+        "• \u2068Jutarnje stranice\u2069")
+
+    await coach.send("/assign")
+    await coach.press("\u2068Lia\u2069")
+    await coach.press("Jutarnje stranice")
+    await coach.press(coach.button_labels()[0])  # how often
+    await coach.press(coach.button_labels()[0])  # at what time
+    async with bot.store.sessionmaker() as session:
+        assignment = (await session.execute(select(Assignment).where(
+            Assignment.client_id == italian_id))).scalar_one()
+        session.add(PlannedCheckin(user_id=italian_id, kind="exercise", ref=str(assignment.id),
+                                   due_at=datetime.now(UTC) - timedelta(minutes=1)))
+        await session.commit()
+    delivered = await italian.replies()
+    assert [m.text for m in delivered[:2]] == [
+        "Al mattino scrivi tre pagine a mano, prima di guardare il telefono.", "Com'è andata?"]
+    assert italian.button_labels() == ["Fatto", "In parte", "Saltato"]
+    await italian.press("In parte")
+    await italian.press("6")
+    async with bot.store.sessionmaker() as session:
+        answers = [(a.user_id, a.variable, a.value) for a in
+                   (await session.execute(select(Answer))).scalars()]
+    assert (italian_id, "exercise.status", "partly") in answers
+    assert (italian_id, "stranice.lakse", 6) in answers
+    listed = await italian.send("/exercises")
+    assert any("Pagine del mattino" in (m.text or "") for m in listed)

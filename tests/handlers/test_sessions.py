@@ -37,7 +37,7 @@ CLIENTS = {
 #: now, and what a voice note is called in the preparation's list.
 OTHER_TIMES = {"he": "יום שלישי אחרי 18:00", "ca": "Dimarts a partir de les sis"}
 NOTE_LABELS = {"he": ("לשמור כפתק", "כן, לשלוח עכשיו", "הודעה קולית"),
-               "ca": ("Guarda-ho com a nota", "Sí, envia-la ara", "missatge de veu")}
+               "ca": ("Guardar-ho com a nota", "Sí, envia-la ara", "missatge de veu")}
 
 
 async def _due_now(bot: InProcessBot, kind: str) -> None:
@@ -100,7 +100,7 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     await coach.replies()  # the coach's own reminder
     asked = await client.press(client.button_labels()[-1])
     heard = await coach.replies()
-    assert "Non potrà esserci a questa sessione: \u2068Noa\u2069" in (heard[0].text or "")
+    assert "Non potrà partecipare a questa sessione: \u2068Noa\u2069" in (heard[0].text or "")
     assert "/skip" in (asked[-1].text or "")  # which times would suit them instead
     await client.send(OTHER_TIMES[language])
     proposed = await coach.replies()

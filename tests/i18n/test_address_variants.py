@@ -39,11 +39,11 @@ def test_a_missing_variant_falls_back_to_the_neutral_translation() -> None:
     assert neutral != HELPED  # translated, not the English
     assert translator_for("he", "feminine").gettext(HELPED) == neutral
     # listed, but Catalan does not mark gender in this sentence: its variants stay empty
-    listed = "A little still counts. What did you get done?"
+    listed = "What did you get done?"
     assert translator_for("ca", "feminine").gettext(listed) == \
-        translator_for("ca").gettext(listed) == "Una mica també compta. Què has pogut fer?"
+        translator_for("ca").gettext(listed) == "Què has pogut fer?"
     assert translator_for("it", "masculine").gettext(listed) == \
-        "Anche poco conta. Cosa sei riuscito a fare?"
+        "Cosa sei riuscito a fare?"
     assert translator_for("en", "feminine").gettext(MOOD) == MOOD
     assert translator_for("he", "feminine").ngettext(
         "{count} day", "{count} days", 3) == translator_for("he").ngettext(
@@ -57,7 +57,7 @@ def test_the_safety_question_follows_the_choice() -> None:
 
     assert "את בסכנה עכשיו, או חוששת" in asked("feminine")
     assert "אתה בסכנה עכשיו, או חושש" in asked("masculine")
-    assert "האם נשקפת לך סכנה עכשיו" in asked(None)
+    assert "האם יש עכשיו סכנה לשלומך" in asked(None)
 
 
 def test_every_listed_text_is_a_source_text_with_both_variants() -> None:
