@@ -707,8 +707,11 @@ def detect_crisis(text: str) -> CrisisSignal | None:
         return None
     category = CrisisCategory(model.classes[scores.riskiest_class()])
     coaching = _coaching_euphemism(pieces)
-    urgent = category is not CrisisCategory.CONCERN_OTHER and not coaching \
-        and urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
+    # A listed phrase the model is sure of and reads as urgent ("non voglio più vivere": explicit
+    # and indirect wishes split the model's probability) is urgent too.
+    urgent = category is not CrisisCategory.CONCERN_OTHER and not coaching and (
+        urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
+        or (lexicon and risk >= model.thresholds["sure"] and category in URGENT_CATEGORIES))
     fired = (f"model:{category}:{risk:.2f}",) + ((_LEXICON,) if lexicon else ()) \
         + ((_COACHING,) if coaching else ())
     return CrisisSignal(CrisisLevel.URGENT if urgent else CrisisLevel.CHECK, category, risk,

@@ -199,3 +199,10 @@ def test_hebrew_in_latin_letters_with_its_prefixes(text: str, concept: str) -> N
 def test_latin_words_of_other_languages_take_no_hebrew_prefix_reading() -> None:
     for text in ("she became a teacher", "behave at the meeting", "lepo mi je", "meglio così"):
         assert not has_telling_word(text), text
+
+
+@pytest.mark.parametrize("text", ["non voglio più vivere", "не искам да живея вече"])
+def test_a_listed_cry_the_model_is_sure_of_is_urgent(text: str) -> None:
+    # The model splits "I don't want to live any more" between explicit and indirect wishes.
+    signal = detect_crisis(text)
+    assert signal is not None and signal.level is CrisisLevel.URGENT, signal
