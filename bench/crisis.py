@@ -1,8 +1,9 @@
 """The crisis detector on its labelled corpus: recall, false alarms, levels and latency.
 
-`python -m bench bench.crisis` reports the test part of `crisis_corpus/` (never trained or
-tuned on) and, for comparison, the development part the model was trained on. The corpus was
-written by native-level writers who had not seen the detector (see crisis_corpus/README.md).
+`python -m bench bench.crisis` reports the parts of `crisis_corpus/` never trained or tuned on
+(test, held-out and unseen) and, for comparison, the development part the model was trained
+on. The corpus was written by native-level writers who had not seen the detector (see
+crisis_corpus/README.md).
 
 Targets (issue 21): recall >= 90 % on suicide and self-harm and >= 85 % over all risk
 categories in every language; >= 90 % of explicit intent, plans and means returned as urgent;
@@ -39,6 +40,13 @@ RISK = frozenset(c.value for c in CrisisCategory)
 LONG_MESSAGE = 4096
 
 Verdict = str  # "urgent", "check" or "" (not flagged)
+
+#: The parts measured, never trained or tuned on, each with its title.
+MEASURED = (
+    ("test", "Test part (wave A, never tuned on)"),
+    ("heldout", "Held-out part (wave B, other writers, never tuned on)"),
+    ("unseen", "Unseen part (wave N, other writers, written after the model, measuring only)"),
+)
 
 
 def model_verdict(text: str) -> Verdict:
@@ -153,15 +161,14 @@ def latency(examples: Sequence[Example]) -> tuple[float, float, float]:
 
 
 def report() -> str:
-    parts = {name: read_corpus(CORPUS / name) for name in ("test", "heldout", "dev")}
+    parts = {name: read_corpus(CORPUS / name) for name in (*(n for n, _ in MEASURED), "dev")}
     header = ["language", "recall, all risk", "recall, suicide and self-harm",
               "explicit and plans as urgent", "urgent false alarms", "any flag on negatives",
               "ordinary replies flagged"]
     out = [f"# Crisis detection ({machine()})\n",
            "Messages: " + ", ".join(f"{name} {len(examples)}"
                                     for name, examples in parts.items()) + ".\n"]
-    for name, title in (("test", "Test part (wave A, never tuned on)"),
-                        ("heldout", "Held-out part (wave B, other writers, never tuned on)")):
+    for name, title in MEASURED:
         examples = parts[name]
         if not examples:
             continue

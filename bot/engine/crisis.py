@@ -10,11 +10,14 @@ says is up to the engine (``runner``).
 niqqud, look-alike letters, invisible characters, letters spelled out one by one), listed
 idioms are taken out ("this deadline is killing me"), and the packaged classifier
 (``crisis_model``) scores it, with the phrase lists' matches and shared concepts
-(``data/crisis_concepts.yaml``) among its features. Below the model's "sure" threshold a
-message is flagged only when a word of risk is there, which keeps ordinary coaching replies
-("because I want to feel strong") out. The thresholds were chosen by cross-validation for a
-budget of false alarms (``crisis_train``); ``python -m bench bench.crisis`` measures the
-result on text never trained on.
+(``data/crisis_concepts.yaml``; Bulgarian and Hebrew in Latin letters found through their
+listed forms, words within a negation's reach marked so) among its features. Below the
+model's "sure" threshold a message is flagged only when a word of risk is there, which keeps
+ordinary coaching replies ("because I want to feel strong") out; a euphemism of self-harm
+next to a coached habit ("had a relapse with sugar") is no word of risk and never urgent.
+The thresholds were chosen by cross-validation for a budget of false alarms
+(``crisis_train``); ``python -m bench bench.crisis`` measures the result on text never
+trained on.
 
 Everything here is pure: the packaged data and the tz database tables are read once and
 cached.
@@ -27,7 +30,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -296,65 +299,202 @@ class _Concepts:
     phrases: Mapping[str, tuple[tuple[tuple[str, ...], frozenset[str]], ...]]  # by first word
 
 
+# Bulgarian typed in Latin letters ("belezite", "hap4eta", "mrazq se"): each Cyrillic form of
+# the Bulgarian concepts is also found under a Latin key, and a Latin word that no list knows is
+# looked up by the same key, so every Bulgarian word learnt gets its Latin spellings for free.
+# Both sides fold to one spelling: ж j, ч ch (typed 4), ш sh (6), щ sht (6t), ъ a (typed a, y,
+# 1), я ya (q, ia, ja), ю yu (iu, ju), ц c (ts, tz), й i, х h (x), ь dropped.
+_CYR_KEY = str.maketrans({
+    "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ж": "j", "з": "z", "и": "i",
+    "й": "i", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r", "с": "s",
+    "т": "t", "у": "u", "ф": "f", "х": "h", "ц": "c", "ч": "ch", "ш": "sh", "щ": "sht",
+    "ъ": "a", "ь": "", "ю": "yu", "я": "ya",
+})  # fmt: skip
+_LATIN_FOLDS = (("6t", "sht"), ("6", "sh"), ("4", "ch"), ("zh", "j"), ("w", "v"), ("x", "h"),
+                ("ts", "c"), ("tz", "c"), ("q", "ya"), ("ia", "ya"), ("ja", "ya"), ("iu", "yu"),
+                ("ju", "yu"), ("1", "a"))
+_Y_AS_ER = re.compile(r"y(?![aeiouy])")  # "sym", "pyt": y typed for ъ
+_BG_LATIN_MIN = 4  # shorter keys collide with words of the Latin-script languages
+# Everyday words of the Latin-script languages that a Bulgarian key would misread ("smart" as
+# смърт, Croatian "jela" as желая); found in the corpus's development part and the catalogs.
+_BG_LATIN_CLASHES = ("smart", "strik", "spray", "jela", "jely", "plat", "segat")
+_BG_ARTICLES = ("та", "то", "те", "ът", "ят", "ия")
+_BG_LATIN_ARTICLES = ("ta", "to", "te", "at", "yat", "iya")
+_BG_CYRILLIC_WORD = re.compile(r"[\u0400-\u04ff]+")
+
+
+@lru_cache(maxsize=1 << 16)
+def bg_latin_key(word: str) -> str:
+    """The key a Bulgarian word is found under whether typed in Cyrillic or in Latin letters."""
+    if _CYRILLIC.search(word):
+        key = word.translate(_CYR_KEY)
+    else:
+        key = word
+        for typed, folded in _LATIN_FOLDS:
+            key = key.replace(typed, folded)
+        key = _Y_AS_ER.sub("a", key)
+    return _REPEATS.sub(r"\1", key)
+
+
+class _Forms:
+    """Words, stems and phrases of the concepts as they are being read."""
+
+    def __init__(self) -> None:
+        self.words: dict[str, set[str]] = {}
+        self.stems: dict[str, set[str]] = {}
+        self.phrases: dict[str, list[tuple[tuple[str, ...], frozenset[str]]]] = {}
+
+    def add(self, norm: str, stem: bool, concept: str) -> None:
+        if " " in norm:
+            first, *rest = norm.split()
+            self.phrases.setdefault(first, []).append((tuple(rest), frozenset({concept})))
+        else:
+            (self.stems if stem else self.words).setdefault(norm, set()).add(concept)
+
+    def frozen(self) -> _Concepts:
+        return _Concepts(
+            words={k: frozenset(v) for k, v in self.words.items()},
+            stems={k: frozenset(v) for k, v in self.stems.items()},
+            stem_lengths=tuple(sorted({len(k) for k in self.stems}, reverse=True)),
+            phrases={k: tuple(v) for k, v in self.phrases.items()},
+        )
+
+
 @cache
-def _concepts() -> _Concepts:
+def _all_concepts() -> tuple[_Concepts, _Concepts, _Concepts]:
+    """Every language's concepts, the Bulgarian ones under their Latin keys, and the Hebrew
+    ones typed in Latin letters."""
     data = _read_yaml("crisis_concepts.yaml") or {}
     if not isinstance(data, dict):
         raise ValueError("crisis_concepts.yaml must be a mapping of language codes")
-    words: dict[str, set[str]] = {}
-    stems: dict[str, set[str]] = {}
-    phrases: dict[str, list[tuple[tuple[str, ...], frozenset[str]]]] = {}
+    forms, latin, hebrew_latin = _Forms(), _Forms(), _Forms()
     for lang, entry in data.items():
         if not isinstance(entry, dict):
             raise ValueError(f"crisis_concepts.yaml: {lang} must be a mapping")
-        for concept, forms in entry.items():
-            for form in _str_list(forms, f"{lang}.{concept}"):
+        for concept, listed in entry.items():
+            for form in _str_list(listed, f"{lang}.{concept}"):
                 stem = form.endswith("*")
                 norm = normalize(form.rstrip("*"))
                 if not norm:
                     continue
-                if " " in norm:
-                    first, *rest = norm.split()
-                    phrases.setdefault(first, []).append((tuple(rest), frozenset({concept})))
-                else:
-                    (stems if stem else words).setdefault(norm, set()).add(str(concept))
-    return _Concepts(
-        words={k: frozenset(v) for k, v in words.items()},
-        stems={k: frozenset(v) for k, v in stems.items()},
-        stem_lengths=tuple(sorted({len(k) for k in stems}, reverse=True)),
-        phrases={k: tuple(v) for k, v in phrases.items()},
-    )
+                forms.add(norm, stem, str(concept))
+                if lang == "bg" and _BG_CYRILLIC_WORD.fullmatch(norm.replace(" ", "")):
+                    key = " ".join(bg_latin_key(w) for w in norm.split())
+                    if len(key.replace(" ", "")) >= _BG_LATIN_MIN:
+                        latin.add(key, stem, str(concept))
+                if lang == "he" and norm.isascii() and " " not in norm:
+                    hebrew_latin.add(norm, stem, str(concept))
+    return forms.frozen(), latin.frozen(), hebrew_latin.frozen()
+
+
+def _concepts() -> _Concepts:
+    return _all_concepts()[0]
+
+
+# Hebrew typed in Latin letters glues its prefixes as the script does ("vehamavet",
+# "shelo", "lehitorer"): a word no list knows is looked up without them among the Hebrew
+# Latin forms only, so an English or Croatian word is not misread.
+_HEBREW_LATIN_PREFIXES = ("she", "ve", "ha", "ba", "be", "la", "le", "mi", "me", "ke", "u")
+_HEBREW_LATIN_MIN = 4  # letters left after the prefix
+
+
+def _hebrew_latin(word: str) -> frozenset[str] | None:
+    lexicon = _all_concepts()[2]
+    for prefix in _HEBREW_LATIN_PREFIXES:
+        if word.startswith(prefix) and len(word) - len(prefix) >= _HEBREW_LATIN_MIN:
+            found = _listed(word[len(prefix):], lexicon)
+            if found:
+                return found
+    return None
+
+
+def _listed(word: str, lexicon: _Concepts) -> frozenset[str] | None:
+    """The concepts of ``word`` as listed, whole or by its longest listed stem; None if none."""
+    found = lexicon.words.get(word)
+    for length in lexicon.stem_lengths:
+        if length <= len(word):
+            stem = lexicon.stems.get(word[:length])
+            if stem is not None:
+                return stem if found is None else found | stem
+    return found
 
 
 def _word_concepts(word: str, lexicon: _Concepts) -> frozenset[str]:
-    found = lexicon.words.get(word)
+    found = _listed(word, lexicon)
     if found is not None:
         return found
-    for length in lexicon.stem_lengths:
-        if length <= len(word):
-            found = lexicon.stems.get(word[:length])
-            if found is not None:
-                return found
+    if "'" in word:  # "don't" as "dont"; an elided article or pronoun: "l'impulso", "m'he"
+        found = _listed(word.replace("'", ""), lexicon)
+        if found is None and len(word) - word.rfind("'") > _BG_LATIN_MIN:
+            found = _listed(word[word.rfind("'") + 1:], lexicon)
+        return found or frozenset()
     if "\u05d0" <= word[:1] <= "\u05ea":  # Hebrew: one- to three-letter prefixes attach
         for prefix in _HEBREW_PREFIXES:
             if word.startswith(prefix) and len(word) - len(prefix) >= 2:
                 rest = _word_concepts(word[len(prefix):], lexicon)
                 if rest:
                     return rest
+    elif _CYRILLIC.match(word):  # a Bulgarian noun with its article: "белезите", "животът"
+        for article in _BG_ARTICLES:
+            if word.endswith(article) and len(word) - len(article) >= _BG_LATIN_MIN - 1:
+                return _listed(word[:-len(article)], lexicon) or frozenset()
+    elif len(word) >= _BG_LATIN_MIN and word.isascii() and not word.startswith(_BG_LATIN_CLASHES):
+        found = _hebrew_latin(word)
+        if found:
+            return found
+        latin = _all_concepts()[1]
+        key = bg_latin_key(word)
+        found = _listed(key, latin)
+        if found is None:
+            article = next((a for a in _BG_LATIN_ARTICLES if key.endswith(a)), "")
+            if article and len(key) - len(article) >= _BG_LATIN_MIN:
+                found = _listed(key[:-len(article)], latin)
+        return found or frozenset()
     return frozenset()
+
+
+def _tag_phrases(words: Sequence[str], tags: list[frozenset[str]]) -> None:
+    """Add the concepts of the listed phrases to their first word's tags, in one pass: as
+    written, without apostrophes ("wouldn't miss me" as the list has it, "wouldnt miss me")
+    and by the Bulgarian Latin keys."""
+    forms, latin, _ = _all_concepts()
+    listed, keyed = forms.phrases, latin.phrases
+    bare = [w.replace("'", "") for w in words] if any("'" in w for w in words) else None
+    keys: list[str] | None = None
+    for i, word in enumerate(words):
+        candidates = [(words, listed.get(word, ()))]
+        if bare is not None:
+            candidates.append((bare, listed.get(bare[i], ())))
+        if word.isascii() and len(word) > 1:
+            key = bg_latin_key(word)
+            if key in keyed:
+                keys = keys or [bg_latin_key(w) if w.isascii() else w for w in words]
+                candidates.append((keys, keyed[key]))
+        for seq, found in candidates:
+            for rest, concepts in found:
+                if tuple(seq[i + 1:i + 1 + len(rest)]) == rest:
+                    tags[i] = tags[i] | concepts
+
+
+@lru_cache(maxsize=1 << 16)
+def _concepts_of(word: str) -> frozenset[str]:
+    """A word's concepts; words recur, within a long message and across messages."""
+    return _word_concepts(word, _concepts())
+
+
+def _sentence_tags(sentence: str) -> list[frozenset[str]]:
+    """The concepts of each word of a normalised sentence, a listed phrase's on its first word."""
+    words = sentence.split()
+    tags: list[frozenset[str]] = [_concepts_of(w) for w in words]
+    _tag_phrases(words, tags)
+    return tags
 
 
 def concept_features(sentence: str) -> list[str]:
     """The concepts of a normalised sentence's words, and the ordered pairs of concepts at
     most three words apart ("WANT>DIE"), as named features for the model."""
-    lexicon = _concepts()
-    words = sentence.split()
-    tags: list[frozenset[str]] = [_word_concepts(w, lexicon) for w in words]
-    for i, word in enumerate(words):
-        for rest, concepts in lexicon.phrases.get(word, ()):
-            if tuple(words[i + 1:i + 1 + len(rest)]) == rest:
-                tags[i] = tags[i] | concepts
-    features = [f"c:{c}" for tag in tags for c in tag]
+    tags = _sentence_tags(sentence)
+    features = [f"c:{c}" for tag in tags for c in tag] + _negation_features(tags)
     for i, first in enumerate(tags):
         if not first:
             continue
@@ -363,17 +503,65 @@ def concept_features(sentence: str) -> list[str]:
     return features
 
 
+# How far a negation reaches: "I don't want to die, I want to quit" denies dying, "I don't want
+# to live" does not deny the risk. A negation word covers the words after it up to a new
+# subject ("I"), a contrast ("but", "just"), another negation or this many words.
+_NEGATION_SCOPE = 5
+_SCOPE_ENDS = frozenset({"I", "NEGATION", "CONTRAST"})
+_UNSCOPED = frozenset({"I", "SELF", "WANT", "NEGATION", "CONTRAST", "JOKE"})
+
+
+def _negation_features(tags: Sequence[frozenset[str]]) -> list[str]:
+    """Each concept within a negation's reach, marked so ("c:-LIFE"), and whether every word of
+    risk in the sentence was within one ("c:NEGATED_ONLY"): the same words said and denied
+    weigh differently, and what the model learns of it holds for every language."""
+    features: list[str] = []
+    reach = 0
+    negated_risk = affirmed_risk = False
+    for tag in tags:
+        risk = bool(tag - _NEUTRAL_CONCEPTS)
+        opens = "NEGATION" in tag and not risk
+        if reach and not opens and tag & _SCOPE_ENDS:
+            reach = 0
+        if reach and tag:
+            features += [f"c:-{c}" for c in tag - _UNSCOPED]
+            negated_risk |= risk
+        elif risk:
+            affirmed_risk = True
+        reach = _NEGATION_SCOPE if opens else max(reach - 1, 0)
+    if negated_risk and not affirmed_risk:
+        features.append("c:NEGATED_ONLY")
+    return features
+
+
 # Concepts that say nothing of risk on their own (a short message needs another one).
 _NEUTRAL_CONCEPTS = frozenset({
     "I", "SELF", "WANT", "LIFE", "END", "NEGATION", "RESOLVED", "MEDICAL_OK", "FICTION", "WORK",
     "SPORT_FOOD", "GROOMING", "JOKE", "HYPERBOLE", "OTHER_PERSON", "HOME_PERSON", "PLAN_TIME",
-    "TOOK"})
+    "TOOK", "CONTRAST", "HABIT"})
 _SHORT = 2  # words
 
 
 def _risk_concepts(piece: str) -> bool:
-    lexicon = _concepts()
-    return any(_word_concepts(word, lexicon) - _NEUTRAL_CONCEPTS for word in piece.split())
+    """Whether a sentence has a word of risk: a concept's word or listed phrase ("שרפתי את
+    עצמי"); a euphemism only as a word ("relapsed"), not as the everyday phrases it hides in
+    ("I did it again", "I burned myself")."""
+    return any(tag - _NEUTRAL_CONCEPTS - _EUPHEMISMS for tag in _sentence_tags(piece)) \
+        or any(_concepts_of(word) & _EUPHEMISMS for word in piece.split())
+
+
+# Euphemisms of self-harm ("relapsed", "slipped up", "old habits") are the words clients use for
+# the habits they coach; next to one of those habits they are coaching talk ("had a relapse with
+# sugar"), never a word of risk and never urgent.
+_EUPHEMISMS = frozenset({"RELAPSE"})
+_COACHING_CONTEXT = frozenset({"HABIT", "SPORT_FOOD"})
+
+
+def _coaching_euphemism(pieces: Sequence[str]) -> bool:
+    """Whether a message's only words of risk are euphemisms, said next to a coached habit."""
+    found = frozenset().union(*(tag for p in pieces for tag in _sentence_tags(p)))
+    risky = found - _NEUTRAL_CONCEPTS
+    return bool(risky) and risky <= _EUPHEMISMS and bool(found & _COACHING_CONTEXT)
 
 
 def phrase_counts() -> dict[str, tuple[int, int]]:
@@ -407,6 +595,7 @@ URGENT_CATEGORIES = frozenset({
     CrisisCategory.ABUSE, CrisisCategory.THREATENED, CrisisCategory.HARM_OTHERS,
 })
 _LEXICON = "lexicon"
+_COACHING = "coaching_context"  # a euphemism next to a coached habit: asked about at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,7 +674,8 @@ def has_telling_word(text: str) -> bool:
 
 
 def _telling(pieces: Sequence[str], phrase_hit: bool) -> bool:
-    return phrase_hit or any(_risk_concepts(p) for p in pieces)
+    return (phrase_hit or any(_risk_concepts(p) for p in pieces)) \
+        and not _coaching_euphemism(pieces)
 
 
 def flagged(risk: float, telling: bool, thresholds: Mapping[str, float]) -> bool:
@@ -516,9 +706,14 @@ def detect_crisis(text: str) -> CrisisSignal | None:
     if not flagged(risk, telling, model.thresholds):
         return None
     category = CrisisCategory(model.classes[scores.riskiest_class()])
-    urgent = category is not CrisisCategory.CONCERN_OTHER \
-        and urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
-    fired = (f"model:{category}:{risk:.2f}",) + ((_LEXICON,) if lexicon else ())
+    coaching = _coaching_euphemism(pieces)
+    # A listed phrase the model is sure of and reads as urgent ("non voglio più vivere": explicit
+    # and indirect wishes split the model's probability) is urgent too.
+    urgent = category is not CrisisCategory.CONCERN_OTHER and not coaching and (
+        urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
+        or (lexicon and risk >= model.thresholds["sure"] and category in URGENT_CATEGORIES))
+    fired = (f"model:{category}:{risk:.2f}",) + ((_LEXICON,) if lexicon else ()) \
+        + ((_COACHING,) if coaching else ())
     return CrisisSignal(CrisisLevel.URGENT if urgent else CrisisLevel.CHECK, category, risk,
                         fired)
 

@@ -5,7 +5,7 @@
 Only ``crisis_corpus/dev/`` and ``crisis_corpus/seed/`` (the project's own regression cases,
 from tests/engine/test_crisis.py) are read for training and for choosing the thresholds (by
 cross-validation on them), with everyday coaching talk derived from the catalogs;
-``crisis_corpus/test/`` and ``heldout/`` are never used here, so that ``python -m bench
+``crisis_corpus/test/``, ``heldout/`` and ``unseen/`` are never used here, so that ``python -m bench
 bench.crisis`` reports on text the model and its thresholds never saw. The run is
 deterministic: the same corpus gives the same model.
 """

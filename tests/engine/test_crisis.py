@@ -144,6 +144,7 @@ FALSE_POSITIVES: dict[str, list[str]] = {
         "we watched Suicide Squad",
         "I cut myself off from social media",
         "I wanted to die of embarrassment",
+        "I need to cut my hair",
     ],
     "ca": [
         "em moro de riure",
