@@ -6,9 +6,8 @@ run for them. On SQLite and PostgreSQL."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
@@ -17,17 +16,16 @@ from sqlalchemy import select, text
 from bot.coaching import coach_dialogues
 from bot.coaching.assignments import assign_exercise, checked_exercise
 from bot.coaching.coach_errors import NotACoach, UnknownExercise
-from bot.coaching.conversation import Start, converse
+from bot.coaching.conversation import Start
 from bot.coaching.managing import assigned_to
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.dialogue.loader import MAX_UPLOAD_BYTES, check_uploaded
-from bot.engine import Outcome, Turn
+from bot.engine import Turn
 from bot.i18n import SUPPORTED_LOCALES, translator_for
 from bot.store import Answer, CoachDialogue, CoachLink, Store, User
-from bot.store import Turn as StoreTurn
+from tests.coaching.turns import NOW, run
 
 REPO = Path(__file__).parents[2]
-NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
 COACH, OTHER_COACH, CLIENT, OTHER_CLIENT, ITALIAN, BULGARIAN = 1, 2, 10, 11, 12, 13
 
 GOOD = """\
@@ -99,16 +97,6 @@ async def upload(store: Store, coach: int, source: str, dialogues: DialogueSet,
         row = await coach_dialogues.upload(s, coach, source.encode(), name, dialogues, NOW)
         return row.id
 
-
-async def run(store: Store, dialogues: DialogueSet, user: int, *actions: Any) -> Outcome:
-    outcome: Outcome | None = None
-    for action in actions:
-        async def go(t: StoreTurn, action: Any = action) -> Outcome:
-            return await converse(t, dialogues, action, NOW)
-
-        outcome = await store.run_turn(user, go)
-    assert outcome is not None
-    return outcome
 
 
 # -- the checks, pure --------------------------------------------------------------------------

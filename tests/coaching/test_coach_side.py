@@ -5,7 +5,7 @@ reached), managing assignments, notes; each tried as an attacker would."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import select
 
 from bot.coaching import managing, messages, notes, noticing
-from bot.coaching.conversation import Start, converse
+from bot.coaching.conversation import Start
 from bot.dialogue import DialogueSet, load_dialogues
-from bot.engine import Outcome, Turn
+from bot.engine import Turn
 from bot.i18n import translator_for
 from bot.store import (
     ActionSource,
@@ -32,10 +32,9 @@ from bot.store import (
     Store,
     User,
 )
-from bot.store import Turn as StoreTurn
+from tests.coaching.turns import NOW, rows, run
 
 REPO = Path(__file__).parents[2]
-NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)  # a Wednesday, 13:00 in Rome
 COACH, OTHER_COACH, CLIENT, OTHER_CLIENT = 1, 2, 10, 11
 
 
@@ -61,21 +60,6 @@ async def db(store: Store) -> AsyncIterator[Store]:
     yield store
 
 
-async def rows(store: Store, model: Any) -> list[Any]:
-    async with store.sessionmaker() as s:
-        return list((await s.execute(select(model).order_by(model.id))).scalars())
-
-
-async def run(store: Store, dialogues: DialogueSet, user: int, *actions: Any,
-              now: datetime = NOW) -> Outcome:
-    outcome: Outcome | None = None
-    for action in actions:
-        async def go(t: StoreTurn, action: Any = action) -> Outcome:
-            return await converse(t, dialogues, action, now)
-
-        outcome = await store.run_turn(user, go)
-    assert outcome is not None
-    return outcome
 
 
 def message_start(client: int, name: str = "Ana") -> Start:

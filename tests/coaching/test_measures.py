@@ -16,9 +16,9 @@ from sqlalchemy import select, text
 from bot.coaching import measures
 from bot.coaching.coach_errors import InvalidSchedule, NotYourClient
 from bot.coaching.contracts import MEASURE_CHECKIN, MEASURE_COUNT, NEW_MEASURE
-from bot.coaching.conversation import Start, converse
+from bot.coaching.conversation import Start
 from bot.dialogue import DialogueSet, load_dialogues
-from bot.engine import Outcome, Turn
+from bot.engine import Turn
 from bot.i18n import translator_for
 from bot.schedule import planning
 from bot.store import (
@@ -31,10 +31,9 @@ from bot.store import (
     Store,
     User,
 )
-from bot.store import Turn as StoreTurn
+from tests.coaching.turns import NOW, rows, run
 
 REPO = Path(__file__).parents[2]
-NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)  # a Wednesday
 COACH, OTHER_COACH, CLIENT, OTHER_CLIENT = 1, 2, 10, 11
 DAILY_AT_8 = {"kind": "weekdays", "weekdays": list(range(7)), "hour": 8, "minute": 0}
 
@@ -64,21 +63,6 @@ async def db(db_url: str) -> AsyncIterator[Store]:
     await store.close()
 
 
-async def rows(store: Store, model: Any) -> list[Any]:
-    async with store.sessionmaker() as s:
-        return list((await s.execute(select(model).order_by(model.id))).scalars())
-
-
-async def run(store: Store, dialogues: DialogueSet, user: int, *actions: Any,
-              now: datetime = NOW) -> Outcome:
-    outcome: Outcome | None = None
-    for action in actions:
-        async def go(t: StoreTurn, action: Any = action) -> Outcome:
-            return await converse(t, dialogues, action, now)
-
-        outcome = await store.run_turn(user, go)
-    assert outcome is not None
-    return outcome
 
 
 async def define(store: Store, coach: int, client: int, **overrides: Any) -> Measure:
