@@ -154,12 +154,20 @@ BUTTONS = Routes(
     separator=BUTTON_SEPARATOR,
 )
 
-# ``/start`` payloads of the links the bot hands out: ``<prefix><code>``.
-START_LINKS = Routes(
-    Route(INVITE_PREFIX, C, lambda h, p: h.in_press(p, h.coach.offer_invite)),
-    Route(JOIN_PREFIX, C, lambda h, p: h.in_press(p, h.groups.offer_join)),
-    separator=None,
-)
+# ``/start`` payloads of the links the bot hands out: ``<prefix><code>``, and what each does
+# in its user's turn (also at the end of the onboarding, for a link opened before consent).
+START_STEPS: dict[str, Callable[[Handlers], coach_side.PressStep]] = {
+    INVITE_PREFIX: lambda h: h.coach.offer_invite,
+    JOIN_PREFIX: lambda h: h.groups.offer_join,
+}
+
+
+def _opened(step: Callable[[Handlers], coach_side.PressStep]) -> PressHandler:
+    return lambda h, p: h.open_link(p, step(h))
+
+
+START_LINKS = Routes(*(Route(prefix, C, _opened(step)) for prefix, step in START_STEPS.items()),
+                     separator=None)
 
 # In a group chat: the week's question's button (answered in private), and the link that
 # adds the bot to the group's chat (``/startgroup``, which Telegram sends there as /start).

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -63,6 +63,7 @@ from bot.telegram.buttons import (
     GROUP_START_LINKS,
     REFUSALS,
     START_LINKS,
+    START_STEPS,
     Press,
     Route,
 )
@@ -74,6 +75,9 @@ from bot.telegram.sessions import SessionFlows
 
 log = logging.getLogger(__name__)
 
+#: Where the onboarding's state keeps a start link a new person opened before agreeing,
+#: until the onboarding is over (see ``Handlers._open_waiting_link``).
+WAITING_LINK = "start.link"
 
 
 class Deliverer(Protocol):
@@ -110,14 +114,18 @@ class Handlers:
 
     async def _turn(self, update: Update,
                     fn: Callable[[StoreTurn], Awaitable[Outcome | None]], *,
-                    action: Action | None = None, before_consent: bool = False) -> None:
+                    action: Action | None = None, before_consent: bool = False,
+                    link: str | None = None) -> None:
         """Run `fn` in one store turn for the update's user, then deliver what it queued.
 
         Consent first: until the user agrees that their answers are kept, `fn` runs only when
         `before_consent` (/start, /language, /delete); anything else leads to the consent
         question, except a message in which the engine sees a crisis (`action`, the engine's
         reading of the update, decides; nothing of it is kept). A user who declines, or is
-        under the minimum age, is erased in the same turn and told so directly."""
+        under the minimum age, is erased in the same turn and told so directly.
+
+        ``link``: the update opened that start link; before consent it waits in the
+        onboarding's state and is opened when the onboarding is over."""
         user = update.effective_user
         if user is None:
             return
@@ -137,7 +145,10 @@ class Handlers:
             # check-ins are planned again (at once, by replan).
             t.user.reachable = True
             result = await fn(t) if agreed or before_consent \
-                else await self._consent_first(t, action)
+                else await self._consent_first(t, action, link)
+            if self._agreed(t):
+                await self._open_waiting_link(t, dropped=link is not None or (
+                    result is not None and result.crisis))
             end_pause_when_client_writes(t.user, result, t.now)
             if result is not None and declined_consent(result):
                 goodbye.extend(result.replies)
@@ -162,11 +173,16 @@ class Handlers:
         """Consent given; coaches and admins are set up by an administrator, not asked."""
         return t.user.consent_at is not None or t.user.is_coach or t.user_id in self.admin_ids
 
-    async def _consent_first(self, t: StoreTurn, action: Action | None) -> Outcome:
+    async def _consent_first(self, t: StoreTurn, action: Action | None,
+                             link: str | None = None) -> Outcome:
         """Before consent: a crisis (or a possible one, or worry for someone) is answered;
         an answer to the onboarding's questions goes on; anything else is met with the
-        consent question (where the onboarding stands)."""
+        consent question (where the onboarding stands), and a start link waits for the
+        onboarding's end."""
         state = ConversationState.from_dict(t.state)
+        if link is not None:
+            state = replace(state, variables={**state.variables, WAITING_LINK: link})
+            t.set_state(state.to_dict())
         onboarding = state.active and state.stack[0].dialogue == ONBOARDING
         if isinstance(action, Turn) and (onboarding or state.safety_asked
                                          or action.text is not None):
@@ -179,6 +195,24 @@ class Handlers:
                                  Start(ONBOARDING), t.now, min_age=self.min_age)
         enqueue_replies(t, outcome)
         return outcome
+
+    async def _open_waiting_link(self, t: StoreTurn, *, dropped: bool) -> None:
+        """The start link a person opened before agreeing, opened for them once the
+        onboarding (and any safety question) is over, as if they opened it now; ``dropped``
+        (a crisis, or another link opened now) forgets it instead."""
+        if WAITING_LINK not in (t.state or {}).get("variables", {}):
+            return
+        state = ConversationState.from_dict(t.state)
+        link = state.variables.get(WAITING_LINK)
+        waiting = state.safety_asked or (state.active and state.stack[0].dialogue == ONBOARDING)
+        if not isinstance(link, str) or (waiting and not dropped):
+            return
+        t.set_state(replace(state, variables={
+            name: value for name, value in state.variables.items() if name != WAITING_LINK})
+            .to_dict())
+        found = START_LINKS.find(link)
+        if found is not None and not dropped:
+            await START_STEPS[found[0].prefix](self)(t, found[1])
 
     async def _say_directly(self, user_id: int, replies: list[Reply]) -> None:
         for reply in replies:
@@ -584,8 +618,13 @@ class Handlers:
         await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(refusal)))
 
     async def in_press(self, press: Press, step: PressStep) -> None:
-        """Run a button's (or a start link's) ``step(turn, value)`` in one store turn."""
+        """Run a button's ``step(turn, value)`` in one store turn."""
         await self._turn(press.update, lambda t: step(t, press.value))
+
+    async def open_link(self, press: Press, step: PressStep) -> None:
+        """Run a start link's ``step(turn, value)`` in one store turn (before consent, at the
+        onboarding's end)."""
+        await self._turn(press.update, lambda t: step(t, press.value), link=press.data)
 
     async def on_language_button(self, press: Press) -> None:
         if press.value in SUPPORTED_LOCALES:
