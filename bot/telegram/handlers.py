@@ -296,8 +296,9 @@ class Handlers:
     async def _in_group(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """A group chat: a linked group's own business (see groups.py); a crisis in what the
         bot sees there (with privacy mode on: commands, mentions, replies to it) is answered
-        in private with the crisis path and nothing in the group; otherwise a refusal."""
-        if await self._group_route(update) or await self.groups.on_group_chat(update):
+        in private with the crisis path and nothing in the group, before any pointer or
+        refusal there; otherwise a refusal."""
+        if await self._group_route(update):
             return
         message = update.message or update.edited_message
         text = None if message is None else message.text or message.caption
@@ -306,7 +307,8 @@ class Handlers:
             if detect_crisis(words):
                 await self._converse(update, Turn(text=words, answers=False))
                 return
-        await self._refuse_group(update, context)
+        if not await self.groups.on_group_chat(update):
+            await self._refuse_group(update, context)
 
     async def _group_route(self, update: Update) -> bool:
         """A button pressed in a group chat, or a /start link opened there: from the

@@ -103,6 +103,13 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) ->
     helped = await messages_in(running_bot, CI, private_before + 1)
     assert any("pausing our coaching" in (m.text or "") for m in helped[private_before:])
     await quiet(running_bot, CHAT, 2)
+    # The same after a command: checked before the pointer, which does not come either.
+    private_before = len(fake.messages_to(CI))
+    fake.send_text(CI, f"/help@{fake.bot_username} i want to kill myself tonight, i have the "
+                   "pills ready", chat_type="group", chat_id=CHAT, first_name="Ci")
+    helped = await messages_in(running_bot, CI, private_before + 1)
+    assert any("pausing our coaching" in (m.text or "") for m in helped[private_before:])
+    await quiet(running_bot, CHAT, 2)
 
     # The team's shared goal, each member's part in private, a celebration in the chat.
     await coach.send("/groups")
