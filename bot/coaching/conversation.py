@@ -44,6 +44,7 @@ from bot.coaching.contracts import (
 from bot.coaching.events import event_for_status, notify_coaches
 from bot.coaching.group_sessions import apply_new_group_sessions
 from bot.coaching.groups import apply_group_dialogues
+from bot.coaching.link_end import apply_closing
 from bot.coaching.markers import marker_of
 from bot.coaching.safety import pause_after_crisis, record_signal
 from bot.coaching.sessions import apply_another_time, apply_new_sessions
@@ -360,7 +361,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     told = [*told_first, *await messages.apply_messages(t, outcome, now),
             *await notes.apply_note(t, outcome, now),
             *(Reply(text) for text in await session_notes.apply_session_note(t, outcome, now)),
-            *(Reply(text) for text in await engagements.apply_closing(t, outcome, now)),
+            *(Reply(text) for text in await apply_closing(t, outcome, now)),
             *(Reply(text) for text in await apply_another_time(t, outcome, now)),
             *await managing.apply_schedule(t, outcome, now, exercise_ids(dialogues)),
             *await measures.apply_measures(t, outcome, now),

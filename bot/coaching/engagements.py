@@ -1,7 +1,7 @@
 """The end of an engagement: when the last of the sessions a coach and a client agreed on is
 marked held, the client is invited (a planned row, outside their quiet hours) to look back
 from their first goal to now, and chooses whether to stay linked with the coach. A no ends
-the link as /coaches does, and the coach is told."""
+the link as /coaches does, and the coach is told (link_end.apply_closing)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,10 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.contracts import ENGAGEMENT_CLOSE
-from bot.coaching.links import active_link, unlink
+from bot.coaching.links import active_link
 from bot.dialogue.expr import Value
-from bot.engine import Outcome
-from bot.i18n import translator_for
 from bot.schedule.planning import Profile, out_of_quiet, wall_to_utc
 from bot.store import CoachLink, CommitmentAction, Goal, PlannedCheckin, User
-from bot.store import Turn as StoreTurn
 from bot.store.kinds import CheckinKind, CheckinStatus
 
 #: The variables the closing starts with (carried: never kept as answers).
@@ -78,27 +74,3 @@ async def closing_variables(session: AsyncSession, client_id: int,
         "closing.baseline": None if first is None else first.baseline,
         "closing.current": None if latest is None else latest.current}
     return variables
-
-
-async def apply_closing(t: StoreTurn, outcome: Outcome, now: datetime) -> list[str]:
-    """When the look back ends: a no ends the link (as /coaches does) and the coach is told;
-    a yes is told to the coach too. Returns nothing more for the client (the dialogue said
-    it)."""
-    variables = outcome.state.variables
-    coach_id, stay = variables.get(COACH_ID), variables.get(STAY)
-    if ENGAGEMENT_CLOSE not in outcome.finished or not isinstance(coach_id, int) \
-            or not isinstance(stay, bool):
-        return []
-    coach = await t.session.get(User, coach_id)
-    if coach is None:
-        return []
-    if not stay and not await unlink(t.session, t.user_id, coach_id, now):
-        return []
-    tr = translator_for(coach.locale)
-    name = tr.words(t.user.first_name or str(t.user_id))
-    text = tr.gettext("{person} looked back on your sessions together and chose to stay "
-                      "linked with you.") if stay else tr.gettext(
-        "{person} looked back on your sessions together and chose to end the link. They no "
-        "longer share their progress with you.")
-    t.enqueue(coach_id, {"text": text.format(person=name)}, subject=t.user_id)
-    return []

@@ -27,7 +27,7 @@ from bot.store import (
     SessionStatus,
     User,
 )
-from bot.store.kinds import CheckinKind, CheckinStatus
+from bot.store.kinds import SESSION_KINDS, CheckinKind, CheckinStatus
 
 INVITE_TTL = timedelta(days=7)
 INVITE_BYTES = 24  # 192 bits; token_urlsafe gives 32 characters of [A-Za-z0-9_-]
@@ -200,14 +200,21 @@ def _rowcount(result: Any) -> int:
 # -- links --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Unlinked:
+    coaches: list[int]  # the coaches unlinked
+    sessions: list[CoachingSession]  # the one-to-one sessions to come that went, soonest first
+
+
 async def unlink(
     session: AsyncSession, client_id: int, coach_id: int | None, now: datetime
-) -> list[int]:
+) -> Unlinked:
     """End the client's link to one coach (or to every coach when ``coach_id`` is None).
 
     The coach loses access at once; their assignments for the client stop, planned
-    exercise check-ins are cancelled and pending notifications about the client dropped.
-    Returns the ids of the coaches unlinked.
+    exercise check-ins are cancelled, one-to-one sessions to come are cancelled and pending
+    notifications about the client dropped (announcing the sessions is the caller's:
+    link_end.end_link).
     """
     links = select(CoachLink).where(
         CoachLink.client_id == client_id, CoachLink.unlinked_at.is_(None)
@@ -218,9 +225,10 @@ async def unlink(
     for link in (await session.execute(links)).scalars():
         link.unlinked_at = now
         coaches.append(link.coach_id)
+    cancelled: list[CoachingSession] = []
     if coaches:
         await stop_assignments(session, client_id, coaches)
-        await _cancel_sessions(session, client_id, coaches, now)
+        cancelled = await _cancel_sessions(session, client_id, coaches, now)
         await session.execute(
             delete(CoachEvent).where(
                 CoachEvent.client_id == client_id,
@@ -229,28 +237,34 @@ async def unlink(
             )
         )
     await session.flush()
-    return coaches
+    return Unlinked(coaches, cancelled)
 
 
 async def _cancel_sessions(session: AsyncSession, client_id: int, coaches: list[int],
-                           now: datetime) -> None:
-    """Sessions still to come with these coaches end with the link, and so do their
-    reminders, preparation and recap."""
-    coming = and_(CoachingSession.client_id == client_id,
-                  CoachingSession.coach_id.in_(coaches),
-                  CoachingSession.status == SessionStatus.SCHEDULED,
-                  CoachingSession.starts_at > now)
-    ids = select(cast(CoachingSession.id, String)).where(coming)
+                           now: datetime) -> list[CoachingSession]:
+    """One-to-one sessions still to come with these coaches end with the link, and so do
+    their reminders, preparation and recap. A member's copies of a group's sessions go on:
+    they come with the membership, not with this link."""
+    coming = list((await session.execute(
+        select(CoachingSession)
+        .where(CoachingSession.client_id == client_id, CoachingSession.coach_id.in_(coaches),
+               CoachingSession.group_session_id.is_(None),
+               CoachingSession.status == SessionStatus.SCHEDULED,
+               CoachingSession.starts_at > now)
+        .order_by(CoachingSession.starts_at, CoachingSession.id))).scalars())
+    if not coming:
+        return []
     await session.execute(
         delete(PlannedCheckin)
-        .where(PlannedCheckin.kind.like("session_%"), PlannedCheckin.ref.in_(ids),
-               PlannedCheckin.status == "planned")
+        .where(PlannedCheckin.kind.in_(SESSION_KINDS),
+               PlannedCheckin.ref.in_([str(cs.id) for cs in coming]),
+               PlannedCheckin.status == CheckinStatus.PLANNED)
         .execution_options(synchronize_session=False))
-    await session.execute(
-        update(CoachingSession).where(coming)
-        .values(status=SessionStatus.CANCELLED, sequence=CoachingSession.sequence + 1,
-                updated_at=now)
-        .execution_options(synchronize_session=False))
+    for cs in coming:
+        cs.status = SessionStatus.CANCELLED
+        cs.sequence += 1
+        cs.updated_at = now
+    return coming
 
 
 async def stop_assignments(session: AsyncSession, client_id: int, coaches: list[int]) -> None:

@@ -403,6 +403,7 @@ class SessionChange(StrEnum):
     NEW = "new"
     MOVED = "moved"
     CANCELLED = "cancelled"
+    LINK_ENDED = "link_ended"  # cancelled because the client ended the link
 
 
 def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
@@ -418,6 +419,10 @@ def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
             SessionChange.CANCELLED: tr.ngettext(
                 "Coaching session cancelled by {person}: {count}",
                 "Coaching sessions cancelled by {person}: {count}", count),
+            SessionChange.LINK_ENDED: tr.ngettext(
+                "Coaching session cancelled because your link with {person} ended: {count}",
+                "Coaching sessions cancelled because your link with {person} ended: {count}",
+                count),
         }
     else:
         texts = {
@@ -427,6 +432,9 @@ def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
             SessionChange.CANCELLED: tr.ngettext(
                 "Session with {person} cancelled:", "{count} sessions with {person} cancelled:",
                 count),
+            SessionChange.LINK_ENDED: tr.ngettext(
+                "Session cancelled because {person} ended the link: {count}",
+                "Sessions cancelled because {person} ended the link: {count}", count),
         }
     return texts[change].format(person=tr.words(other), count=tr.isolate(tr.number(count)))
 

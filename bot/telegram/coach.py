@@ -26,6 +26,7 @@ from bot.coaching import (
 )
 from bot.coaching.contracts import NEW_EXERCISE, ONBOARDING
 from bot.coaching.conversation import Start, converse, enqueue_replies
+from bot.coaching.link_end import tell_cancelled
 from bot.coaching.sessions import brief_question
 from bot.dialogue.loader import MAX_UPLOAD_BYTES, too_large
 from bot.dialogue.model import DialogueSet
@@ -431,8 +432,10 @@ class CoachHandlers:
         coach_id = parse_id(rest)
         if coach_id is None:
             coach_id = -1
-        if await links.unlink(t.session, t.user_id, coach_id, t.now):
+        ended = await links.unlink(t.session, t.user_id, coach_id, t.now)
+        if ended.coaches:
             say(t, tr.gettext("Done: that coach no longer sees your progress."))
         else:
             say(t, tr.gettext("You are not sharing your progress with that coach."))
+        await tell_cancelled(t, ended, t.now)
         return None

@@ -240,7 +240,7 @@ async def test_an_unlinked_client_is_invisible_at_once(db: Store) -> None:
 
     await tx(db, plan)
     later = NOW + timedelta(minutes=5)
-    assert await tx(db, lambda s: links.unlink(s, CLIENT, COACH, later)) == [COACH]
+    assert (await tx(db, lambda s: links.unlink(s, CLIENT, COACH, later))).coaches == [COACH]
     assert await tx(db, lambda s: links.clients_of(s, COACH)) == []
     with pytest.raises(coach_errors.NotYourClient):
         await tx(db, lambda s: reports.client_progress(s, COACH, CLIENT, later))
@@ -252,7 +252,8 @@ async def test_an_unlinked_client_is_invisible_at_once(db: Store) -> None:
     assert [p.status for p in await rows(db, PlannedCheckin)] == ["cancelled"]
     assert await rows(db, CoachEvent) == []  # pending news about the client are dropped
     assert [x.first_name for x in await tx(db, lambda s: links.coaches_of(s, CLIENT))] == ["Oscar"]
-    assert await tx(db, lambda s: links.unlink(s, CLIENT, None, later)) == [OTHER_COACH]
+    assert (await tx(db, lambda s: links.unlink(
+        s, CLIENT, None, later))).coaches == [OTHER_COACH]
     assert await tx(db, lambda s: links.coaches_of(s, CLIENT)) == []
 
 

@@ -1,0 +1,50 @@
+"""A client ends their link with a coach (/coach, or a no when an engagement closes): the
+one-to-one sessions still to come go with it, each announced as any cancellation is (the
+client's calendar file again, cancelled, with the same UIDs and a higher SEQUENCE; the coach
+told which sessions went, in their language and zone), saying that the link ended."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from bot.coaching.contracts import ENGAGEMENT_CLOSE
+from bot.coaching.engagements import COACH_ID, STAY
+from bot.coaching.links import Unlinked, unlink
+from bot.coaching.sessions import SessionChange, announce
+from bot.engine import Outcome
+from bot.i18n import translator_for
+from bot.store import Turn as StoreTurn
+from bot.store import User
+
+
+async def tell_cancelled(t: StoreTurn, ended: Unlinked, now: datetime) -> None:
+    """Announce the one-to-one sessions that went with the link (the turn's user's)."""
+    if ended.sessions:
+        await announce(t, ended.sessions, SessionChange.LINK_ENDED, now)
+
+
+async def apply_closing(t: StoreTurn, outcome: Outcome, now: datetime) -> list[str]:
+    """When the look back ends: a no ends the link (as /coaches does) and the coach is told;
+    a yes is told to the coach too. Returns nothing more for the client (the dialogue said
+    it)."""
+    variables = outcome.state.variables
+    coach_id, stay = variables.get(COACH_ID), variables.get(STAY)
+    if ENGAGEMENT_CLOSE not in outcome.finished or not isinstance(coach_id, int) \
+            or not isinstance(stay, bool):
+        return []
+    coach = await t.session.get(User, coach_id)
+    if coach is None:
+        return []
+    ended = None if stay else await unlink(t.session, t.user_id, coach_id, now)
+    if ended is not None and not ended.coaches:
+        return []
+    tr = translator_for(coach.locale)
+    name = tr.words(t.user.first_name or str(t.user_id))
+    text = tr.gettext("{person} looked back on your sessions together and chose to stay "
+                      "linked with you.") if stay else tr.gettext(
+        "{person} looked back on your sessions together and chose to end the link. They no "
+        "longer share their progress with you.")
+    t.enqueue(coach_id, {"text": text.format(person=name)}, subject=t.user_id)
+    if ended is not None:
+        await tell_cancelled(t, ended, now)
+    return []

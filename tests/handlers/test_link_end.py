@@ -1,0 +1,113 @@
+"""A client who ends their one-to-one link with /coach: only the one-to-one sessions to come
+are cancelled (their copies of a group's sessions come with the membership and stay), and
+they are announced as any cancellation is: the client gets the calendar file again with the
+same UIDs, a higher SEQUENCE and the events cancelled; the coach is told which sessions went,
+in their language and zone. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from icalendar import Calendar
+from sqlalchemy import select
+
+from bot.coaching.group_sessions import schedule_group_sessions
+from bot.coaching.sessions import NewSessions, schedule_sessions, when_text
+from bot.i18n import translator_for
+from bot.schedule.sessions import Repeat
+from bot.store import (
+    CoachingSession,
+    Group,
+    PlannedCheckin,
+    SessionMode,
+    SessionStatus,
+    User,
+)
+from tests.fakes.bot_api import FakeBotApi
+from tests.flows import make_coaches, text_of
+from tests.inprocess import InProcessBot, client_settings, in_process
+
+COACH, CLIENT = 701, 702
+ROME, NEW_YORK = "Europe/Rome", "America/New_York"
+
+
+@pytest.fixture
+async def link_bot(tmp_path: Path, db_url: str) -> AsyncIterator[InProcessBot]:
+    """The bot on SQLite and on PostgreSQL."""
+    fake = FakeBotApi()
+    settings = client_settings(fake, tmp_path, database_url=db_url, allow_plaintext=True)
+    async with in_process(fake, settings) as bot:
+        yield bot
+
+
+def weekly(group_id: int | None = None) -> NewSessions:
+    first = (datetime.now(ZoneInfo(ROME)) + timedelta(days=3)).replace(
+        hour=18, minute=0, second=0, microsecond=0, tzinfo=None)
+    return NewSessions(client_id=0 if group_id else CLIENT, group_id=group_id, first=first,
+                       zone=ROME, minutes=60, mode=SessionMode.VIDEO, place=None,
+                       repeat=Repeat.WEEKLY, count=2)
+
+
+async def test_ending_the_link_cancels_and_announces_only_the_one_to_one_sessions(
+        link_bot: InProcessBot) -> None:
+    bot = link_bot
+    await make_coaches(bot, COACH)
+    coach, luca = bot.user(COACH, first_name="Marta"), bot.user(CLIENT, first_name="Luca")
+    made = await coach.send("/newgroup Runners")
+    await coach.press("Cohort")
+    code = re.search(r"start=(group_[\w-]+)", made[0].text or "")
+    assert code is not None
+    await bot.agree(CLIENT)
+    await luca.send(f"/start {code.group(1)}")
+    await luca.press("Join and share my progress")  # the membership makes the link
+    now = datetime.now(UTC)
+    async with bot.store.sessionmaker() as s, s.begin():
+        for user_id, locale, zone in ((COACH, "it", ROME), (CLIENT, "en", NEW_YORK)):
+            person = await s.get(User, user_id)
+            assert person is not None
+            person.locale, person.time_zone = locale, zone
+        group = (await s.execute(select(Group))).scalar_one()
+        _, copies = await schedule_group_sessions(s, COACH, weekly(group.id), now)
+        own = await schedule_sessions(s, COACH, weekly(), now)
+    before = {cs.uid: cs.sequence for cs in own}
+    seen = len(coach.messages)
+
+    await luca.send("/coach")
+    ended = await luca.press("\u2068Marta\u2069")
+    assert ended[0].text == "Done: that coach no longer sees your progress."
+    assert ended[1].text is not None and ended[1].text.startswith(
+        "Coaching sessions cancelled because your link with \u2068Marta\u2069 ended: ")
+    en = translator_for("en")
+    for cs in own:  # at the client's time in New York
+        assert en.time(cs.starts_at.astimezone(ZoneInfo(NEW_YORK))) in ended[1].text
+    [ics] = [d for d in bot.fake.documents if d.chat_id == CLIENT][-1:]
+    events = Calendar.from_ical(ics.content).walk("VEVENT")
+    assert {str(e["uid"]): int(e["sequence"]) for e in events} == {
+        uid: sequence + 1 for uid, sequence in before.items()}
+    assert {str(e["status"]) for e in events} == {"CANCELLED"}
+
+    await bot.pump()
+    told = text_of(coach.messages[seen:])
+    it = translator_for("it")
+    assert it.ngettext("Session cancelled because {person} ended the link: {count}",
+                       "Sessions cancelled because {person} ended the link: {count}", 2
+                       ).format(person=it.words("Luca"), count=it.isolate(it.number(2))) in told
+    for cs in own:  # in Italian, at the coach's time in Rome
+        assert when_text(cs, ROME, it) in told and "18:00" in when_text(cs, ROME, it)
+
+    async with bot.store.sessionmaker() as s:
+        statuses = {cs.id: cs.status for cs in (await s.execute(
+            select(CoachingSession))).scalars()}
+        planned = set((await s.execute(select(PlannedCheckin.ref).where(
+            PlannedCheckin.status == "planned"))).scalars())
+    assert {statuses[cs.id] for cs in own} == {SessionStatus.CANCELLED}
+    assert {statuses[cs.id] for cs in copies} == {SessionStatus.SCHEDULED}
+    assert {str(cs.id) for cs in copies} <= planned
+    assert not {str(cs.id) for cs in own} & planned
+    listed = text_of(await luca.send("/sessions"))
+    assert en.time(copies[0].starts_at.astimezone(ZoneInfo(NEW_YORK))) in listed
