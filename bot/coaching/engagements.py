@@ -1,7 +1,7 @@
 """The end of an engagement: when the last of the sessions a coach and a client agreed on is
-marked held, the client is invited (a planned row, outside their quiet hours) to look back
-from their first goal to now, and chooses whether to stay linked with the coach. A no ends
-the link as /coaches does, and the coach is told (link_end.apply_closing)."""
+marked held or missed, the client is invited (a planned row, outside their quiet hours) to
+look back from their first goal to now, and chooses whether to stay linked with the coach. A
+no ends the link as /coaches does, and the coach is told (link_end.apply_closing)."""
 
 from __future__ import annotations
 

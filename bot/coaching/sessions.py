@@ -756,7 +756,7 @@ async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetim
     text = (tr.gettext("Noted: held.") if held else tr.gettext("Noted: missed.")) + "\n" \
         + engagement_text(counts, tr)
     client = await t.session.get(User, cs.client_id)
-    if held and counts.ended and client is not None and await plan_closing(
+    if counts.ended and client is not None and await plan_closing(
             t.session, cs.coach_id, cs.client_id, profile_of(client), now):
         text += "\n" + tr.gettext(
             "That was the last of the sessions you agreed on. I will invite {person} to look "

@@ -1,8 +1,9 @@
 """An engagement, on both backends: the coach sets the number of sessions agreed; held and
-missed count against it, and what is left shows to both; marking the last one held plans the
-client's look back (outside their quiet hours), which goes from their first goal to now and
-ends with their choice to stay linked or not (a no ends the link and tells the coach). Also
-"I can't make it": the times the client proposes reach the coach with the move button."""
+missed count against it, and what is left shows to both; marking the last one held or missed
+plans the client's look back (outside their quiet hours), which goes from their first goal to
+now and ends with their choice to stay linked or not (a no ends the link and tells the
+coach). Also "I can't make it": the times the client proposes reach the coach with the move
+button."""
 
 from __future__ import annotations
 
@@ -130,6 +131,27 @@ async def test_the_agreed_number_counts_down_and_the_last_held_invites_a_look_ba
     assert "chose to end the link" in str((await outbox(db, COACH))[-1]["text"])
     async with db.sessionmaker() as s:
         assert await closing_variables(s, CLIENT, str(COACH)) is None  # linked no more
+
+
+async def test_the_last_agreed_session_marked_missed_invites_the_look_back_too(
+        db: Store) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        created = await schedule_sessions(s, COACH, NewSessions(
+            client_id=CLIENT, first=datetime(2026, 3, 23, 18, 0), zone="Europe/Rome",
+            minutes=60, mode=SessionMode.VIDEO, place=None, repeat=Repeat.WEEKLY, count=2),
+            NOW)
+    await db.run_turn(COACH, lambda t: agree_button(t, [str(CLIENT), "2"]))
+    first = created[0].starts_at + timedelta(minutes=61)
+    await db.run_turn(COACH, lambda t: record_outcome(t, created[0].id, True, first))
+    last = created[1].starts_at + timedelta(minutes=61)
+    await db.run_turn(COACH, lambda t: record_outcome(t, created[1].id, False, last))
+    told = str((await outbox(db, COACH))[-1]["text"])
+    assert "held: 1 · missed: 1 · left: 0" in told
+    assert "That was the last of the sessions you agreed on" in told
+    async with db.sessionmaker() as s:
+        [row] = (await s.execute(select(PlannedCheckin).where(
+            PlannedCheckin.kind == "engagement_close"))).scalars()
+        assert (row.user_id, row.ref) == (CLIENT, str(COACH))
 
 
 async def test_a_client_who_stays_stays_linked(db: Store, dialogues: DialogueSet) -> None:
