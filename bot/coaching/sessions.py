@@ -661,6 +661,17 @@ def brief_question(coach_id: int, coach_name: str, tr: Translator) -> dict[str, 
                              f"{BUTTON}:brief:no:{coach_id}"))}
 
 
+async def ask_brief_once(t: StoreTurn, coach_id: int) -> None:
+    """The brief question, when the turn's user shares their progress with this coach and
+    was never asked (a link that joining a group with their progress made)."""
+    link = (await t.session.execute(select(CoachLink).where(
+        active_link(coach_id, t.user_id)))).scalar_one_or_none()
+    coach = await t.session.get(User, coach_id)
+    if link is not None and link.brief_consent is None and coach is not None:
+        t.enqueue(t.user_id, brief_question(coach_id, coach.first_name or "",
+                                            translator_for(t.user.locale)))
+
+
 async def brief_answer(t: StoreTurn, rest: str) -> None:
     """A press on the brief question (``yes:<coach>`` or ``no:<coach>``)."""
     tr = translator_for(t.user.locale)

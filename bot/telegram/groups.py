@@ -23,7 +23,7 @@ from telegram.error import TelegramError
 from bot.coaching import coach_errors, contracts, group_figures, group_sessions, groups
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.coaching.sessions import BUTTON as SESSION_BUTTON
-from bot.coaching.sessions import GROUP_TARGET
+from bot.coaching.sessions import GROUP_TARGET, ask_brief_once
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
@@ -497,6 +497,8 @@ class GroupHandlers:
                           "send /leave.").format(group=tr.words(group.name)))
         copies = await group_sessions.copies_for_joiner(t.session, group.id, t.user_id, t.now)
         await group_sessions.tell_members(t, group, copies, t.now)
+        if visibility is Visibility.PROGRESS:  # as when linking by invite
+            await ask_brief_once(t, group.coach_id)
         return None
 
     async def leave(self, t: StoreTurn, argument: str) -> None:

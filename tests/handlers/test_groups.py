@@ -64,6 +64,9 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) ->
         assert "\u2068Marta\u2069 invites you to join the group" in (offer[0].text or "")
         welcome = await member.press(choice)
         assert "Welcome to" in (welcome[0].text or "")
+        # Sharing their progress links them with the coach: asked about the brief, as by invite.
+        assert ("an hour before each session" in (welcome[-1].text or "")) == (
+            choice == "Join and share my progress")
     again = await members[0].send(f"/start {found.group(1)}")
     assert again[0].text == "You are already in this group."
 
