@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.contracts import SESSION_NOTE
@@ -26,6 +26,7 @@ from bot.store import Turn as StoreTurn
 PREFIX = "jot."
 WORDS, MEDIA, FILE_ID, MESSAGE_ID = "jot.words", "jot.media", "jot.file_id", "jot.message_id"
 HAS_COACH, CHOICE, SHARE = "jot.coach", "jot.choice", "jot.share"
+HAS_SESSION = "jot.session"  # a one-to-one session to come, whose brief would carry the note
 KEEP, CHECKIN = "keep", "checkin"
 #: The steps at which the offer waits for the client's choice.
 OFFER_STEPS = frozenset({"offer", "offer_alone"})
@@ -89,10 +90,15 @@ def offer_open(state_stack_top: tuple[str, str] | None) -> bool:
         and state_stack_top[1] in OFFER_STEPS
 
 
-async def offer_variables(session: AsyncSession, client_id: int,
-                          jotted: Jotted) -> dict[str, Value]:
-    """What the offer starts with: the words (or the file) and whether there is a coach."""
-    return {**jotted.variables(), HAS_COACH: bool(await coaches_of(session, client_id))}
+async def offer_variables(session: AsyncSession, client_id: int, jotted: Jotted,
+                          now: datetime) -> dict[str, Value]:
+    """What the offer starts with: the words (or the file), whether there is a coach, and
+    whether a session with one is planned (its brief would carry the note)."""
+    planned = await session.scalar(select(exists().where(
+        CoachingSession.client_id == client_id, CoachingSession.group_session_id.is_(None),
+        CoachingSession.status == SessionStatus.SCHEDULED, CoachingSession.starts_at > now)))
+    return {**jotted.variables(), HAS_COACH: bool(await coaches_of(session, client_id)),
+            HAS_SESSION: bool(planned)}
 
 
 def copy_payload(client_id: int, note: SessionNote) -> dict[str, object] | None:

@@ -386,7 +386,7 @@ class Handlers:
         return not t.user.is_coach or bool(await coaches_of(t.session, t.user_id))
 
     async def _offer_note(self, t: StoreTurn, jotted: session_notes.Jotted) -> Outcome:
-        variables = await session_notes.offer_variables(t.session, t.user_id, jotted)
+        variables = await session_notes.offer_variables(t.session, t.user_id, jotted, t.now)
         outcome = await converse(t, self.dialogues, Start(SESSION_NOTE, variables), t.now,
                                  min_age=self.min_age)
         enqueue_replies(t, outcome)

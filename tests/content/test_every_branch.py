@@ -64,6 +64,7 @@ PROVIDED: list[Mapping[str, Value]] = [
 #: the client has a coach, the first goal and the scale then and now (or none), a count.
 STARTED_SAMPLES: dict[str, list[Value]] = {
     "jot.coach": [True, False],
+    "jot.session": [True, False],
     "closing.first_goal": ["Run 10 km", None],
     "closing.baseline": [3, None],
     "closing.current": [7, None],

@@ -5,13 +5,17 @@ the client's yes for that note; nothing stored before the client says "keep it".
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from sqlalchemy import select
 
 from bot.coaching.links import make_coach
+from bot.coaching.sessions import NewSessions, schedule_sessions
 from bot.engine import runner
 from bot.engine.crisis import CrisisCategory, CrisisLevel, CrisisSignal
-from bot.store import CoachLink, NoteShare, SessionNote
+from bot.schedule.sessions import Repeat
+from bot.store import CoachLink, NoteShare, SessionMode, SessionNote
 from bot.store.types import utcnow
 from bot.telegram import handlers
 from tests.inprocess import ClientUser, InProcessBot
@@ -101,7 +105,9 @@ async def test_text_kept_for_the_brief_and_a_voice_message_copied_only_on_yes(
     share = labels(client.messages)
     assert "Yes, send it now" in share
     told = await client.press("Yes, before the session")
-    assert "an hour before your next session" in (told[0].text or "")
+    assert (told[0].text or "").startswith(  # no session planned: no promise of one
+        "Kept. No session with your coach is planned yet: they will see it an hour before "
+        "the next one")
     [note] = await notes(bot)
     assert note.words == "I keep putting off the hard call\nand I know why"
     assert note.share == NoteShare.BRIEF and note.shared_at is None
@@ -128,6 +134,18 @@ async def test_text_kept_for_the_brief_and_a_voice_message_copied_only_on_yes(
     assert [n.media for n in kept] == [None, "voice", "document"]
     assert kept[2].message_id == message_id and kept[2].share == NoteShare.SENT
     assert kept[1].file_id is not None and kept[1].file_id.startswith("AwACAgIAAxkBfakevoice")
+
+    # With a session planned, the note waits for that session's brief.
+    async with bot.store.sessionmaker() as session, session.begin():
+        await schedule_sessions(session, COACH, NewSessions(
+            client_id=CLIENT, first=(datetime.now(UTC) + timedelta(days=2)).replace(
+                hour=18, minute=0, second=0, microsecond=0, tzinfo=None),
+            zone="UTC", minutes=60, mode=SessionMode.PHONE, place=None, repeat=Repeat.ONCE,
+            count=1), utcnow())
+    await client.send("One more thing for our session")
+    await client.press(KEEP)
+    told = await client.press("Yes, before the session")
+    assert told[0].text == "Kept. Your coach will see it an hour before your next session."
 
 
 @pytest.mark.usefixtures("fixed_detector")
