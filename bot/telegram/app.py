@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 from sqlalchemy import text
-from telegram import Update
+from telegram import BotCommandScopeAllPrivateChats, Update
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, BaseUpdateProcessor, ContextTypes, TypeHandler
 from telegram.request import BaseRequest
@@ -148,11 +148,15 @@ class FailedUpdates:
 
 
 async def set_commands(application: Application[Any, Any, Any, Any, Any, Any]) -> None:
-    """The clients' command menu, in every language the bot speaks."""
+    """The clients' command menu, in every language the bot speaks, in private chats only
+    (in a group chat the bot answers a command with a pointer to the private chat). The
+    default scope's menu, where earlier versions set it, is removed."""
     for locale in SUPPORTED_LOCALES:
         commands = COMMANDS.menu(CLIENT_MENU, translator_for(locale))
         language = None if locale == SOURCE_LOCALE else locale
-        await application.bot.set_my_commands(commands, language_code=language)
+        await application.bot.set_my_commands(commands, scope=BotCommandScopeAllPrivateChats(),
+                                              language_code=language)
+        await application.bot.delete_my_commands(language_code=language)
 
 
 async def set_coach_commands(application: Application[Any, Any, Any, Any, Any, Any],

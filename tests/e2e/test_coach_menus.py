@@ -1,6 +1,7 @@
-"""The coaches' command menus over real HTTP, as `coachbot run` sets them: when someone becomes
-a coach, when a coach changes language, and at every start for every coach. (The coach's
-conversations: tests/handlers/test_coach_flow.py.)"""
+"""The command menus over real HTTP, as `coachbot run` sets them: the clients' in private chats
+only, in every language; each coach's when someone becomes a coach, when a coach changes
+language, and at every start for every coach. (The coach's conversations:
+tests/handlers/test_coach_flow.py.)"""
 
 from __future__ import annotations
 
@@ -21,9 +22,15 @@ async def test_coaches_get_the_coach_commands_in_their_own_menu(
     admin_id = 409
     settings = settings_for(fake_bot_api, tmp_path, admin_ids=frozenset({admin_id}))
     coach_menu = {"type": "chat", "chat_id": COACH}
+    private = {"type": "all_private_chats"}
+    fake_bot_api.commands[("default", "")] = [{"command": "checkin", "description": "Old"}]
     async with bot_running(fake_bot_api, settings) as bot:
-        clients = [c["command"] for c in fake_bot_api.commands_for()]
+        clients = [c["command"] for c in fake_bot_api.commands_for(scope=private)]
         assert clients[:3] == ["sos", "checkin", "goal"] and "invite" not in clients
+        assert [c["command"] for c in fake_bot_api.commands_for(
+            scope=private, language_code="he")] == clients
+        # Only in private chats: none in group chats, and an earlier version's menu is gone.
+        assert fake_bot_api.commands_for() == []
         assert fake_bot_api.commands_for(scope=coach_menu) == []  # not a coach yet
         calls = len(fake_bot_api.calls("setMyCommands"))
         done = await bot.user(admin_id).send(f"/makecoach {COACH}")
