@@ -33,7 +33,7 @@ from bot.coaching.contracts import (
     GROUP_GOAL,
     GROUP_RENAME,
 )
-from bot.coaching.links import active_link, invite_hash, is_coach, stop_assignments
+from bot.coaching.links import Unlinked, active_link, invite_hash, is_coach, unlink
 from bot.dialogue.model import Position
 from bot.dialogue.programmes import Programme, ProgrammeStep
 from bot.engine import Outcome, Reply
@@ -220,13 +220,16 @@ async def memberships(session: AsyncSession, user_id: int) -> list[Membership]:
     return [Membership(gid, name, coach) for gid, name, coach in rows]
 
 
-async def leave(session: AsyncSession, user_id: int, group_id: int, now: datetime) -> bool:
+async def leave(session: AsyncSession, user_id: int, group_id: int,
+                now: datetime) -> Unlinked | None:
     """Leave a group: its assignments stop for them, and a link the membership made ends
-    unless another of the coach's groups still asks for it. False: not a member."""
+    (as /coach ends one: links.unlink) unless another of the coach's groups still asks for
+    it. Returns what ending that link took with it (announcing it is the caller's); None:
+    not a member."""
     member = await session.scalar(select(GroupMember).where(
         GroupMember.group_id == group_id, GroupMember.user_id == user_id, current()))
     if member is None:
-        return False
+        return None
     member.left_at = now
     group = await session.get(Group, group_id)
     assert group is not None
@@ -241,16 +244,15 @@ async def leave(session: AsyncSession, user_id: int, group_id: int, now: datetim
                     cast(Assignment.id, String).in_(copies))))
         .values(status=ProgrammeStatus.CANCELLED).execution_options(synchronize_session=False))
     await _stop_sessions(session, user_id, group_id, now)
-    if member.link_id is not None:
-        await _end_link(session, member, group.coach_id, now)
+    ended = await _end_link(session, member, group.coach_id, now)
     await session.flush()
-    return True
+    return ended
 
 
 async def remove_member(session: AsyncSession, coach_id: int, group_id: int, member_id: int,
-                        now: datetime) -> bool:
+                        now: datetime) -> Unlinked | None:
     """The coach ends someone's membership of their group: as if they had left (their
-    exercises and sessions of the group stop, a link the membership made ends). False:
+    exercises and sessions of the group stop, a link the membership made ends). None:
     not a member (or not the coach's group: NotYourGroup)."""
     await coach_group(session, coach_id, group_id)
     return await leave(session, member_id, group_id, now)
@@ -286,19 +288,18 @@ async def _stop_sessions(session: AsyncSession, user_id: int, group_id: int,
 
 
 async def _end_link(session: AsyncSession, member: GroupMember, coach_id: int,
-                    now: datetime) -> None:
+                    now: datetime) -> Unlinked:
+    """The link this membership made, ended, unless it ended already or another of the
+    coach's groups still asks for it."""
     still_wanted = await session.scalar(select(exists().where(
         GroupMember.user_id == member.user_id, current(), GroupMember.id != member.id,
         GroupMember.visibility == Visibility.PROGRESS.value,
         GroupMember.group_id.in_(select(Group.id).where(Group.coach_id == coach_id)))))
-    if still_wanted:
-        return
-    ended = await session.execute(
-        update(CoachLink).where(CoachLink.id == member.link_id,
-                                CoachLink.unlinked_at.is_(None))
-        .values(unlinked_at=now).execution_options(synchronize_session=False))
-    if getattr(ended, "rowcount", 0):
-        await stop_assignments(session, member.user_id, [coach_id])
+    made_and_active = member.link_id is not None and await session.scalar(select(exists().where(
+        CoachLink.id == member.link_id, CoachLink.unlinked_at.is_(None))))
+    if still_wanted or not made_and_active:
+        return Unlinked([], [])
+    return await unlink(session, member.user_id, coach_id, now)
 
 
 async def _stop(session: AsyncSession, user_id: int, assignment_ids: Any) -> None:

@@ -1,4 +1,5 @@
-"""A client ends their link with a coach (/coach, or a no when an engagement closes): the
+"""A client ends their link with a coach (/coach, a no when an engagement closes, or leaving
+the group whose membership made it; or their coach removes them from that group): the
 one-to-one sessions still to come go with it, each announced as any cancellation is (the
 client's calendar file again, cancelled, with the same UIDs and a higher SEQUENCE; the coach
 told which sessions went, in their language and zone), saying that the link ended."""
@@ -17,10 +18,12 @@ from bot.store import Turn as StoreTurn
 from bot.store import User
 
 
-async def tell_cancelled(t: StoreTurn, ended: Unlinked, now: datetime) -> None:
-    """Announce the one-to-one sessions that went with the link (the turn's user's)."""
+async def tell_cancelled(t: StoreTurn, ended: Unlinked, now: datetime,
+                         change: SessionChange = SessionChange.LINK_ENDED) -> None:
+    """Announce the one-to-one sessions that went with the link: as the client's doing,
+    or (``SessionChange.CANCELLED``) the coach's."""
     if ended.sessions:
-        await announce(t, ended.sessions, SessionChange.LINK_ENDED, now)
+        await announce(t, ended.sessions, change, now)
 
 
 async def apply_closing(t: StoreTurn, outcome: Outcome, now: datetime) -> list[str]:

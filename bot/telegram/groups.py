@@ -22,8 +22,9 @@ from telegram.error import TelegramError
 
 from bot.coaching import coach_errors, contracts, group_figures, group_sessions, groups
 from bot.coaching.conversation import Start, converse, enqueue_replies
+from bot.coaching.link_end import tell_cancelled
 from bot.coaching.sessions import BUTTON as SESSION_BUTTON
-from bot.coaching.sessions import GROUP_TARGET, ask_brief_once
+from bot.coaching.sessions import GROUP_TARGET, SessionChange, ask_brief_once
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
@@ -305,7 +306,8 @@ class GroupHandlers:
                 Button(tr.gettext("No, keep"), f"grp:{group.id}")), subject=member_id)
             return
         cancelled = await group_sessions.member_copies(t.session, member_id, group.id, t.now)
-        if not await groups.remove_member(t.session, t.user_id, group.id, member_id, t.now):
+        ended = await groups.remove_member(t.session, t.user_id, group.id, member_id, t.now)
+        if ended is None:
             say(t, tr.gettext("That person is not in the group any more."))
             return
         member = await t.session.get(User, member_id)
@@ -318,6 +320,7 @@ class GroupHandlers:
             await group_sessions.tell_members(t, group, cancelled, t.now, cancelled=True)
         say(t, tr.gettext("Done: {name} is no longer in “{group}” and has been told.").format(
             name=name, group=tr.words(group.name)), subject=member_id)
+        await tell_cancelled(t, ended, t.now, SessionChange.CANCELLED)  # the coach's doing
 
     async def cancel_session(self, t: StoreTurn, rest: str) -> None:
         await group_sessions.cancel_from_button(t, rest)
@@ -518,8 +521,9 @@ class GroupHandlers:
                                                                              t.user_id)}
         cancelled = [] if group_id is None else await group_sessions.member_copies(
             t.session, t.user_id, group_id, t.now)
-        if group_id is None or group_id not in names or not await groups.leave(
-                t.session, t.user_id, group_id, t.now):
+        ended = None if group_id is None or group_id not in names else await groups.leave(
+            t.session, t.user_id, group_id, t.now)
+        if group_id is None or ended is None:
             say(t, tr.gettext("You are not in that group."))
             return
         say(t, tr.gettext("Done: you have left “{group}”. Its exercises stop for you.")
@@ -527,6 +531,7 @@ class GroupHandlers:
         group = await t.session.get(Group, group_id)
         if group is not None:
             await group_sessions.tell_members(t, group, cancelled, t.now, cancelled=True)
+        await tell_cancelled(t, ended, t.now)
 
     # -- the group's own chat ----------------------------------------------------------------
 

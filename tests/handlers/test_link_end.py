@@ -1,8 +1,9 @@
-"""A client who ends their one-to-one link with /coach: only the one-to-one sessions to come
-are cancelled (their copies of a group's sessions come with the membership and stay), and
-they are announced as any cancellation is: the client gets the calendar file again with the
-same UIDs, a higher SEQUENCE and the events cancelled; the coach is told which sessions went,
-in their language and zone. On SQLite and PostgreSQL."""
+"""A client who ends their one-to-one link (with /coach, or by leaving the group whose
+membership made it): only the one-to-one sessions to come are cancelled (their copies of a
+group's sessions come with the membership and stay), and they are announced as any
+cancellation is: the client gets the calendar file again with the same UIDs, a higher
+SEQUENCE and the events cancelled; the coach is told which sessions went, in their language
+and zone. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from icalendar import Calendar
 from sqlalchemy import select
 
 from bot.coaching.group_sessions import schedule_group_sessions
+from bot.coaching.links import coaches_of
 from bot.coaching.sessions import NewSessions, schedule_sessions, when_text
 from bot.i18n import translator_for
 from bot.schedule.sessions import Repeat
@@ -30,7 +32,7 @@ from bot.store import (
 )
 from tests.fakes.bot_api import FakeBotApi
 from tests.flows import make_coaches, text_of
-from tests.inprocess import InProcessBot, client_settings, in_process
+from tests.inprocess import ClientUser, InProcessBot, client_settings, in_process
 
 COACH, CLIENT = 701, 702
 ROME, NEW_YORK = "Europe/Rome", "America/New_York"
@@ -111,3 +113,62 @@ async def test_ending_the_link_cancels_and_announces_only_the_one_to_one_session
     assert not {str(cs.id) for cs in own} & planned
     listed = text_of(await luca.send("/sessions"))
     assert en.time(copies[0].starts_at.astimezone(ZoneInfo(NEW_YORK))) in listed
+
+
+
+async def shared_member(bot: InProcessBot) -> tuple[ClientUser, ClientUser, dict[str, int]]:
+    """Luca joined Marta's group sharing his progress (the link it made), and has two
+    one-to-one sessions with her to come: the coach, Luca, and the sessions' sequences."""
+    await make_coaches(bot, COACH)
+    coach, luca = bot.user(COACH, first_name="Marta"), bot.user(CLIENT, first_name="Luca")
+    made = await coach.send("/newgroup Runners")
+    await coach.press("Cohort")
+    code = re.search(r"start=(group_[\w-]+)", made[0].text or "")
+    assert code is not None
+    await bot.agree(CLIENT)
+    await luca.send(f"/start {code.group(1)}")
+    await luca.press("Join and share my progress")
+    async with bot.store.sessionmaker() as s, s.begin():
+        own = await schedule_sessions(s, COACH, weekly(), datetime.now(UTC))
+    return coach, luca, {cs.uid: cs.sequence for cs in own}
+
+
+async def assert_cancelled(bot: InProcessBot, before: dict[str, int]) -> None:
+    """The client's last calendar file cancels those sessions; the link and they are gone."""
+    [ics] = [d for d in bot.fake.documents if d.chat_id == CLIENT][-1:]
+    events = Calendar.from_ical(ics.content).walk("VEVENT")
+    assert {str(e["uid"]): int(e["sequence"]) for e in events} == {
+        uid: sequence + 1 for uid, sequence in before.items()}
+    assert {str(e["status"]) for e in events} == {"CANCELLED"}
+    async with bot.store.sessionmaker() as s:
+        assert [c.user_id for c in await coaches_of(s, CLIENT)] == []
+        statuses = set((await s.execute(select(CoachingSession.status))).scalars())
+        planned = (await s.execute(select(PlannedCheckin.ref).where(
+            PlannedCheckin.status == "planned"))).first()
+    assert statuses == {SessionStatus.CANCELLED} and planned is None
+
+
+async def test_leaving_the_group_that_made_the_link_ends_it_and_its_sessions_too(
+        link_bot: InProcessBot) -> None:
+    coach, luca, before = await shared_member(link_bot)
+    await luca.send("/leave")
+    left = await luca.press("\u2068Runners\u2069")
+    assert "you have left" in (left[0].text or "")
+    assert "because your link with \u2068Marta\u2069 ended" in text_of(left)
+    await assert_cancelled(link_bot, before)
+    await link_bot.pump()
+    assert "Sessions cancelled because \u2068Luca\u2069 ended the link" in text_of(
+        coach.messages)
+
+
+async def test_a_member_removed_by_the_coach_hears_the_sessions_went_as_the_coachs_doing(
+        link_bot: InProcessBot) -> None:
+    coach, luca, before = await shared_member(link_bot)
+    await coach.send("/groups")
+    await coach.press("\u2068Runners\u2069 (1)")
+    await coach.press("Remove a member")
+    await coach.press("\u2068Luca\u2069")
+    done = await coach.press("Yes, remove")
+    assert "2 sessions with \u2068Luca\u2069 cancelled:" in text_of(done)
+    assert "Coaching sessions cancelled by \u2068Marta\u2069" in text_of(await luca.replies())
+    await assert_cancelled(link_bot, before)
