@@ -24,7 +24,15 @@ from bot.coaching import (
     programmes,
 )
 from bot.coaching.conversation import Start, converse
-from bot.coaching.group_figures import Span, Window, closed_weeks, cohort, may_show
+from bot.coaching.group_figures import (
+    Rating,
+    Span,
+    Window,
+    closed_weeks,
+    cohort,
+    may_show,
+    movement,
+)
 from bot.dialogue import load_dialogues
 from bot.engine import Turn
 from bot.i18n import translator_for
@@ -40,6 +48,7 @@ from bot.store import (
     Outbox,
     PlannedCheckin,
     ProgrammeRun,
+    Retention,
     Store,
     User,
     Visibility,
@@ -279,6 +288,36 @@ def test_the_rule_needs_three_and_no_view_one_or_two_people_apart() -> None:
     assert may_show(four, [frozenset({7, 8, 9})])
 
 
+def test_members_the_coach_sees_one_by_one_do_not_count_towards_the_three() -> None:
+    five, seen = frozenset({1, 2, 3, 4, 5}), frozenset({1, 2})
+    assert not may_show(frozenset({1, 2, 3}), [], seen)  # 3 × mean − the two known = the third
+    assert may_show(five, [], seen)
+    assert may_show(five, [frozenset({3, 4, 5})], seen)  # apart only by whom the coach sees
+    assert not may_show(five, [frozenset({3, 4, 5, 6})], seen)  # one unseen person apart
+    assert may_show(five, [frozenset({3, 4, 5, 6})])  # were 1 and 2 unseen: three apart
+
+
+def test_who_was_linked_or_in_a_group_is_kept_as_long_as_the_weeks_shown() -> None:
+    oldest = (group_figures.FIGURE_WEEKS + 1) * group_figures.WEEK
+    assert Retention().ended_links >= oldest and Retention().left_groups >= oldest
+
+
+def test_the_movement_runs_from_where_the_week_began_to_its_last_rating() -> None:
+    start = datetime(2026, 3, 2, tzinfo=UTC)
+
+    def rating(day: int, value: float, new_goal: bool = False) -> Rating:
+        return Rating(start + timedelta(days=day), value, new_goal)
+
+    assert movement([rating(-7, 3, True), rating(2, 5)], start) == 2  # last week's review
+    assert movement([rating(-14, 4), rating(-7, 5), rating(1, 5), rating(5, 7)], start) == 2
+    assert movement([rating(1, 4), rating(5, 6)], start) == 2  # no rating before: the first
+    assert movement([rating(-7, 8), rating(1, 2, True), rating(4, 5)], start) == 3  # new goal
+    assert movement([rating(-7, 8), rating(1, 2, True)], start) is None  # one of the new goal
+    assert movement([rating(2, 5)], start) is None
+    assert movement([rating(-7, 3), rating(-1, 5)], start) is None  # none in the week
+    assert movement([], start) is None
+
+
 def test_a_weeks_cohort_is_whoever_was_in_for_the_whole_week() -> None:
     week = Window(datetime(2026, 3, 2, tzinfo=UTC), datetime(2026, 3, 9, tzinfo=UTC))
     before, during = datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 3, 5, tzinfo=UTC)
@@ -369,6 +408,61 @@ async def test_erasing_a_member_takes_them_out_and_withholds_the_weeks_they_were
         await answer(db, member, next_monday, mood)
     later = await week_figures(db, team, today + timedelta(days=14))
     assert (later.participation, later.mood) == (3, 6.0)
+
+
+async def test_a_cohort_of_three_where_two_share_shows_nothing(db: Store) -> None:
+    joined = datetime(2026, 2, 20, tzinfo=UTC)
+    monday = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    now = datetime(2026, 3, 10, tzinfo=UTC)
+    team = await new_group(db, at=joined)
+    await join(db, team, ANA, at=joined, visibility=Visibility.PROGRESS)
+    await join(db, team, BO, at=joined)
+    await join(db, team, CI, at=joined)
+
+    async def one_to_one(s: AsyncSession) -> None:  # BO has been Carla's client all along
+        s.add(CoachLink(coach_id=COACH, client_id=BO, created_at=joined, consent_at=joined))
+
+    await tx(db, one_to_one)
+    for member, mood in ((ANA, 4), (BO, 8), (CI, 6)):
+        await answer(db, member, monday, mood)
+        await rate(db, member, monday - timedelta(days=7), 3, new_goal=True)
+        await rate(db, member, monday, mood)
+    week = await week_figures(db, team, now)
+    assert (week.cohort_size, week.participation, week.mood, week.movement) == (
+        3, None, None, None)
+    # Another coach sees no one of them one by one: all three count for them.
+    theirs = await new_group(db, coach=OTHER_COACH, name="Theirs", at=joined)
+    for member in (ANA, BO, CI):
+        await join(db, theirs, member, at=joined)
+    other = await week_figures(db, theirs, now, coach=OTHER_COACH)
+    assert (other.participation, other.mood, other.movement) == (3, 6.0, 3.0)
+    # Two more who do not share: CI, DAN and EVE make three, the sharers still counted.
+    for member, mood in ((DAN, 2), (EVE, 5)):
+        await join(db, team, member, at=joined)
+        await answer(db, member, monday, mood)
+    week = await week_figures(db, team, now)
+    assert (week.participation, week.mood) == (5, 5.0)
+    assert week.movement is None  # only CI of the three who rated their goal
+    # Someone who becomes Carla's client after the week changes nothing of it: her
+    # reports show only what they write from then on.
+    async def linked_later(s: AsyncSession) -> None:
+        s.add(CoachLink(coach_id=COACH, client_id=DAN, created_at=now, consent_at=now))
+
+    await tx(db, linked_later)
+    assert await week_figures(db, team, now + timedelta(days=1)) == week
+
+
+async def rate(store: Store, user: int, at: datetime, value: int, new_goal: bool = False
+               ) -> None:
+    """A rating of the member's goal on its 1-10 scale: set with the goal, or a review's."""
+    variable = "goal.baseline" if new_goal else "review.current"
+
+    async def go(s: AsyncSession) -> None:
+        s.add(Answer(user_id=user, dialogue_id="goal_setting" if new_goal else "weekly_review",
+                     step_id="scale", variable=variable, value=value, marker=variable,
+                     answered_at=at))
+
+    await tx(store, go)
 
 
 async def test_completion_counts_the_groups_exercises_done(db: Store) -> None:
