@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from babel.numbers import format_percent
+from babel.numbers import format_decimal, format_percent
 from sqlalchemy import select
 from telegram import ChatMemberUpdated, Update
 from telegram.constants import ChatMemberStatus
@@ -44,17 +44,26 @@ WITHHELD = "—"
 STALE_BUTTON = N_("That button is no longer valid. Send /groups to start again.")
 
 
+def _signed(value: float, tr: Translator) -> str:
+    """A change with its sign (+1.5, -0.5), and 0 as 0."""
+    rounded = round(value, 1)
+    return tr.number(0) if rounded == 0 else format_decimal(
+        rounded, format="+#,##0.#;-#,##0.#", locale=tr.locale)
+
+
 def _week_line(week: group_figures.WeekFigures, tr: Translator) -> str:
     def shown(value: float | None, fmt: Callable[[float], str]) -> str:
         return WITHHELD if value is None else tr.isolate(fmt(value))
 
     return tr.gettext("{date} · answered: {answered} of {members} · exercises done: "
-                      "{completion} · average mood: {mood}").format(
+                      "{completion} · average mood: {mood} · goal rating (1–10), average "
+                      "change: {movement}").format(
         date=tr.isolate(tr.date(week.window.start.date(), "short")),
         answered=shown(week.participation, lambda v: tr.number(int(v))),
         members=tr.isolate(tr.number(week.cohort_size)),
         completion=shown(week.completion, lambda v: format_percent(v, locale=tr.locale)),
-        mood=shown(week.mood, lambda v: tr.number(round(v, 1))))
+        mood=shown(week.mood, lambda v: tr.number(round(v, 1))),
+        movement=shown(week.movement, lambda v: _signed(v, tr)))
 
 
 @dataclass
@@ -163,7 +172,8 @@ class GroupHandlers:
                   if group.code_expires_at > t.now else
                   tr.gettext("The join link has expired. Make a new one to invite people."),
                   "", tr.gettext("By week (a figure shows only when at least 3 members "
-                                 "contributed; — means withheld):")]
+                                 "whose own progress you don't see contributed to it; — "
+                                 "means withheld):")]
         lines += [_week_line(w, tr) for w in weeks]
         buttons = [Button(tr.gettext("Schedule a group session"),
                           f"{SESSION_BUTTON}:new:{GROUP_TARGET}{group.id}"),
