@@ -27,7 +27,8 @@ from bot.coaching.sessions import GROUP_TARGET
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
-from bot.i18n import N_, Translator, normalize_locale, translator_for
+from bot.i18n import N_, SUPPORTED_LOCALES, Translator, normalize_locale, translator_for
+from bot.i18n.languages import LANGUAGE_NAMES
 from bot.schedule.planning import zone_of
 from bot.store import Group, GroupKind, Store, User, Visibility
 from bot.store import Turn as StoreTurn
@@ -38,10 +39,16 @@ log = logging.getLogger(__name__)
 JOIN_PREFIX = "group_"  # /start payload of a group's link: group_<code>
 CHAT_PREFIX = "gchat_"  # /startgroup payload that links a group chat: gchat_<group id>
 PROGRAMME_BUTTON = "gprg"  # gprg:<group>[:<programme>[:<hour>]]: a programme for the group
+LANGUAGE_BUTTON = "glang"  # glang:<group>[:<locale>]: the language of the group's chat
 HOURS = ("7", "8", "12", "18", "20")  # each member's own local time
 KIND_LABELS = {GroupKind.TEAM: N_("Team"), GroupKind.COHORT: N_("Cohort")}
 WITHHELD = "—"
 STALE_BUTTON = N_("That button is no longer valid. Send /groups to start again.")
+
+
+def _chat_language(locale: str, tr: Translator) -> str:
+    return tr.gettext("Language of the group's chat: {language}").format(
+        language=tr.isolate(LANGUAGE_NAMES.get(locale, locale)))
 
 
 def _signed(value: float, tr: Translator) -> str:
@@ -184,7 +191,8 @@ class GroupHandlers:
                           f"gcode:{group.id}"),
                    Button(tr.gettext("Rename the group"), f"gren:{group.id}"),
                    Button(tr.gettext("Remove a member"), f"grm:{group.id}"),
-                   Button(tr.gettext("Link the group's Telegram chat"), f"gchat:{group.id}")]
+                   Button(tr.gettext("Link the group's Telegram chat"), f"gchat:{group.id}"),
+                   Button(_chat_language(group.chat_locale, tr), f"{LANGUAGE_BUTTON}:{group.id}")]
         if group.chat_id is not None:
             buttons.append(Button(tr.gettext("Post this week's question in the group's chat"),
                                   f"gq:{group.id}"))
@@ -376,6 +384,25 @@ class GroupHandlers:
                                                 .where(User.id == member.user_id))
                 t.enqueue(member.user_id, celebration(locale or "en"))
         say(t, translator_for(t.user.locale).gettext("Done: the team hears it from me."))
+
+    async def chat_language(self, t: StoreTurn, rest: str) -> None:
+        """glang:<group> → the six languages; …:<locale> → what the bot posts in the group's
+        chat is in it from now on."""
+        checked = await self._group_button(t, rest, max_parts=2)
+        if checked is None:
+            return
+        tr, parts, group = checked
+        if len(parts) == 1:
+            say(t, tr.gettext("Which language should I use in the group's chat?"), tuple(
+                Button(LANGUAGE_NAMES[code], f"{LANGUAGE_BUTTON}:{group.id}:{code}")
+                for code in SUPPORTED_LOCALES))
+            return
+        try:
+            group = await groups.set_chat_locale(t.session, t.user_id, group.id, parts[1])
+        except coach_errors.UnknownLanguage:
+            say(t, tr.gettext(STALE_BUTTON))
+            return
+        say(t, _chat_language(group.chat_locale, tr))
 
     async def chat_link(self, t: StoreTurn, rest: str) -> None:
         group = await self._own_group(t, rest)
@@ -571,20 +598,20 @@ class GroupHandlers:
     async def link_chat(self, update: Update, raw_id: str) -> None:
         chat, user = update.effective_chat, update.effective_user
         assert chat is not None
-        locale = normalize_locale(user.language_code if user else None)
-        tr = translator_for(locale)
         group_id = parse_id(raw_id)
         try:
             async with self.store.sessionmaker() as s, s.begin():
                 if user is None or group_id is None:
                     raise coach_errors.NotYourGroup()
-                group = await groups.link_chat(s, group_id, user.id, chat.id, locale,
+                group = await groups.link_chat(s, group_id, user.id, chat.id,
                                                datetime.now(UTC))
-                name = group.name
+                name, locale = group.name, group.chat_locale
         except coach_errors.NotYourGroup:
-            await self._say_in_chat(chat.id, tr.gettext(
+            await self._say_in_chat(chat.id, translator_for(normalize_locale(
+                user.language_code if user else None)).gettext(
                 "Only the group's coach can link this chat to a coaching group."))
             return
+        tr = translator_for(locale)
         await self._say_in_chat(chat.id, tr.gettext(
             "Hello, “{group}”! Here I post only what is for everyone. Everything personal "
             "happens in private chats with me.").format(group=tr.words(name)))

@@ -191,8 +191,9 @@ async def test_another_coach_reaches_nothing_of_a_group(db: Store) -> None:
                                          {"kind": "daily", "hour": 8, "days": 7},
                                          NOW.date(), None, NOW, EXERCISES),
         lambda s: group_figures.group_week_figures(s, OTHER_COACH, team.id, NOW),
-        lambda s: groups.link_chat(s, team.id, OTHER_COACH, -500, "en", NOW),
-        lambda s: groups.link_chat(s, team.id, ANA, -500, "en", NOW),  # a member
+        lambda s: groups.link_chat(s, team.id, OTHER_COACH, -500, NOW),
+        lambda s: groups.link_chat(s, team.id, ANA, -500, NOW),  # a member
+        lambda s: groups.set_chat_locale(s, OTHER_COACH, team.id, "it"),
         lambda s: groups.new_code(s, OTHER_COACH, team.id, NOW),
         lambda s: groups.rename_group(s, OTHER_COACH, team.id, "Mine now"),
         lambda s: groups.remove_member(s, OTHER_COACH, team.id, ANA, NOW),
@@ -212,7 +213,8 @@ async def test_another_coach_reaches_nothing_of_a_group(db: Store) -> None:
 async def test_a_linked_chat_follows_an_upgrade_and_ends_when_the_bot_is_removed(
         db: Store) -> None:
     team = await new_group(db)
-    await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, "it", NOW))
+    await tx(db, lambda s: groups.set_chat_locale(s, COACH, team.id, "it"))
+    await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, NOW))
     assert await tx(db, lambda s: groups.move_chat(s, -500, -100500))
     found = await tx(db, lambda s: groups.group_of_chat(s, -100500))
     assert found is not None and (found.id, found.chat_locale) == (team.id, "it")
@@ -221,6 +223,25 @@ async def test_a_linked_chat_follows_an_upgrade_and_ends_when_the_bot_is_removed
 
 
 # -- practice for the group -----------------------------------------------------------------
+
+
+async def test_a_groups_chat_speaks_its_coachs_language_until_the_coach_picks_another(
+        db: Store) -> None:
+    async def croatian(s: AsyncSession) -> None:
+        coach = await s.get(User, COACH)
+        assert coach is not None
+        coach.locale = "hr"
+
+    await tx(db, croatian)
+    team = await new_group(db)
+    assert team.chat_locale == "hr"
+    linked = await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, NOW))
+    assert linked.chat_locale == "hr"  # not the app language of whoever added the bot
+    await tx(db, lambda s: groups.set_chat_locale(s, COACH, team.id, "he"))
+    relinked = await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, NOW))
+    assert relinked.chat_locale == "he"
+    with pytest.raises(coach_errors.UnknownLanguage):
+        await tx(db, lambda s: groups.set_chat_locale(s, COACH, team.id, "fr"))
 
 
 async def test_a_group_exercise_reaches_each_member_in_their_language_and_zone_once(
