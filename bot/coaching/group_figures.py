@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from statistics import fmean
 from typing import Any
 
-from sqlalchemy import or_, select, union
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.assignments import STATUS_VARIABLE
@@ -73,7 +73,8 @@ def closed_weeks(now: datetime, count: int) -> list[Window]:
 
 @dataclass(frozen=True)
 class Span:
-    """One membership: from joining to leaving (None: still a member)."""
+    """One membership, or one link to the coach: from its start to its end (None: still
+    on)."""
 
     user_id: int
     joined_at: datetime
@@ -84,6 +85,12 @@ def cohort(spans: Iterable[Span], window: Window) -> frozenset[int]:
     """The members whose membership covers the whole window."""
     return frozenset(s.user_id for s in spans if s.joined_at <= window.start
                      and (s.left_at is None or s.left_at >= window.end))
+
+
+def overlapping(spans: Iterable[Span], window: Window) -> frozenset[int]:
+    """Whoever a span covers for any part of the window."""
+    return frozenset(s.user_id for s in spans if s.joined_at < window.end
+                     and (s.left_at is None or s.left_at > window.start))
 
 
 def may_show(contributors: frozenset[int], others: Iterable[frozenset[int]],
@@ -178,45 +185,43 @@ def shown(candidate: Figure | None, others: Iterable[Figure | None],
 # -- reading ------------------------------------------------------------------------------
 
 
-async def _spans(session: AsyncSession, group_ids: list[int]) -> dict[int, list[Span]]:
+async def _spans(session: AsyncSession, coach_id: int, group_ids: list[int]
+                 ) -> tuple[dict[int, list[Span]], list[Span]]:
+    """Each group's memberships, and the spans in which the coach could see someone's own
+    figures: their one-to-one links (reports show what was written since the link) and
+    memberships of the coach's groups with "share my progress" (also after /coach ended
+    the link it made)."""
     spans: dict[int, list[Span]] = defaultdict(list)
-    for gid, uid, joined, left in await session.execute(
+    seen: list[Span] = []
+    for gid, uid, joined, left, visibility in await session.execute(
             select(GroupMember.group_id, GroupMember.user_id, GroupMember.joined_at,
-                   GroupMember.left_at).where(GroupMember.group_id.in_(group_ids))):
+                   GroupMember.left_at, GroupMember.visibility)
+            .where(GroupMember.group_id.in_(group_ids))):
         spans[gid].append(Span(uid, joined, left))
-    return spans
+        if visibility == Visibility.PROGRESS:
+            seen.append(Span(uid, joined, left))
+    for uid, consent, unlinked in await session.execute(
+            select(CoachLink.client_id, CoachLink.consent_at, CoachLink.unlinked_at)
+            .where(CoachLink.coach_id == coach_id)):
+        if consent is not None:  # an invitation not accepted shows nothing
+            seen.append(Span(uid, consent, unlinked))
+    return spans, seen
 
 
-async def _seen(session: AsyncSession, coach_id: int, window: Window) -> frozenset[int]:
-    """Whose own figures the coach could see for any part of the window: their one-to-one
-    clients (reports show what was written since the link) and whoever was in one of the
-    coach's groups with "share my progress" (also after /coach ended that link)."""
-    linked = select(CoachLink.client_id).where(
-        CoachLink.coach_id == coach_id, CoachLink.consent_at < window.end,
-        or_(CoachLink.unlinked_at.is_(None), CoachLink.unlinked_at > window.start))
-    sharing = select(GroupMember.user_id).where(
-        GroupMember.group_id.in_(select(Group.id).where(Group.coach_id == coach_id)),
-        GroupMember.visibility == Visibility.PROGRESS.value,
-        GroupMember.joined_at < window.end,
-        or_(GroupMember.left_at.is_(None), GroupMember.left_at > window.start))
-    return frozenset((await session.scalars(union(linked, sharing))).all())
-
-
-async def _ratings(session: AsyncSession, members: frozenset[int],
-                   window: Window) -> dict[int, list[Rating]]:
+async def _ratings(session: AsyncSession, users: Iterable[int], start: datetime,
+                   end: datetime) -> dict[int, list[Rating]]:
     ratings: dict[int, list[Rating]] = defaultdict(list)
     for uid, marker, value, at in await session.execute(
             select(Answer.user_id, Answer.marker, Answer.value, Answer.answered_at).where(
-                Answer.user_id.in_(members), Answer.marker.in_(GOAL_VALUE_VARIABLES),
-                Answer.answered_at >= window.start - RATING_LOOKBACK,
-                Answer.answered_at < window.end)):
+                Answer.user_id.in_(set(users)), Answer.marker.in_(GOAL_VALUE_VARIABLES),
+                Answer.answered_at >= start, Answer.answered_at < end)):
         if isinstance(value, int | float) and not isinstance(value, bool):
             ratings[uid].append(Rating(at, float(value), marker == GOAL_BASELINE))
     return ratings
 
 
 async def _raws(session: AsyncSession, group_id: int, members: frozenset[int],
-                window: Window) -> dict[int, Raw]:
+                window: Window, ratings: Mapping[int, list[Rating]]) -> dict[int, Raw]:
     if not members:
         return {}
     copies = select(Assignment.id, Assignment.exercise_slug).where(
@@ -248,9 +253,9 @@ async def _raws(session: AsyncSession, group_id: int, members: frozenset[int],
         elif variable == MOOD_VARIABLE and isinstance(value, int | float) \
                 and not isinstance(value, bool):
             moods[uid].append(int(value))
-    ratings = await _ratings(session, members, window)
-    return {u: Raw(u in answered, due[u], done[u], tuple(moods[u]),
-                   movement(ratings[u], window.start)) for u in members}
+    return {u: Raw(u in answered, due[u], done[u], tuple(moods[u]), movement(
+        (r for r in ratings.get(u, ()) if window.start - RATING_LOOKBACK <= r.at < window.end),
+        window.start)) for u in members}
 
 
 async def group_week_figures(session: AsyncSession, coach_id: int, group_id: int,
@@ -260,16 +265,20 @@ async def group_week_figures(session: AsyncSession, coach_id: int, group_id: int
     group = await coach_group(session, coach_id, group_id)
     others = [g for g in (await session.scalars(
         select(Group).where(Group.coach_id == coach_id, Group.id != group.id))).all()]
-    spans = await _spans(session, [group.id, *(g.id for g in others)])
+    spans, seen_spans = await _spans(session, coach_id, [group.id, *(g.id for g in others)])
+    windows = closed_weeks(now, weeks)
+    ratings = await _ratings(session, {s.user_id for g in spans.values() for s in g},
+                             windows[0].start - RATING_LOOKBACK, windows[-1].end)
     result: list[WeekFigures] = []
-    for window in closed_weeks(now, weeks):
+    for window in windows:
         members = cohort(spans[group.id], window)
         if group.withheld_before is not None and window.start < group.withheld_before:
             result.append(WeekFigures(window, len(members), None, None, None, None))
             continue
-        seen = await _seen(session, coach_id, window)
-        mine = figures(await _raws(session, group.id, members, window))
-        theirs = [figures(await _raws(session, g.id, cohort(spans[g.id], window), window))
+        seen = overlapping(seen_spans, window)
+        mine = figures(await _raws(session, group.id, members, window, ratings))
+        theirs = [figures(await _raws(session, g.id, cohort(spans[g.id], window), window,
+                                      ratings))
                   for g in others if cohort(spans[g.id], window) & members]
         picked: dict[str, Any] = {name: shown(mine[name], (t[name] for t in theirs), seen)
                                   for name in mine}
