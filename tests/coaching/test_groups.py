@@ -32,6 +32,7 @@ from bot.coaching.group_figures import (
     cohort,
     may_show,
     movement,
+    overlapping,
 )
 from bot.dialogue import load_dialogues
 from bot.engine import Turn
@@ -346,6 +347,8 @@ def test_a_weeks_cohort_is_whoever_was_in_for_the_whole_week() -> None:
     spans = [Span(1, before, None), Span(2, during, None), Span(3, before, during),
              Span(4, before, after)]
     assert cohort(spans, week) == {1, 4}
+    ended = Span(5, before - timedelta(days=9), before)
+    assert overlapping([*spans, ended], week) == {1, 2, 3, 4}  # in it at some point
     assert closed_weeks(datetime(2026, 3, 11, 9, tzinfo=UTC), 2) == [
         Window(datetime(2026, 2, 23, tzinfo=UTC), datetime(2026, 3, 2, tzinfo=UTC)), week]
 
