@@ -476,6 +476,27 @@ async def test_a_cohort_of_three_where_two_share_shows_nothing(db: Store) -> Non
     assert await week_figures(db, team, now + timedelta(days=1)) == week
 
 
+async def test_who_joined_sharing_stays_seen_after_ending_the_link_with_coach(
+        db: Store) -> None:
+    joined = datetime(2026, 2, 20, tzinfo=UTC)
+    monday = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    team = await new_group(db, at=joined)
+    await join(db, team, ANA, at=joined, visibility=Visibility.PROGRESS)
+    for member in (CI, DAN):
+        await join(db, team, member, at=joined)
+
+    async def stop_sharing(s: AsyncSession) -> None:  # /coach, before the week
+        link = await s.scalar(select(CoachLink).where(CoachLink.client_id == ANA))
+        assert link is not None
+        link.unlinked_at = joined + timedelta(days=1)
+
+    await tx(db, stop_sharing)
+    for member, mood in ((ANA, 4), (CI, 6), (DAN, 8)):
+        await answer(db, member, monday, mood)
+    week = await week_figures(db, team, datetime(2026, 3, 10, tzinfo=UTC))
+    assert (week.participation, week.mood) == (None, None)  # joined sharing: seen while in
+
+
 async def rate(store: Store, user: int, at: datetime, value: int, new_goal: bool = False
                ) -> None:
     """A rating of the member's goal on its 1-10 scale: set with the goal, or a review's."""
