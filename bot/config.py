@@ -29,7 +29,7 @@ DEFAULT_CONSENT_DAYS = 7
 #: with COACHBOT_RETENTION, e.g. "sent_messages=2,coach_events=60".
 DEFAULT_RETENTION_DAYS: Mapping[str, int] = {
     "sent_messages": 1, "coach_events": 30, "finished_checkins": 60, "invites": 7,
-    "ended_links": 30, "client_history": 365, "left_groups": 60}
+    "ended_links": 35, "client_history": 365, "left_groups": 60}
 _DATABASE_DRIVERS = ("sqlite+aiosqlite", "postgresql+asyncpg")
 #: What Telegram accepts as a webhook secret_token.
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")

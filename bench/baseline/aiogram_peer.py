@@ -229,7 +229,7 @@ def ask_scale(state: State, text: str) -> Window:
     return ask(state, text, checked(valid_scale, lambda: SCALE_HINT), buttons=buttons)
 
 
-def ask_yes_no(state: State, text: str) -> Window:
+def ask_yes_no(state: State, text: str | Text) -> Window:
     buttons = Select(Format("{item[1]}"), id=key_of_state(state), items=YES_NO,
                      item_id_getter=lambda item: item[0],
                      type_factory=lambda item_id: item_id == "yes", on_click=answered)
@@ -252,7 +252,7 @@ def goal_dialog() -> Dialog:
                             selector="baseline"), text_of(1000)),
         ask(s.tried, ASK_TRIED, text_of(1000), optional=True),
         ask_scale(s.target, ASK_TARGET),
-        ask_yes_no(s.hold, ASK_TARGET_CHECK),
+        ask_yes_no(s.hold, Format(ASK_TARGET_CHECK)),
         ask(s.due, ASK_DUE, dated, optional=True),
         ask(s.obstacles, ASK_OBSTACLES, text_of(1000), optional=True),
         ask(s.resources, ASK_RESOURCES, text_of(1000), optional=True),

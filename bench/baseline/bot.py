@@ -262,7 +262,7 @@ async def target(update: Update, context: Context) -> int:
         return TARGET
     answers(context)["target"] = value
     if value <= answers(context)["baseline"]:
-        await _chat_message(update).reply_text(ASK_TARGET_CHECK,
+        await _chat_message(update).reply_text(ASK_TARGET_CHECK.format(**answers(context)),
                                                reply_markup=yes_no_keyboard("hold"))
         return TARGET_CHECK
     await _chat_message(update).reply_text(ASK_DUE)

@@ -20,10 +20,11 @@ ASK_BASELINE = ("On a scale from 1 to 10, where do you stand with it today? 1 me
                 "it, 10 means you are fully there.")
 ASK_NOTICE_START = ("So you are at the very start. What do you notice about where you stand "
                     "today?")
-ASK_TRIED = ("What have you learned from what you have already tried? You can send /skip if "
-             "nothing comes to mind.")
+ASK_TRIED = ("If you have already tried something towards this, what did you learn from it? "
+             "You can send /skip.")
 ASK_TARGET = "Where on the same scale from 1 to 10 do you want to be?"
-ASK_TARGET_CHECK = "So your aim is to hold on to what you already have. Is that right?"
+ASK_TARGET_CHECK = ("Today you are at {baseline}, and your target is {target}. Is your aim to hold "
+                    "on to what you already have?")
 ASK_DUE = ("By what date would you like to be there? Send a date, or /skip if you prefer not "
            "to set one.")
 ASK_OBSTACLES = "What could get in your way? You can send /skip."

@@ -57,5 +57,9 @@ class JoinError(CoachError):
         self.problem = problem
 
 
+class UnknownLanguage(CoachError, ValueError):
+    """Not one of the languages the bot speaks."""
+
+
 class InvalidGroupName(CoachError, ValueError):
     """A group's name is empty or too long."""

@@ -26,6 +26,7 @@ from bot.coaching.coach_errors import (
     JoinProblem,
     NotACoach,
     NotYourGroup,
+    UnknownLanguage,
 )
 from bot.coaching.contracts import (
     GROUP_ANSWER,
@@ -38,7 +39,7 @@ from bot.dialogue.model import Position
 from bot.dialogue.programmes import Programme, ProgrammeStep
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
-from bot.i18n import N_, translator_for
+from bot.i18n import N_, SUPPORTED_LOCALES, translator_for
 from bot.schedule.planning import local_date, wall_to_utc, zone_of
 from bot.store import (
     Assignment,
@@ -105,12 +106,15 @@ def clean_name(name: str) -> str:
 
 async def create_group(session: AsyncSession, coach_id: int, name: str, kind: GroupKind,
                        now: datetime) -> tuple[Group, str]:
-    """The new group and its join link's code: shown to the coach once, stored hashed."""
+    """The new group and its join link's code: shown to the coach once, stored hashed. Its
+    chat's language is the coach's own until they choose another."""
     if not await is_coach(session, coach_id):
         raise NotACoach("only coaches can make groups")
     code = secrets.token_urlsafe(CODE_BYTES)
+    locale = await session.scalar(select(User.locale).where(User.id == coach_id))
     group = Group(coach_id=coach_id, name=clean_name(name), kind=kind.value,
-                  code_hash=invite_hash(code), code_expires_at=now + CODE_TTL, created_at=now)
+                  code_hash=invite_hash(code), code_expires_at=now + CODE_TTL, created_at=now,
+                  chat_locale=locale)
     session.add(group)
     await session.flush()
     return group, code
@@ -439,18 +443,30 @@ async def group_exercise_refs(session: AsyncSession, group_id: int) -> list[int]
 
 
 async def link_chat(session: AsyncSession, group_id: int, coach_id: int, chat_id: int,
-                    locale: str, now: datetime) -> Group:
+                    now: datetime) -> Group:
     """Link a Telegram group chat to the coach's group ``group_id``; only the group's coach
     can (whoever else adds the bot with the same link gets NotYourGroup). A chat serves one
-    group at a time. The week's question is planned there."""
+    group at a time, in the language the coach chose for it. The week's question is planned
+    there."""
     group = await coach_group(session, coach_id, group_id)
     if not await is_coach(session, coach_id):
         raise NotYourGroup("no such group of yours")
     await session.execute(update(Group).where(Group.chat_id == chat_id, Group.id != group.id)
                           .values(chat_id=None).execution_options(synchronize_session=False))
-    group.chat_id, group.chat_locale = chat_id, locale
+    group.chat_id = chat_id
     await session.flush()
     await plan_question(session, group, now)
+    return group
+
+
+async def set_chat_locale(session: AsyncSession, coach_id: int, group_id: int,
+                          locale: str) -> Group:
+    """The language the bot writes in in the group's chat; only the group's coach sets it."""
+    group = await coach_group(session, coach_id, group_id)
+    if locale not in SUPPORTED_LOCALES:
+        raise UnknownLanguage(f"no catalog for {locale!r}")
+    group.chat_locale = locale
+    await session.flush()
     return group
 
 

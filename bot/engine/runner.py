@@ -395,7 +395,9 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
             return _urgent(state, ctx, signal)
         state = replace(state, safety_asked=False)
         if answer is False:
-            thanks = Reply(ctx.translator.gettext("Thank you for answering me. Let's go on."))
+            thanks = Reply(ctx.translator.gettext(
+                "Thank you for answering. If that changes at any point, /sos shows who you can "
+                "talk to. Let's go on."))
             resumed = resume(dialogues, state, ctx)
             return replace(resumed, replies=(thanks, *resumed.replies))
     outcome = _answer(dialogues, state, turn, ctx) if turn.answers \

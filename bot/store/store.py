@@ -199,8 +199,9 @@ class Retention:
     finished_checkins: timedelta = timedelta(days=60)
     #: Invitations used or expired.
     invites: timedelta = timedelta(days=7)
-    #: Links to a coach that ended.
-    ended_links: timedelta = timedelta(days=30)
+    #: Links to a coach that ended; the group figures look up to 5 weeks back and must know
+    #: who was the coach's client then.
+    ended_links: timedelta = timedelta(days=35)
     #: A client's own history (profile, goals, answers, everything about them), counted from
     #: when they last wrote or answered, or a coach's link with them ended, whichever is
     #: later; never while a coach's link with them is active. Then they are erased.

@@ -25,6 +25,7 @@ from bot.telegram import coach_side
 from bot.telegram.coach import INVITE_PREFIX, TRY_DIALOGUE
 from bot.telegram.commands import Audience
 from bot.telegram.groups import CHAT_PREFIX, JOIN_PREFIX
+from bot.telegram.groups import LANGUAGE_BUTTON as GROUP_LANGUAGE
 from bot.telegram.groups import PROGRAMME_BUTTON as GROUP_PROGRAMME
 
 if TYPE_CHECKING:  # the handlers import this registry; it names them only for typing
@@ -143,6 +144,8 @@ BUTTONS = Routes(
     Route(GROUP_PROGRAMME, CO, lambda h, p: h.in_press(p, h.groups.programme_step),
           NOT_YOUR_GROUP),
     Route("gchat", CO, lambda h, p: h.in_press(p, h.groups.chat_link), NOT_YOUR_GROUP),
+    Route(GROUP_LANGUAGE, CO, lambda h, p: h.in_press(p, h.groups.chat_language),
+          NOT_YOUR_GROUP),
     Route("ggoal", CO, lambda h, p: h.in_press(p, h.groups.set_goal), NOT_YOUR_GROUP),
     Route("gdone", CO, lambda h, p: h.in_press(p, h.groups.celebrate), NOT_YOUR_GROUP),
     Route("gq", CO, lambda h, p: h.in_press(p, h.groups.post_question), NOT_YOUR_GROUP),

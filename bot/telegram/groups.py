@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from babel.numbers import format_percent
+from babel.numbers import format_decimal, format_percent
 from sqlalchemy import select
 from telegram import ChatMemberUpdated, Update
 from telegram.constants import ChatMemberStatus
@@ -28,7 +28,8 @@ from bot.coaching.sessions import GROUP_TARGET, SessionChange, ask_brief_once
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
-from bot.i18n import N_, Translator, normalize_locale, translator_for
+from bot.i18n import N_, SUPPORTED_LOCALES, Translator, normalize_locale, translator_for
+from bot.i18n.languages import LANGUAGE_NAMES
 from bot.schedule.planning import zone_of
 from bot.store import Group, GroupKind, Store, User, Visibility
 from bot.store import Turn as StoreTurn
@@ -39,10 +40,23 @@ log = logging.getLogger(__name__)
 JOIN_PREFIX = "group_"  # /start payload of a group's link: group_<code>
 CHAT_PREFIX = "gchat_"  # /startgroup payload that links a group chat: gchat_<group id>
 PROGRAMME_BUTTON = "gprg"  # gprg:<group>[:<programme>[:<hour>]]: a programme for the group
+LANGUAGE_BUTTON = "glang"  # glang:<group>[:<locale>]: the language of the group's chat
 HOURS = ("7", "8", "12", "18", "20")  # each member's own local time
 KIND_LABELS = {GroupKind.TEAM: N_("Team"), GroupKind.COHORT: N_("Cohort")}
 WITHHELD = "—"
 STALE_BUTTON = N_("That button is no longer valid. Send /groups to start again.")
+
+
+def _chat_language(locale: str, tr: Translator) -> str:
+    return tr.gettext("Language of the group's chat: {language}").format(
+        language=tr.isolate(LANGUAGE_NAMES.get(locale, locale)))
+
+
+def _signed(value: float, tr: Translator) -> str:
+    """A change with its sign (+1.5, -0.5), and 0 as 0."""
+    rounded = round(value, 1)
+    return tr.number(0) if rounded == 0 else format_decimal(
+        rounded, format="+#,##0.#;-#,##0.#", locale=tr.locale)
 
 
 def _week_line(week: group_figures.WeekFigures, tr: Translator) -> str:
@@ -50,12 +64,14 @@ def _week_line(week: group_figures.WeekFigures, tr: Translator) -> str:
         return WITHHELD if value is None else tr.isolate(fmt(value))
 
     return tr.gettext("{date} · answered: {answered} of {members} · exercises done: "
-                      "{completion} · average mood: {mood}").format(
+                      "{completion} · average mood: {mood} · goal rating (1–10), average "
+                      "change: {movement}").format(
         date=tr.isolate(tr.date(week.window.start.date(), "short")),
         answered=shown(week.participation, lambda v: tr.number(int(v))),
         members=tr.isolate(tr.number(week.cohort_size)),
         completion=shown(week.completion, lambda v: format_percent(v, locale=tr.locale)),
-        mood=shown(week.mood, lambda v: tr.number(round(v, 1))))
+        mood=shown(week.mood, lambda v: tr.number(round(v, 1))),
+        movement=shown(week.movement, lambda v: _signed(v, tr)))
 
 
 @dataclass
@@ -164,7 +180,8 @@ class GroupHandlers:
                   if group.code_expires_at > t.now else
                   tr.gettext("The join link has expired. Make a new one to invite people."),
                   "", tr.gettext("By week (a figure shows only when at least 3 members "
-                                 "contributed; — means withheld):")]
+                                 "whose own progress you don't see contributed to it; — "
+                                 "means withheld):")]
         lines += [_week_line(w, tr) for w in weeks]
         buttons = [Button(tr.gettext("Schedule a group session"),
                           f"{SESSION_BUTTON}:new:{GROUP_TARGET}{group.id}"),
@@ -175,7 +192,8 @@ class GroupHandlers:
                           f"gcode:{group.id}"),
                    Button(tr.gettext("Rename the group"), f"gren:{group.id}"),
                    Button(tr.gettext("Remove a member"), f"grm:{group.id}"),
-                   Button(tr.gettext("Link the group's Telegram chat"), f"gchat:{group.id}")]
+                   Button(tr.gettext("Link the group's Telegram chat"), f"gchat:{group.id}"),
+                   Button(_chat_language(group.chat_locale, tr), f"{LANGUAGE_BUTTON}:{group.id}")]
         if group.chat_id is not None:
             buttons.append(Button(tr.gettext("Post this week's question in the group's chat"),
                                   f"gq:{group.id}"))
@@ -369,6 +387,25 @@ class GroupHandlers:
                                                 .where(User.id == member.user_id))
                 t.enqueue(member.user_id, celebration(locale or "en"))
         say(t, translator_for(t.user.locale).gettext("Done: the team hears it from me."))
+
+    async def chat_language(self, t: StoreTurn, rest: str) -> None:
+        """glang:<group> → the six languages; …:<locale> → what the bot posts in the group's
+        chat is in it from now on."""
+        checked = await self._group_button(t, rest, max_parts=2)
+        if checked is None:
+            return
+        tr, parts, group = checked
+        if len(parts) == 1:
+            say(t, tr.gettext("Which language should I use in the group's chat?"), tuple(
+                Button(LANGUAGE_NAMES[code], f"{LANGUAGE_BUTTON}:{group.id}:{code}")
+                for code in SUPPORTED_LOCALES))
+            return
+        try:
+            group = await groups.set_chat_locale(t.session, t.user_id, group.id, parts[1])
+        except coach_errors.UnknownLanguage:
+            say(t, tr.gettext(STALE_BUTTON))
+            return
+        say(t, _chat_language(group.chat_locale, tr))
 
     async def chat_link(self, t: StoreTurn, rest: str) -> None:
         group = await self._own_group(t, rest)
@@ -568,20 +605,20 @@ class GroupHandlers:
     async def link_chat(self, update: Update, raw_id: str) -> None:
         chat, user = update.effective_chat, update.effective_user
         assert chat is not None
-        locale = normalize_locale(user.language_code if user else None)
-        tr = translator_for(locale)
         group_id = parse_id(raw_id)
         try:
             async with self.store.sessionmaker() as s, s.begin():
                 if user is None or group_id is None:
                     raise coach_errors.NotYourGroup()
-                group = await groups.link_chat(s, group_id, user.id, chat.id, locale,
+                group = await groups.link_chat(s, group_id, user.id, chat.id,
                                                datetime.now(UTC))
-                name = group.name
+                name, locale = group.name, group.chat_locale
         except coach_errors.NotYourGroup:
-            await self._say_in_chat(chat.id, tr.gettext(
+            await self._say_in_chat(chat.id, translator_for(normalize_locale(
+                user.language_code if user else None)).gettext(
                 "Only the group's coach can link this chat to a coaching group."))
             return
+        tr = translator_for(locale)
         await self._say_in_chat(chat.id, tr.gettext(
             "Hello, “{group}”! Here I post only what is for everyone. Everything personal "
             "happens in private chats with me.").format(group=tr.words(name)))

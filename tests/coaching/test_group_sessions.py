@@ -124,7 +124,8 @@ async def test_members_in_three_zones_hear_at_their_own_time_in_their_language(
     assert len(await rows(db, COACH, "group_chat")) == 4
     assert await rows(db, ANA, "session_prep") == []  # one-to-one preparation: not for groups
 
-    await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, "he", NOW))
+    await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, NOW))
+    await tx(db, lambda s: groups.set_chat_locale(s, COACH, team.id, "he"))
     second_reminder = starts[1] - timedelta(hours=1)
     await claim_and_start(db, DIALOGUES, second_reminder, worker_id="w1")
     await claim_and_start(db, DIALOGUES, second_reminder, worker_id="w2")  # exactly once
@@ -279,8 +280,9 @@ async def test_the_weekly_question_posts_itself_once_a_week_and_stops_when_off(
     await rome_coach(db)
     team = await new_group(db)
     await join(db, team, ANA)
-    await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, "it", NOW))
-    await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, "it", NOW))  # again
+    await tx(db, lambda s: groups.set_chat_locale(s, COACH, team.id, "it"))
+    await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, NOW))
+    await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, NOW))  # again
     planned = await rows(db, COACH, "group_question")
     assert [r.due_at for r in planned] == [datetime(2026, 3, 9, 9, tzinfo=UTC)]
     for worker in ("w1", "w2"):

@@ -24,7 +24,16 @@ from bot.coaching import (
     programmes,
 )
 from bot.coaching.conversation import Start, converse
-from bot.coaching.group_figures import Span, Window, closed_weeks, cohort, may_show
+from bot.coaching.group_figures import (
+    Rating,
+    Span,
+    Window,
+    closed_weeks,
+    cohort,
+    may_show,
+    movement,
+    overlapping,
+)
 from bot.dialogue import load_dialogues
 from bot.engine import Turn
 from bot.i18n import translator_for
@@ -40,6 +49,7 @@ from bot.store import (
     Outbox,
     PlannedCheckin,
     ProgrammeRun,
+    Retention,
     Store,
     User,
     Visibility,
@@ -182,8 +192,9 @@ async def test_another_coach_reaches_nothing_of_a_group(db: Store) -> None:
                                          {"kind": "daily", "hour": 8, "days": 7},
                                          NOW.date(), None, NOW, EXERCISES),
         lambda s: group_figures.group_week_figures(s, OTHER_COACH, team.id, NOW),
-        lambda s: groups.link_chat(s, team.id, OTHER_COACH, -500, "en", NOW),
-        lambda s: groups.link_chat(s, team.id, ANA, -500, "en", NOW),  # a member
+        lambda s: groups.link_chat(s, team.id, OTHER_COACH, -500, NOW),
+        lambda s: groups.link_chat(s, team.id, ANA, -500, NOW),  # a member
+        lambda s: groups.set_chat_locale(s, OTHER_COACH, team.id, "it"),
         lambda s: groups.new_code(s, OTHER_COACH, team.id, NOW),
         lambda s: groups.rename_group(s, OTHER_COACH, team.id, "Mine now"),
         lambda s: groups.remove_member(s, OTHER_COACH, team.id, ANA, NOW),
@@ -203,7 +214,8 @@ async def test_another_coach_reaches_nothing_of_a_group(db: Store) -> None:
 async def test_a_linked_chat_follows_an_upgrade_and_ends_when_the_bot_is_removed(
         db: Store) -> None:
     team = await new_group(db)
-    await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, "it", NOW))
+    await tx(db, lambda s: groups.set_chat_locale(s, COACH, team.id, "it"))
+    await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, NOW))
     assert await tx(db, lambda s: groups.move_chat(s, -500, -100500))
     found = await tx(db, lambda s: groups.group_of_chat(s, -100500))
     assert found is not None and (found.id, found.chat_locale) == (team.id, "it")
@@ -212,6 +224,25 @@ async def test_a_linked_chat_follows_an_upgrade_and_ends_when_the_bot_is_removed
 
 
 # -- practice for the group -----------------------------------------------------------------
+
+
+async def test_a_groups_chat_speaks_its_coachs_language_until_the_coach_picks_another(
+        db: Store) -> None:
+    async def croatian(s: AsyncSession) -> None:
+        coach = await s.get(User, COACH)
+        assert coach is not None
+        coach.locale = "hr"
+
+    await tx(db, croatian)
+    team = await new_group(db)
+    assert team.chat_locale == "hr"
+    linked = await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, NOW))
+    assert linked.chat_locale == "hr"  # not the app language of whoever added the bot
+    await tx(db, lambda s: groups.set_chat_locale(s, COACH, team.id, "he"))
+    relinked = await tx(db, lambda s: groups.link_chat(s, team.id, COACH, -500, NOW))
+    assert relinked.chat_locale == "he"
+    with pytest.raises(coach_errors.UnknownLanguage):
+        await tx(db, lambda s: groups.set_chat_locale(s, COACH, team.id, "fr"))
 
 
 async def test_a_group_exercise_reaches_each_member_in_their_language_and_zone_once(
@@ -279,6 +310,36 @@ def test_the_rule_needs_three_and_no_view_one_or_two_people_apart() -> None:
     assert may_show(four, [frozenset({7, 8, 9})])
 
 
+def test_members_the_coach_sees_one_by_one_do_not_count_towards_the_three() -> None:
+    five, seen = frozenset({1, 2, 3, 4, 5}), frozenset({1, 2})
+    assert not may_show(frozenset({1, 2, 3}), [], seen)  # 3 × mean − the two known = the third
+    assert may_show(five, [], seen)
+    assert may_show(five, [frozenset({3, 4, 5})], seen)  # apart only by whom the coach sees
+    assert not may_show(five, [frozenset({3, 4, 5, 6})], seen)  # one unseen person apart
+    assert may_show(five, [frozenset({3, 4, 5, 6})])  # were 1 and 2 unseen: three apart
+
+
+def test_who_was_linked_or_in_a_group_is_kept_as_long_as_the_weeks_shown() -> None:
+    oldest = (group_figures.FIGURE_WEEKS + 1) * group_figures.WEEK
+    assert Retention().ended_links >= oldest and Retention().left_groups >= oldest
+
+
+def test_the_movement_runs_from_where_the_week_began_to_its_last_rating() -> None:
+    start = datetime(2026, 3, 2, tzinfo=UTC)
+
+    def rating(day: int, value: float, new_goal: bool = False) -> Rating:
+        return Rating(start + timedelta(days=day), value, new_goal)
+
+    assert movement([rating(-7, 3, True), rating(2, 5)], start) == 2  # last week's review
+    assert movement([rating(-14, 4), rating(-7, 5), rating(1, 5), rating(5, 7)], start) == 2
+    assert movement([rating(1, 4), rating(5, 6)], start) == 2  # no rating before: the first
+    assert movement([rating(-7, 8), rating(1, 2, True), rating(4, 5)], start) == 3  # new goal
+    assert movement([rating(-7, 8), rating(1, 2, True)], start) is None  # one of the new goal
+    assert movement([rating(2, 5)], start) is None
+    assert movement([rating(-7, 3), rating(-1, 5)], start) is None  # none in the week
+    assert movement([], start) is None
+
+
 def test_a_weeks_cohort_is_whoever_was_in_for_the_whole_week() -> None:
     week = Window(datetime(2026, 3, 2, tzinfo=UTC), datetime(2026, 3, 9, tzinfo=UTC))
     before, during = datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 3, 5, tzinfo=UTC)
@@ -286,6 +347,8 @@ def test_a_weeks_cohort_is_whoever_was_in_for_the_whole_week() -> None:
     spans = [Span(1, before, None), Span(2, during, None), Span(3, before, during),
              Span(4, before, after)]
     assert cohort(spans, week) == {1, 4}
+    ended = Span(5, before - timedelta(days=9), before)
+    assert overlapping([*spans, ended], week) == {1, 2, 3, 4}  # in it at some point
     assert closed_weeks(datetime(2026, 3, 11, 9, tzinfo=UTC), 2) == [
         Window(datetime(2026, 2, 23, tzinfo=UTC), datetime(2026, 3, 2, tzinfo=UTC)), week]
 
@@ -369,6 +432,82 @@ async def test_erasing_a_member_takes_them_out_and_withholds_the_weeks_they_were
         await answer(db, member, next_monday, mood)
     later = await week_figures(db, team, today + timedelta(days=14))
     assert (later.participation, later.mood) == (3, 6.0)
+
+
+async def test_a_cohort_of_three_where_two_share_shows_nothing(db: Store) -> None:
+    joined = datetime(2026, 2, 20, tzinfo=UTC)
+    monday = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    now = datetime(2026, 3, 10, tzinfo=UTC)
+    team = await new_group(db, at=joined)
+    await join(db, team, ANA, at=joined, visibility=Visibility.PROGRESS)
+    await join(db, team, BO, at=joined)
+    await join(db, team, CI, at=joined)
+
+    async def one_to_one(s: AsyncSession) -> None:  # BO has been Carla's client all along
+        s.add(CoachLink(coach_id=COACH, client_id=BO, created_at=joined, consent_at=joined))
+
+    await tx(db, one_to_one)
+    for member, mood in ((ANA, 4), (BO, 8), (CI, 6)):
+        await answer(db, member, monday, mood)
+        await rate(db, member, monday - timedelta(days=7), 3, new_goal=True)
+        await rate(db, member, monday, mood)
+    week = await week_figures(db, team, now)
+    assert (week.cohort_size, week.participation, week.mood, week.movement) == (
+        3, None, None, None)
+    # Another coach sees no one of them one by one: all three count for them.
+    theirs = await new_group(db, coach=OTHER_COACH, name="Theirs", at=joined)
+    for member in (ANA, BO, CI):
+        await join(db, theirs, member, at=joined)
+    other = await week_figures(db, theirs, now, coach=OTHER_COACH)
+    assert (other.participation, other.mood, other.movement) == (3, 6.0, 3.0)
+    # Two more who do not share: CI, DAN and EVE make three, the sharers still counted.
+    for member, mood in ((DAN, 2), (EVE, 5)):
+        await join(db, team, member, at=joined)
+        await answer(db, member, monday, mood)
+    week = await week_figures(db, team, now)
+    assert (week.participation, week.mood) == (5, 5.0)
+    assert week.movement is None  # only CI of the three who rated their goal
+    # Someone who becomes Carla's client after the week changes nothing of it: her
+    # reports show only what they write from then on.
+    async def linked_later(s: AsyncSession) -> None:
+        s.add(CoachLink(coach_id=COACH, client_id=DAN, created_at=now, consent_at=now))
+
+    await tx(db, linked_later)
+    assert await week_figures(db, team, now + timedelta(days=1)) == week
+
+
+async def test_who_joined_sharing_stays_seen_after_ending_the_link_with_coach(
+        db: Store) -> None:
+    joined = datetime(2026, 2, 20, tzinfo=UTC)
+    monday = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    team = await new_group(db, at=joined)
+    await join(db, team, ANA, at=joined, visibility=Visibility.PROGRESS)
+    for member in (CI, DAN):
+        await join(db, team, member, at=joined)
+
+    async def stop_sharing(s: AsyncSession) -> None:  # /coach, before the week
+        link = await s.scalar(select(CoachLink).where(CoachLink.client_id == ANA))
+        assert link is not None
+        link.unlinked_at = joined + timedelta(days=1)
+
+    await tx(db, stop_sharing)
+    for member, mood in ((ANA, 4), (CI, 6), (DAN, 8)):
+        await answer(db, member, monday, mood)
+    week = await week_figures(db, team, datetime(2026, 3, 10, tzinfo=UTC))
+    assert (week.participation, week.mood) == (None, None)  # joined sharing: seen while in
+
+
+async def rate(store: Store, user: int, at: datetime, value: int, new_goal: bool = False
+               ) -> None:
+    """A rating of the member's goal on its 1-10 scale: set with the goal, or a review's."""
+    variable = "goal.baseline" if new_goal else "review.current"
+
+    async def go(s: AsyncSession) -> None:
+        s.add(Answer(user_id=user, dialogue_id="goal_setting" if new_goal else "weekly_review",
+                     step_id="scale", variable=variable, value=value, marker=variable,
+                     answered_at=at))
+
+    await tx(store, go)
 
 
 async def test_completion_counts_the_groups_exercises_done(db: Store) -> None:

@@ -25,7 +25,7 @@ from telegram.ext import (
     filters,
 )
 
-from tests.fakes.bot_api import FakeBotApi
+from tests.fakes.bot_api import FakeBotApi, StoppedClock
 
 USER = 4242
 
@@ -330,6 +330,7 @@ async def test_limits_per_bot_across_connections(fake_bot_api: FakeBotApi) -> No
     """About 30 messages a second per bot, however many clients send them; a paid broadcast
     counts apart; 429 with retry_after beyond."""
     fake_bot_api.enforce_limits(per_bot=30, chat_burst=3)
+    clock = fake_bot_api.limits_clock = StoppedClock()  # a loaded machine cannot stretch it
     bots = [Bot(fake_bot_api.token, base_url=fake_bot_api.base_url) for _ in range(3)]
     for b in bots:
         await b.initialize()
@@ -347,7 +348,7 @@ async def test_limits_per_bot_across_connections(fake_bot_api: FakeBotApi) -> No
         assert fake_bot_api.rate_limited == 15
         paid = await bots[0].send_message(2000, "paid", allow_paid_broadcast=True)
         assert paid.text == "paid"  # outside the free budget
-        await asyncio.sleep(1.05)
+        clock.now += 1.05
         assert await send(bots[1], 3000) == "ok"  # a second later the budget is back
     finally:
         for b in bots:
@@ -356,12 +357,13 @@ async def test_limits_per_bot_across_connections(fake_bot_api: FakeBotApi) -> No
 
 async def test_limits_per_chat_allow_a_short_burst(bot: Bot, fake_bot_api: FakeBotApi) -> None:
     fake_bot_api.enforce_limits(per_chat=1.0, chat_burst=3)
+    clock = fake_bot_api.limits_clock = StoppedClock()
     for i in range(3):
         await bot.send_message(USER, f"burst {i}")
     with pytest.raises(RetryAfter):
         await bot.send_message(USER, "one too many")
     await bot.send_message(USER + 1, "another chat is not limited")
-    await asyncio.sleep(1.05)
+    clock.now += 1.05
     await bot.send_message(USER, "a second later")
     with pytest.raises(RetryAfter):
         await bot.send_message(USER, "but not two")

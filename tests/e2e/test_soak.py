@@ -731,7 +731,7 @@ async def check_everything(soak: Soak) -> None:
     # Each seeded user got the check-in's first question once (twice only as allowed above).
     for user_id in seeded:
         first = (f"Hello \u2068Seed{user_id - SEEDED_IDS}\u2069. How are you feeling today, "
-                 "from 1 to 10?")
+                 "from 1 (very low) to 10 (very good)?")
         count = sum(1 for message in fake.sent.get(user_id, []) if message.text == first)
         assert count == 1 + (user_id in duplicates), (user_id, count)
 

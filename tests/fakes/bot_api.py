@@ -385,6 +385,16 @@ async def _read_params(request: web.Request) -> JSON:
 Handler = Callable[[JSON], Awaitable[Any]]
 
 
+class StoppedClock:
+    """A clock for the fake's limits that moves only when a test moves it (``now``)."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class FakeBotApi:
     """An in-process fake of the Telegram Bot API (see the module docstring)."""
 
@@ -436,6 +446,7 @@ class FakeBotApi:
         self._hangs: dict[str, _Hang] = {}
         self._blocked: set[int] = set()
         self._limits: _Limits | None = None
+        self.limits_clock: Callable[[], float] = time.monotonic  # a test may set its own
         self._bot_window: deque[float] = deque()  # accepted sends in the last second
         self._paid_window: deque[float] = deque()
         self._chat_tokens: dict[int, tuple[float, float]] = {}  # chat -> (tokens, as of)
@@ -1053,7 +1064,7 @@ class FakeBotApi:
                 raise ApiError(401, "Unauthorized")
             await self._apply_hang(method)
             self._apply_injected_failure(method)
-            self._apply_limits(method, record.params, record.time)
+            self._apply_limits(method, record.params, self.limits_clock())
             handler = self._handlers.get(method.lower())
             if handler is None:
                 raise ApiError(404, "Not Found")

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from bot.coaching.links import make_coach
+from bot.i18n import translator_for
+from bot.store import User
 from tests.fakes.bot_api import FakeBotApi, SentMessage
 from tests.inprocess import InProcessBot, client_settings, in_process
 
@@ -181,6 +183,48 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) ->
     assert stranger.messages[-1].text == "You are not in any group."
 
 
+async def test_the_coach_picks_the_chats_language_and_the_bot_posts_in_it(
+        group_bot: InProcessBot) -> None:
+    bot, fake = group_bot, group_bot.fake
+    it, he = translator_for("it"), translator_for("he")
+    async with bot.store.sessionmaker() as session, session.begin():
+        await make_coach(session, COACH)
+        coach_row = await session.get(User, COACH)
+        assert coach_row is not None
+        coach_row.locale = "it"  # the coach's own bot language
+    coach = bot.user(COACH, first_name="Marta", language_code="it")
+    await coach.send("/newgroup Squadra")
+    await coach.send("/groups")
+    await coach.press("\u2068Squadra\u2069 (0)")
+    chat_language = it.gettext("Language of the group's chat: {language}")
+    assert chat_language.format(language="Italiano") in coach.button_labels()
+    linking = await coach.press(it.gettext("Link the group's Telegram chat"))
+    chat_link = re.search(r"startgroup=(gchat_[A-Za-z0-9_-]+)", linking[0].text or "")
+    assert chat_link is not None
+    # Added from a phone set to Hebrew: the chat still hears the coach's own language.
+    fake.bot_membership(CHAT, COACH, "administrator")
+    fake.send_text(COACH, f"/start@{fake.bot_username} {chat_link.group(1)}",
+                   chat_type="group", chat_id=CHAT, first_name="Marta", language_code="he")
+    hello = await messages_in(bot, CHAT, 1)
+    assert hello[0].text == it.gettext(
+        "Hello, “{group}”! Here I post only what is for everyone. Everything personal "
+        "happens in private chats with me.").format(group="\u2068Squadra\u2069")
+
+    await coach.send("/groups")
+    await coach.press("\u2068Squadra\u2069 (0)")
+    picker = await coach.press(chat_language.format(language="Italiano"))
+    assert picker[0].text == it.gettext("Which language should I use in the group's chat?")
+    assert coach.button_labels() == ["English", "Català", "Български", "Hrvatski", "Italiano",
+                                     "עברית"]
+    chosen = await coach.press("עברית")
+    assert chosen[0].text == chat_language.format(language="עברית")
+    fake.send_text(ANA, "/help", chat_type="group", chat_id=CHAT, first_name="Ana")
+    pointer = await messages_in(bot, CHAT, 2)
+    assert pointer[1].text == he.gettext(
+        "Let's talk in private, where what you write stays between us: {link}").format(
+            link=f"https://t.me/{fake.bot_username}")
+
+
 async def forge(bot: InProcessBot, user_id: int, data: str) -> str:
     """``user_id`` sends a callback query with ``data`` on a message the bot sent them, as
     a modified client can; returns the bot's answer."""
@@ -225,10 +269,13 @@ async def test_forged_buttons_of_another_group_get_nowhere(group_bot: InProcessB
     # Another coach: the group's view, assigning to it, its goal, its chat link, its kind.
     for data in (f"grp:{team_id}", f"gas:{team_id}:action_sprint:d7:8", f"ggoal:{team_id}",
                  f"gchat:{team_id}", f"gkind:{team_id}:cohort", f"gdone:{team_id}",
+                 f"glang:{team_id}", f"glang:{team_id}:he",
                  "grp:-1", "grp:99999999999999999999"):
         assert await forge(bot, STRANGER, data) == not_yours, data
-    assert await forge(bot, STRANGER, "gas:1:2:3:4:5") == (
-        "That button is no longer valid. Send /groups to start again.")
+    stale = "That button is no longer valid. Send /groups to start again."
+    assert await forge(bot, STRANGER, "gas:1:2:3:4:5") == stale
+    assert await forge(bot, COACH, f"glang:{team_id}:fr") == stale
+    assert await forge(bot, COACH, f"glang:{team_id}:he:x") == stale
     # A member of another group: its goal dialogue, leaving it.
     assert await forge(bot, BO, f"gcontrib:{team_id}") == "You are not in that group."
     assert await forge(bot, BO, f"gleave:{team_id}") == "You are not in that group."

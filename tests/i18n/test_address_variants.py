@@ -19,16 +19,16 @@ from bot.store.kinds import AddressForm
 from bot.telegram.handlers import ADDRESS_OPTIONS, ADDRESS_QUESTION
 
 REPO = Path(__file__).parents[2]
-MOOD = "Hello {name}. How are you feeling today, from 1 to 10?"
+MOOD = "Hello {name}. How are you feeling today, from 1 (very low) to 10 (very good)?"
 HELPED = "What helped you move forward?"  # listed nowhere: no variants
 
 
 def test_a_hebrew_client_gets_the_form_they_chose() -> None:
     assert translator_for("he", "feminine").gettext(MOOD) == \
-        "היי {name}. איך את מרגישה היום, מ-1 עד 10?"
+        "היי {name}. איך את מרגישה היום, מ-1 (רע מאוד) עד 10 (טוב מאוד)?"
     assert translator_for("he", "masculine").gettext(MOOD) == \
-        "היי {name}. איך אתה מרגיש היום, מ-1 עד 10?"
-    neutral = "היי {name}. איך ההרגשה היום, מ-1 עד 10?"
+        "היי {name}. איך אתה מרגיש היום, מ-1 (רע מאוד) עד 10 (טוב מאוד)?"
+    neutral = "היי {name}. איך ההרגשה היום, מ-1 (רע מאוד) עד 10 (טוב מאוד)?"
     assert translator_for("he").gettext(MOOD) == neutral
     assert translator_for("he", "neutral").gettext(MOOD) == neutral
     assert translator_for("he", "something else").gettext(MOOD) == neutral
