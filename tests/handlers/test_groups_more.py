@@ -71,6 +71,7 @@ async def test_a_coach_schedules_a_group_session_by_buttons(bot: InProcessBot) -
     tomorrow = days[1][0]["text"] if len(days) > 1 else days[0][1]["text"]
     await coach.press(tomorrow)
     await coach.press("6:00\u202fPM")
+    await coach.press("6:00\u202fPM")
     await coach.press("60 min")
     await coach.press("By video")
     await coach.press("Just this once")

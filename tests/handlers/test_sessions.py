@@ -70,6 +70,7 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     day = datetime.now(UTC).astimezone(zone_of("Europe/Rome")).date() + timedelta(days=2)
     await coach.press(format_skeleton("MMMEd", day, locale="it"))
     await coach.press("18:00")
+    await coach.press("18:00")
     await coach.press("60 min")
     await coach.press("In videochiamata")
     place = await coach.press("Solo questa volta")

@@ -23,7 +23,7 @@ from bot.store import (
     Store,
     User,
 )
-from bot.telegram.sessions import SessionFlows
+from bot.telegram.sessions import PAGES, SessionFlows
 
 REPO = Path(__file__).parents[2]
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)  # a Friday
@@ -75,6 +75,12 @@ def data_of(payload: dict[str, Any], index: int = 0) -> str:
     return str(payload["buttons"][index]["data"])
 
 
+def label_data(payload: dict[str, Any], label: str) -> str:
+    """The data of the button with this label."""
+    [data] = [b["data"] for b in payload["buttons"] if b["label"] == label]
+    return str(data)
+
+
 async def test_a_coach_schedules_a_series_moves_one_and_cancels_the_rest(
         db: Store, dialogues: DialogueSet) -> None:
     flows = SessionFlows(dialogues)
@@ -82,10 +88,12 @@ async def test_a_coach_schedules_a_series_moves_one_and_cancels_the_rest(
     assert [b["label"] for b in who["buttons"]] == ["\u2068\u05e0\u05d5\u05e2\u05d4\u2069"]
     [days] = await press(db, flows, COACH, data_of(who))
     assert days["buttons"][3]["data"] == f"session:new:{CLIENT}:260323"  # Monday
-    [times] = await press(db, flows, COACH, data_of(days, 3))
-    eighteen = next(b["data"] for b in times["buttons"] if b["label"] == "18:00")
-    [lengths] = await press(db, flows, COACH, eighteen)
-    [modes] = await press(db, flows, COACH, data_of(lengths, 2))  # 60 min
+    [hours] = await press(db, flows, COACH, data_of(days, 3))
+    [quarters] = await press(db, flows, COACH, label_data(hours, "18:00"))
+    assert [b["label"] for b in quarters["buttons"]] == ["18:00", "18:15", "18:30", "18:45"]
+    [lengths] = await press(db, flows, COACH, label_data(quarters, "18:00"))
+    assert lengths["buttons"][0]["label"] == "60 min"  # the usual length comes first
+    [modes] = await press(db, flows, COACH, data_of(lengths))
     assert [b["label"] for b in modes["buttons"]] == ["Di persona", "Al telefono",
                                                       "In videochiamata"]
     [repeat] = await press(db, flows, COACH, data_of(modes, 2))  # video
@@ -113,8 +121,8 @@ async def test_a_coach_schedules_a_series_moves_one_and_cancels_the_rest(
     [day] = await press(db, flows, COACH, f"session:move:{sessions[1].id}")
     tuesday = next(b["data"] for b in day["buttons"] if b["data"].endswith(":260401"))
     [at] = await press(db, flows, COACH, tuesday)
-    half_past_nine = next(b["data"] for b in at["buttons"] if b["label"] == "09:30")
-    await press(db, flows, COACH, half_past_nine)
+    [quarters] = await press(db, flows, COACH, label_data(at, "09:00"))
+    await press(db, flows, COACH, label_data(quarters, "09:30"))
     moved = await queued(db, CLIENT)
     [event] = Calendar.from_ical(bytes.fromhex(moved[1]["document"])).walk("VEVENT")
     assert (str(event["uid"]), int(event["sequence"])) == (sessions[1].uid, 1)
@@ -139,6 +147,9 @@ async def test_a_coach_schedules_a_series_moves_one_and_cancels_the_rest(
 @pytest.mark.parametrize("forged", [
     "session:new:999", f"session:new:{CLIENT}:261399", f"session:new:{CLIENT}:260323:0315",
     f"session:new:{CLIENT}:260323:1800:61", f"session:new:{CLIENT}:260323:1800:60:x",
+    f"session:new:{CLIENT}:+27", f"session:new:{CLIENT}:+1:1800",
+    f"session:new:{CLIENT}:260323:18:60", f"session:new:{CLIENT}:260323:1810",
+    f"session:new:{CLIENT}:260323:0545", f"session:new:{CLIENT}:260323:1800:30:v:f:5",
     "session:move:abc", "session:held:1",
 ])
 async def test_forged_session_buttons_get_nowhere(db: Store, dialogues: DialogueSet,
@@ -148,6 +159,46 @@ async def test_forged_session_buttons_get_nowhere(db: Store, dialogues: Dialogue
     assert len(answer) == 1 and "buttons" not in answer[0]
     async with db.sessionmaker() as s:
         assert (await s.execute(select(CoachingSession))).first() is None
+
+
+async def test_any_date_within_a_year_and_any_quarter_hour_from_six_to_midnight(
+        db: Store, dialogues: DialogueSet) -> None:
+    flows = SessionFlows(dialogues)
+    [days] = await press(db, flows, COACH, f"session:new:{CLIENT}")
+    assert len(days["buttons"]) == 15 and days["buttons"][-1]["label"] == "Date successive"
+    page = days
+    for _ in range(10):  # ten pages of two weeks on
+        [page] = await press(db, flows, COACH, data_of(page, -1))
+    assert page["buttons"][-2]["label"] == "Date precedenti"
+    assert page["buttons"][0]["data"] == f"session:new:{CLIENT}:260807"  # 140 days on
+    [hours] = await press(db, flows, COACH, label_data(page, "dom 9 ago"))
+    assert [b["label"] for b in hours["buttons"]][::17] == ["06:00", "23:00"]
+    [quarters] = await press(db, flows, COACH, label_data(hours, "21:00"))
+    [lengths] = await press(db, flows, COACH, label_data(quarters, "21:45"))
+    assert [b["label"] for b in lengths["buttons"]] == [
+        "60 min", "30 min", "45 min", "90 min", "120 min"]
+    [modes] = await press(db, flows, COACH, data_of(lengths, 1))
+    [repeat] = await press(db, flows, COACH, data_of(modes, 1))
+    await press(db, flows, COACH, data_of(repeat, 0))  # just this once
+    await db.run_turn(COACH, lambda t: _converse(t, dialogues, "/skip"))
+    assert "21:45" in (await queued(db, COACH))[1]["text"]
+    async with db.sessionmaker() as s:
+        [session] = (await s.execute(select(CoachingSession))).scalars()
+    assert (session.local_start, session.minutes) == (datetime(2026, 8, 9, 21, 45), 30)
+    while "Date precedenti" in [b["label"] for b in page["buttons"]]:
+        [page] = await press(db, flows, COACH, data_of(page, -2))
+    assert page["buttons"][0]["data"] == f"session:new:{CLIENT}:260320"  # today again
+    for _ in range(PAGES - 1):
+        [page] = await press(db, flows, COACH, data_of(page, -1))
+    assert page["buttons"][-1]["label"] == "Date precedenti"  # the last page, a year on
+    assert page["buttons"][-2]["data"] == f"session:new:{CLIENT}:270401"
+
+
+def test_the_longest_session_button_data_fits() -> None:
+    client = str(2**52)
+    for data in (f"session:new:{client}:261231:2345:120:v:f:12",
+                 f"session:new:{client}:+{PAGES - 1}"):
+        assert len(data.encode()) <= 64, data
 
 
 async def test_the_client_marks_an_action_done_from_actions(db: Store,
