@@ -469,6 +469,12 @@ def _buttons(*pairs: tuple[str, str]) -> list[dict[str, str]]:
     return [{"label": label, "data": data} for label, data in pairs]
 
 
+def _cant_button(cs: CoachingSession, tr: Translator,
+                 label: str | None = None) -> list[dict[str, str]]:
+    """The client's way to tell their coach they can't make it (``cant_make_it``)."""
+    return _buttons((label or tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))
+
+
 async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due | None:
     """What a due row of a session does now, or None when it has nothing left to do (the
     session was cancelled or moved, or its time has passed)."""
@@ -485,9 +491,11 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
         return Due(dialogue=RECAP_DIALOGUE) if to_client and held_or_not_yet else None
     if cs.status != SessionStatus.SCHEDULED:
         return None
-    if kind == CheckinKind.SESSION_PREP:
-        return Due(dialogue=PREP_DIALOGUE) if to_client and now < cs.starts_at else None
     when = session_lines([cs], t.user.time_zone, tr)
+    if kind == CheckinKind.SESSION_PREP:
+        return Due(dialogue=PREP_DIALOGUE, messages=({
+            "text": tr.gettext("Your session tomorrow:") + "\n" + when,
+            "buttons": _cant_button(cs, tr)},)) if to_client and now < cs.starts_at else None
     if kind == CheckinKind.SESSION_REMINDER and now < cs.starts_at and not to_client:
         text = tr.gettext("A reminder: your session with {person} is coming up.").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
@@ -502,8 +510,7 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
         text = (tr.gettext("A reminder: your coaching session is coming up.") if group is None
                 else tr.gettext("A reminder: the session of your group “{group}” is coming "
                                 "up.").format(group=tr.words(group.name))) + "\n" + when
-        return Due(messages=({"text": text, "buttons": _buttons(
-            (tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))},))
+        return Due(messages=({"text": text, "buttons": _cant_button(cs, tr)},))
     if kind == CheckinKind.SESSION_OUTCOME and not to_client and now >= cs.starts_at:
         text = tr.gettext("Did your session with {person} take place?").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
@@ -786,6 +793,9 @@ async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
             if cs.series is not None:
                 buttons += _buttons((tr.gettext("{number}: cancel this and the rest").format(
                     number=label), f"{BUTTON}:rest:{cs.id}"))
+        else:
+            buttons += _cant_button(cs, tr, tr.gettext("{number}: I can't make it").format(
+                number=label))
     for coach_id, client_id in sorted(pairs):
         counts = await engagement(t.session, coach_id, client_id)
         other = await t.session.get(User, client_id if coach_id == t.user_id else coach_id)

@@ -226,7 +226,10 @@ async def test_reminders_prompts_and_i_cant_make_it(db: Store) -> None:
     assert "13:00" in message["text"]  # 17:00 UTC in New York, in Hebrew
     coach_reminder = await work(COACH, "session_reminder", before)
     assert "18:00" in coach_reminder.messages[0]["text"] and coach_reminder.subject == CLIENT
-    assert (await work(CLIENT, "session_prep", before)).dialogue == "session_prep"
+    prep = await work(CLIENT, "session_prep", before)
+    assert prep.dialogue == "session_prep"  # after the session's time, with the same way out
+    assert prep.messages[0]["buttons"] == message["buttons"] and "13:00" in prep.messages[0][
+        "text"]
     assert await work(CLIENT, "session_reminder", cs.starts_at) is None  # too late
 
     await db.run_turn(CLIENT, lambda t: cant_make_it(t, cs.id, before))

@@ -140,7 +140,14 @@ async def test_a_coach_schedules_a_series_moves_one_and_cancels_the_rest(
     assert "/schedule" in listing["text"]
     await db.run_turn(CLIENT, lambda t: flows.sessions(t))
     [mine] = await queued(db, CLIENT)
-    assert mine["text"].count("\n") == 3 and "buttons" not in mine  # two sessions + counts
+    assert mine["text"].count("\n") == 3  # two sessions + counts
+    assert [b["label"] for b in mine["buttons"]] == [
+        "1: לא אוכל להגיע",
+        "2: לא אוכל להגיע"]
+    await press(db, flows, CLIENT, data_of(mine, 1))  # "I can't make it" to the second
+    [heard] = await queued(db, COACH)
+    assert heard["text"].startswith("Non potrà partecipare") and "1 aprile" in heard["text"]
+    assert data_of(heard) == f"session:move:{sessions[1].id}"
     assert "\u20682\u2069" in mine["text"].splitlines()[-1]
 
 
