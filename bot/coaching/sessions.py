@@ -1,7 +1,8 @@
 """Agreed coaching sessions: a coach schedules one or a series with a linked client, moves or
-cancels one or the rest of a series; each change plans the reminders, the preparation and
-the recap again, and gives the client the session's calendar file again (same UID, higher
-SEQUENCE, a cancelled event when cancelled)."""
+cancels one or the rest of a series (moved by the same change of day and wall-clock time);
+each change plans the reminders, the preparation and the recap again, and gives the client
+the session's calendar file again (same UID, higher SEQUENCE, a cancelled event when
+cancelled)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from bot.schedule.sessions import (
     Repeat,
     group_plan,
     member_plan,
+    moved_series,
     series,
     session_plan,
     start_utc,
@@ -200,6 +202,11 @@ async def coach_session(session: AsyncSession, coach_id: int, session_id: int,
     return cs
 
 
+def wall_clock_in(local: datetime, zone: str, other: str) -> datetime:
+    """The wall clock in zone ``other`` of the instant ``local`` names in ``zone``."""
+    return start_utc(local, zone).astimezone(zone_of(other)).replace(tzinfo=None)
+
+
 async def move_session(session: AsyncSession, coach_id: int, session_id: int,
                        new_local: datetime, zone: str, now: datetime) -> CoachingSession:
     """Move one session to another wall-clock time of ``zone`` (the mover's)."""
@@ -207,12 +214,47 @@ async def move_session(session: AsyncSession, coach_id: int, session_id: int,
     starts_at = start_utc(new_local, zone)
     if starts_at <= now:
         raise ValueError("a session cannot move to the past")
-    cs.local_start, cs.zone, cs.starts_at = new_local, zone, starts_at
+    cs.zone = zone
+    await _move_to(session, cs, new_local, starts_at, now)
+    return cs
+
+
+async def _move_to(session: AsyncSession, cs: CoachingSession, local: datetime,
+                   starts_at: datetime, now: datetime) -> None:
+    cs.local_start, cs.starts_at = local, starts_at
     cs.sequence += 1
     cs.updated_at = now
     await session.flush()
     await plan_rows(session, cs, now)
-    return cs
+
+
+async def move_rest(session: AsyncSession, coach_id: int, session_id: int,
+                    new_local: datetime, zone: str, now: datetime) -> list[CoachingSession]:
+    """Move a session to another wall-clock time of ``zone`` (the mover's), and each later
+    session of its series by the same change of day and time, in the zone it was set in."""
+    cs = await coach_session(session, coach_id, session_id, now)
+    chosen = await _rest_of_series(session, cs)
+    new = wall_clock_in(new_local, zone, cs.zone)
+    starts = moved_series([each.local_start for each in chosen], cs.local_start, new)
+    instants = [start_utc(local, each.zone) for each, local in zip(chosen, starts, strict=True)]
+    if min(instants) <= now:
+        raise ValueError("a session cannot move to the past")
+    for each, local, starts_at in zip(chosen, starts, instants, strict=True):
+        await _move_to(session, each, local, starts_at, now)
+    return chosen
+
+
+async def _rest_of_series(session: AsyncSession, cs: CoachingSession) -> list[CoachingSession]:
+    """The session and the later ones of its series still scheduled (itself alone when it
+    is not part of one)."""
+    if cs.series is None:
+        return [cs]
+    return list((await session.execute(
+        select(CoachingSession)
+        .where(CoachingSession.series == cs.series,
+               CoachingSession.status == SessionStatus.SCHEDULED,
+               CoachingSession.starts_at >= cs.starts_at)
+        .order_by(CoachingSession.starts_at))).scalars())
 
 
 async def cancel_sessions(session: AsyncSession, coach_id: int, session_id: int,
@@ -220,14 +262,7 @@ async def cancel_sessions(session: AsyncSession, coach_id: int, session_id: int,
                           ) -> list[CoachingSession]:
     """Cancel one session, or it and the rest of its series."""
     cs = await coach_session(session, coach_id, session_id, now)
-    chosen = [cs]
-    if rest_of_series and cs.series is not None:
-        chosen = list((await session.execute(
-            select(CoachingSession)
-            .where(CoachingSession.series == cs.series,
-                   CoachingSession.status == SessionStatus.SCHEDULED,
-                   CoachingSession.starts_at >= cs.starts_at)
-            .order_by(CoachingSession.starts_at))).scalars())
+    chosen = await _rest_of_series(session, cs) if rest_of_series else [cs]
     for each in chosen:
         each.status = SessionStatus.CANCELLED
         each.sequence += 1
@@ -414,7 +449,10 @@ def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
             SessionChange.NEW: tr.ngettext(
                 "New coaching session from {person}: {count}",
                 "New coaching sessions from {person}: {count}", count),
-            SessionChange.MOVED: tr.gettext("Coaching session moved by {person}:"),
+            SessionChange.MOVED: tr.gettext("Coaching session moved by {person}:")
+            if count == 1 else tr.ngettext(
+                "Coaching session moved by {person}: {count}",
+                "Coaching sessions moved by {person}: {count}", count),
             SessionChange.CANCELLED: tr.ngettext(
                 "Coaching session cancelled by {person}: {count}",
                 "Coaching sessions cancelled by {person}: {count}", count),
@@ -423,7 +461,9 @@ def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
         texts = {
             SessionChange.NEW: tr.ngettext("Session scheduled with {person}:",
                                            "{count} sessions scheduled with {person}:", count),
-            SessionChange.MOVED: tr.gettext("Session with {person} moved:"),
+            SessionChange.MOVED: tr.gettext("Session with {person} moved:") if count == 1
+            else tr.ngettext("{count} session with {person} moved:",
+                             "{count} sessions with {person} moved:", count),
             SessionChange.CANCELLED: tr.ngettext(
                 "Session with {person} cancelled:", "{count} sessions with {person} cancelled:",
                 count),
@@ -579,19 +619,22 @@ async def coach_group_sessions(session: AsyncSession, coach_id: int,
 
 
 async def coach_lines(t: StoreTurn, tr: Translator) -> tuple[list[str], list[dict[str, str]]]:
-    """/sessions for a coach: their group sessions to come, with buttons to cancel them."""
+    """/sessions for a coach: their group sessions to come, with buttons to move or cancel
+    them (or the rest of their series)."""
     lines: list[str] = []
     buttons: list[dict[str, str]] = []
     for gs, name in await coach_group_sessions(t.session, t.user_id, t.now):
         lines.append(tr.gettext("Group “{group}”:").format(group=tr.words(name)) + " "
                      + session_lines([gs], t.user.time_zone, tr).removeprefix("• "))
-        label = tr.gettext("Cancel: {group}, {date}").format(
-            group=name, date=tr.date(gs.starts_at.astimezone(
-                zone_of(t.user.time_zone)).date(), "short"))
-        buttons.append({"label": label, "data": f"{GROUP_BUTTON}:cancel:{gs.id}"})
-        if gs.series is not None:
-            buttons.append({"label": tr.gettext("{label} and the rest").format(label=label),
-                            "data": f"{GROUP_BUTTON}:rest:{gs.id}"})
+        day = tr.date(gs.starts_at.astimezone(zone_of(t.user.time_zone)).date(), "short")
+        for label, one, rest in (
+                (tr.gettext("Move: {group}, {date}"), "move", "mrest"),
+                (tr.gettext("Cancel: {group}, {date}"), "cancel", "rest")):
+            label = label.format(group=name, date=day)
+            buttons.append({"label": label, "data": f"{GROUP_BUTTON}:{one}:{gs.id}"})
+            if gs.series is not None:
+                buttons.append({"label": tr.gettext("{label} and the rest").format(label=label),
+                                "data": f"{GROUP_BUTTON}:{rest}:{gs.id}"})
     return lines, buttons
 
 
@@ -766,7 +809,8 @@ async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetim
 
 async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
     """/sessions: the next sessions in the reader's zone and language, with the engagement's
-    counts; a coach also gets buttons to move or cancel each (or the rest of a series)."""
+    counts; a coach also gets buttons to move or cancel each (or the rest of a series), a
+    client one to say they can't make it."""
     tr = translator_for(t.user.locale)
     coming = await upcoming(t.session, t.user_id, now)
     pairs = {(cs.coach_id, cs.client_id) for cs in coming if cs.group_session_id is None}
@@ -791,8 +835,11 @@ async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
                 (tr.gettext("{number}: cancel").format(number=label),
                  f"{BUTTON}:cancel:{cs.id}"))
             if cs.series is not None:
-                buttons += _buttons((tr.gettext("{number}: cancel this and the rest").format(
-                    number=label), f"{BUTTON}:rest:{cs.id}"))
+                buttons += _buttons(
+                    (tr.gettext("{number}: move this and the rest").format(number=label),
+                     f"{BUTTON}:mrest:{cs.id}"),
+                    (tr.gettext("{number}: cancel this and the rest").format(number=label),
+                     f"{BUTTON}:rest:{cs.id}"))
         else:
             buttons += _cant_button(cs, tr, tr.gettext("{number}: I can't make it").format(
                 number=label))
@@ -863,6 +910,6 @@ def engagement_text(counts: Engagement, tr: Translator) -> str:
 
 __all__: Sequence[str] = (
     "Engagement", "NewSessions", "NotYourClient", "SessionNotFound", "calendar_payload",
-    "cancel_sessions", "engagement", "mark_outcome", "move_session", "plan_rows",
+    "cancel_sessions", "engagement", "mark_outcome", "move_rest", "move_session", "plan_rows",
     "schedule_sessions", "upcoming",
 )

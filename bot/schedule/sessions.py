@@ -4,7 +4,8 @@ Rules
 -----
 * **The session's time** is the wall clock of whoever set it in their IANA zone; a series
   repeats that wall clock (a weekly 18:00 stays 18:00 across daylight saving in that zone,
-  and moves for someone in a zone that changes on another date). A wall time in a
+  and moves for someone in a zone that changes on another date; moving the rest of a
+  series shifts each wall clock by the same change). A wall time in a
   spring-forward gap moves to the first minute after it (see ``planning``).
 * **Reminder** to each of the two ``before`` the start (one hour by default). One that falls
   in the person's quiet hours comes earlier, when the quiet window begins.
@@ -20,6 +21,7 @@ Rules
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
@@ -65,6 +67,14 @@ def series(first: datetime, repeat: Repeat, count: int) -> list[datetime]:
         return [first]
     count = max(1, min(count, MAX_SERIES))
     return [first + REPEAT_EVERY[repeat] * n for n in range(count)]
+
+
+def moved_series(local_starts: Sequence[datetime], old: datetime,
+                 new: datetime) -> list[datetime]:
+    """The wall-clock starts of the rest of a series when one of them moves from ``old`` to
+    ``new`` (all in the zone they were set in): each by the same change of day and
+    wall-clock time, so a weekly 18:00 moved to 19:00 stays 19:00 across daylight saving."""
+    return [start + (new - old) for start in local_starts]
 
 
 def _minute(instant: datetime, profile: Profile) -> tuple[date, int]:

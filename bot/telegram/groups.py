@@ -23,7 +23,7 @@ from telegram.error import TelegramError
 from bot.coaching import coach_errors, contracts, group_figures, group_sessions, groups
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.coaching.sessions import BUTTON as SESSION_BUTTON
-from bot.coaching.sessions import GROUP_TARGET
+from bot.coaching.sessions import GROUP_TARGET, SessionChange
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
@@ -315,12 +315,10 @@ class GroupHandlers:
                 "Your coach has closed your place in the group “{group}”. Its exercises and "
                 "sessions stop for you; what you wrote to me stays private, as before. Thank "
                 "you for taking part, and all the best.").format(group=mtr.words(group.name))})
-            await group_sessions.tell_members(t, group, cancelled, t.now, cancelled=True)
+            await group_sessions.tell_members(t, group, cancelled, t.now,
+                                              SessionChange.CANCELLED)
         say(t, tr.gettext("Done: {name} is no longer in “{group}” and has been told.").format(
             name=name, group=tr.words(group.name)), subject=member_id)
-
-    async def cancel_session(self, t: StoreTurn, rest: str) -> None:
-        await group_sessions.cancel_from_button(t, rest)
 
     async def answer_in_private(self, update: Update, rest: str) -> None:
         """The week's question's button in the group chat (``gqa:<group>:<question>``):
@@ -524,7 +522,8 @@ class GroupHandlers:
             .format(group=tr.words(names[group_id])))
         group = await t.session.get(Group, group_id)
         if group is not None:
-            await group_sessions.tell_members(t, group, cancelled, t.now, cancelled=True)
+            await group_sessions.tell_members(t, group, cancelled, t.now,
+                                              SessionChange.CANCELLED)
 
     # -- the group's own chat ----------------------------------------------------------------
 

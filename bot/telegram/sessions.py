@@ -1,10 +1,11 @@
 """Sessions and actions on Telegram: a coach schedules by buttons (client → day, two weeks a
 page up to a year ahead → hour → minutes → length, 60 minutes first → how → once, weekly or
-fortnightly → how many → the place, typed), moves or cancels one session or the rest of a
-series; the client lists their sessions and marks their actions. Button data carries the
-choices so far (``session:new:<client>:<yymmdd>:<hhmm>:…``; a page of dates is ``+<n>`` and
-an hour without its minutes ``HH``, each only as the last part); every step is checked again
-in the domain layer, so forged data gets nowhere."""
+fortnightly → how many → the place, typed), moves (the same day and time steps) or cancels
+one session or the rest of a series, one-to-one or a group's; the client lists their
+sessions and marks their actions. Button data carries the choices so far
+(``session:new:<client>:<yymmdd>:<hhmm>:…``; a page of dates is ``+<n>`` and an hour without
+its minutes ``HH``, each only as the last part); every step is checked again in the domain
+layer, so forged data gets nowhere."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from datetime import date, datetime, time, timedelta
 from babel.dates import format_skeleton
 
 from bot.coaching import actions as commitments
+from bot.coaching import group_sessions
 from bot.coaching import sessions as domain
 from bot.coaching.conversation import Start, converse, enqueue_replies
 from bot.coaching.groups import groups_of
@@ -147,6 +149,13 @@ def _mode_label(mode: SessionMode, tr: Translator) -> str:
     return tr.gettext(domain.MODE_LABELS[mode])
 
 
+def _move_question(tr: Translator, rest_of_series: bool) -> str:
+    if rest_of_series:
+        return tr.gettext("To which day should this session move? The later ones of the series "
+                          "move with it, by as much. The times are in your time zone.")
+    return tr.gettext("Move it to which day? The times are in your time zone.")
+
+
 def _repeat_label(key: str, tr: Translator) -> str:
     return {"o": tr.gettext("Just this once"), "w": tr.gettext("Every week"),
             "f": tr.gettext("Every two weeks")}[key]
@@ -211,8 +220,8 @@ class SessionFlows:
             await domain.agree_button(t, parts)
         elif what in ("held", "missed") and parts and parts[0].isdigit():
             await domain.record_outcome(t, int(parts[0]), what == "held", t.now)
-        elif what == "move" and parts and parts[0].isdigit():
-            await self._move(t, parts)
+        elif what in ("move", "mrest") and parts and parts[0].isdigit():
+            await self._move(t, parts, rest_of_series=what == "mrest")
         elif what in ("cancel", "rest") and parts and parts[0].isdigit():
             await self._cancel(t, int(parts[0]), rest_of_series=what == "rest")
         else:
@@ -311,25 +320,59 @@ class SessionFlows:
         return len(chosen) <= len(checks) and all(
             check(value) for check, value in zip(checks, chosen, strict=False))
 
-    async def _move(self, t: StoreTurn, parts: list[str]) -> None:
+    async def _move(self, t: StoreTurn, parts: list[str], *, rest_of_series: bool) -> None:
+        """``move:<id>:…`` one session, ``mrest:<id>:…`` it and the rest of its series."""
         tr = translator_for(t.user.locale)
-        session_id = int(parts[0])
         try:
-            cs = await domain.coach_session(t.session, t.user_id, session_id, t.now)
+            cs = await domain.coach_session(t.session, t.user_id, int(parts[0]), t.now)
         except domain.SessionNotFound:
             _say(t, tr.gettext("This session is not planned any more."))
             return
-        new = self._start(t, f"{domain.BUTTON}:move:{cs.id}", parts[1:], tr.gettext(
-            "Move it to which day? The times are in your time zone."))
+        new = self._start(t, f"{domain.BUTTON}:{'mrest' if rest_of_series else 'move'}:{cs.id}",
+                          parts[1:], _move_question(tr, rest_of_series))
         if new is None:
             return
         try:
-            moved = await domain.move_session(t.session, t.user_id, cs.id, new,
-                                              t.user.time_zone, t.now)
+            moved = await domain.move_rest(t.session, t.user_id, cs.id, new, t.user.time_zone,
+                                           t.now) if rest_of_series else [
+                await domain.move_session(t.session, t.user_id, cs.id, new,
+                                          t.user.time_zone, t.now)]
         except ValueError:
             _say(t, tr.gettext("That time has already passed. Choose another one."))
             return
-        await domain.announce(t, [moved], domain.SessionChange.MOVED, t.now)
+        await domain.announce(t, moved, domain.SessionChange.MOVED, t.now)
+
+    async def group_step(self, t: StoreTurn, rest: str) -> Outcome | None:
+        """A coach's group session button: ``move:<id>:…`` or ``mrest:<id>:…`` (the day and
+        time asked here), or ``cancel:<id>`` and ``rest:<id>`` (group_sessions)."""
+        what, _, tail = rest.partition(":")
+        parts = tail.split(":")
+        if what not in ("move", "mrest"):
+            await group_sessions.cancel_from_button(t, rest)
+            return None
+        tr = translator_for(t.user.locale)
+        rest_of_series = what == "mrest"
+        try:
+            if not (parts[0].isascii() and parts[0].isdigit()):
+                raise domain.SessionNotFound("invalid button")
+            gs = await group_sessions.coach_group_session(t.session, t.user_id, int(parts[0]),
+                                                          t.now)
+        except domain.SessionNotFound:
+            _say(t, tr.gettext("This session is not planned any more."))
+            return None
+        new = self._start(t, f"{domain.GROUP_BUTTON}:{what}:{gs.id}", parts[1:],
+                          _move_question(tr, rest_of_series))
+        if new is None:
+            return None
+        try:
+            moved, copies = await group_sessions.move_group_sessions(
+                t.session, t.user_id, gs.id, new, t.user.time_zone, t.now,
+                rest_of_series=rest_of_series)
+        except ValueError:
+            _say(t, tr.gettext("That time has already passed. Choose another one."))
+            return None
+        await group_sessions.announce(t, moved, copies, domain.SessionChange.MOVED)
+        return None
 
     async def _cancel(self, t: StoreTurn, session_id: int, *, rest_of_series: bool) -> None:
         try:

@@ -18,6 +18,7 @@ from bot.coaching.sessions import (
     cancel_sessions,
     engagement,
     mark_outcome,
+    move_rest,
     move_session,
     schedule_sessions,
     upcoming,
@@ -120,6 +121,48 @@ async def test_moving_a_session_raises_its_sequence_and_replans_it(db: Store) ->
         with pytest.raises(ValueError):
             await move_session(s, COACH, first.id, datetime(2026, 3, 1, 9, 0),
                                "Europe/Rome", NOW)
+
+
+async def test_moving_the_rest_of_a_series_keeps_its_wall_clock_in_the_zone_it_was_set_in(
+        db: Store) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        created = await schedule_sessions(s, COACH, weekly(4), NOW)
+    # Mondays 18:00 in Rome from 23 March to Tuesdays 19:00, chosen by the coach now in
+    # London (18:00 there); Rome changes to summer time on 29 March.
+    async with db.sessionmaker() as s, s.begin():
+        with pytest.raises(SessionNotFound):
+            await move_rest(s, STRANGER, created[0].id, datetime(2026, 3, 24, 18, 0),
+                            "Europe/London", NOW)
+        with pytest.raises(ValueError):
+            await move_rest(s, COACH, created[1].id, datetime(2026, 3, 19, 18, 0),
+                            "Europe/London", NOW)
+    async with db.sessionmaker() as s, s.begin():
+        moved = await move_rest(s, COACH, created[1].id, datetime(2026, 3, 31, 18, 0),
+                                "Europe/London", NOW)
+        assert [m.id for m in moved] == [c.id for c in created[1:]]
+        assert [(m.local_start, m.zone, m.sequence) for m in moved] == [
+            (datetime(2026, 3, 31, 19), "Europe/Rome", 1),
+            (datetime(2026, 4, 7, 19), "Europe/Rome", 1),
+            (datetime(2026, 4, 14, 19), "Europe/Rome", 1)]
+        assert [m.starts_at for m in moved] == [
+            datetime(2026, 3, 31, 17, tzinfo=UTC), datetime(2026, 4, 7, 17, tzinfo=UTC),
+            datetime(2026, 4, 14, 17, tzinfo=UTC)]
+        events = Calendar.from_ical(calendar_file(moved, translator_for("he"), NOW)
+                                    ).walk("VEVENT")
+        assert [(str(e["uid"]), int(e["sequence"])) for e in events] == [
+            (c.uid, 1) for c in created[1:]]
+    async with db.sessionmaker() as s, s.begin():  # all, a day and an hour earlier
+        back = await move_rest(s, COACH, created[0].id, datetime(2026, 3, 22, 16, 0),
+                               "Europe/London", NOW)
+        assert [b.local_start for b in back] == [
+            datetime(2026, 3, 22, 17), datetime(2026, 3, 30, 18), datetime(2026, 4, 6, 18),
+            datetime(2026, 4, 13, 18)]
+        assert [b.sequence for b in back] == [1, 2, 2, 2]
+    planned = await _planned(db)
+    reminders = sorted(d for u, k, _, d, status in planned
+                       if (u, k, status) == (COACH, "session_reminder", "planned"))
+    assert reminders == [datetime(2026, 3, d, 15, tzinfo=UTC) for d in (22, 30)] + [
+        datetime(2026, 4, d, 15, tzinfo=UTC) for d in (6, 13)]
 
 
 async def test_cancelling_the_rest_of_a_series_leaves_the_earlier_ones(db: Store) -> None:

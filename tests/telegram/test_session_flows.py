@@ -12,14 +12,17 @@ import pytest
 from icalendar import Calendar
 from sqlalchemy import select
 
+from bot.coaching.sessions import NewSessions, schedule_sessions
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.engine import Turn
+from bot.schedule.sessions import Repeat
 from bot.store import (
     ActionSource,
     CoachingSession,
     CoachLink,
     CommitmentAction,
     Outbox,
+    SessionMode,
     Store,
     User,
 )
@@ -199,6 +202,34 @@ async def test_any_date_within_a_year_and_any_quarter_hour_from_six_to_midnight(
         [page] = await press(db, flows, COACH, data_of(page, -1))
     assert page["buttons"][-1]["label"] == "Date precedenti"  # the last page, a year on
     assert page["buttons"][-2]["data"] == f"session:new:{CLIENT}:270401"
+
+
+async def test_a_coach_moves_the_rest_of_a_series_from_sessions(db: Store,
+                                                                dialogues: DialogueSet) -> None:
+    flows = SessionFlows(dialogues)
+    async with db.sessionmaker() as s, s.begin():
+        made = await schedule_sessions(s, COACH, NewSessions(
+            client_id=CLIENT, first=datetime(2026, 3, 23, 18), zone="Europe/Rome", minutes=60,
+            mode=SessionMode.VIDEO, place=None, repeat=Repeat.WEEKLY, count=3), NOW)
+    await db.run_turn(COACH, lambda t: flows.sessions(t))
+    [listing] = await queued(db, COACH)
+    rest = label_data(listing, "2: sposta questa e le successive")
+    assert rest == f"session:mrest:{made[1].id}"
+    [refused] = await press(db, flows, OTHER, rest)  # another coach
+    assert refused["text"] == "This session is not planned any more."
+    [days] = await press(db, flows, COACH, rest)
+    assert "successive della serie" in days["text"]
+    [hours] = await press(db, flows, COACH, f"{rest}:260401")  # Wednesday
+    [quarters] = await press(db, flows, COACH, label_data(hours, "07:00"))
+    [told] = await press(db, flows, COACH, label_data(quarters, "07:45"))
+    assert told["text"].startswith("2 sessioni con \u2068נועה\u2069 spostate:")
+    text, ics = await queued(db, CLIENT)
+    assert text["text"].count("\u20688:45\u2069") == 2  # 07:45 in Rome, 8:45 in Jerusalem
+    events = Calendar.from_ical(bytes.fromhex(ics["document"])).walk("VEVENT")
+    assert [(str(e["uid"]), int(e["sequence"])) for e in events] == [
+        (c.uid, 1) for c in made[1:]]
+    assert [e.decoded("dtstart").astimezone(UTC) for e in events] == [
+        datetime(2026, 4, 1, 5, 45, tzinfo=UTC), datetime(2026, 4, 8, 5, 45, tzinfo=UTC)]
 
 
 def test_the_longest_session_button_data_fits() -> None:
