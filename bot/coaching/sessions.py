@@ -27,6 +27,7 @@ from bot.i18n import N_, Translator, translator_for
 from bot.schedule.planning import Profile, zone_of
 from bot.schedule.sessions import (
     GROUP_WORK,
+    LEADS,
     MAX_SERIES,
     REMINDER_BEFORE,
     Repeat,
@@ -47,6 +48,7 @@ from bot.store import (
     SessionMode,
     SessionStatus,
     User,
+    UserView,
 )
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import SESSION_KINDS, CheckinKind
@@ -74,6 +76,11 @@ GROUP_TARGET = "g"
 
 class SessionNotFound(LookupError):
     """No such session of this coach (or it is over or cancelled)."""
+
+
+def reminder_lead(coach: UserView) -> timedelta:
+    """How long before each of the coach's sessions the reminders come (their choice)."""
+    return timedelta(minutes=coach.session_reminder_minutes)
 
 
 def profile_of(user: User) -> Profile:
@@ -119,14 +126,15 @@ async def plan_rows(session: AsyncSession, cs: CoachingSession, now: datetime, *
     coach, client = await _people(session, cs)
     if cs.group_session_id is not None:  # a member's copy: the coach's rows are the group's
         for row in member_plan(cs.starts_at, client_id=client.id, client=profile_of(client),
-                               now=now):
+                               now=now, before=reminder_lead(coach)):
             session.add(PlannedCheckin(user_id=row.user_id, kind=row.work.value,
                                        ref=str(cs.id), due_at=row.due_at, status="planned"))
         await session.flush()
         return
     for row in session_plan(cs.starts_at, cs.minutes, coach_id=coach.id,
                             coach=profile_of(coach), client_id=client.id,
-                            client=profile_of(client), now=now, before=REMINDER_BEFORE):
+                            client=profile_of(client), now=now,
+                            before=reminder_lead(coach)):
         session.add(PlannedCheckin(user_id=row.user_id, kind=row.work.value, ref=str(cs.id),
                                    due_at=row.due_at, status="planned"))
     await session.flush()
@@ -150,7 +158,8 @@ async def plan_group_rows(session: AsyncSession, gs: GroupSession, now: datetime
     coach = await session.get(User, gs.coach_id)
     if coach is None:
         return
-    for row in group_plan(gs.starts_at, coach_id=coach.id, coach=profile_of(coach), now=now):
+    for row in group_plan(gs.starts_at, coach_id=coach.id, coach=profile_of(coach), now=now,
+                          before=reminder_lead(coach)):
         session.add(PlannedCheckin(user_id=row.user_id, kind=row.work.value, ref=group_ref(gs),
                                    due_at=row.due_at, status="planned"))
     await session.flush()
@@ -167,6 +176,28 @@ async def replan_sessions(session: AsyncSession, user_id: int, now: datetime) ->
                                        GroupSession.starts_at > now)
             .order_by(GroupSession.starts_at).limit(MAX_SERIES))).scalars():
         await plan_group_rows(session, gs, now)
+
+
+async def set_reminder_lead(session: AsyncSession, coach_id: int, minutes: int,
+                            now: datetime) -> bool:
+    """The coach chooses how long before their sessions the reminders come (one of
+    ``LEADS``); every session of theirs to come is planned again. False for another value."""
+    coach = await session.get(User, coach_id)
+    if coach is None or not coach.is_coach or minutes not in LEADS:
+        return False
+    coach.session_reminder_minutes = minutes
+    await session.flush()
+    for cs in (await session.execute(
+            select(CoachingSession).where(CoachingSession.coach_id == coach_id,
+                                          CoachingSession.status == SessionStatus.SCHEDULED,
+                                          CoachingSession.starts_at > now))).scalars():
+        await plan_rows(session, cs, now)
+    for gs in (await session.execute(
+            select(GroupSession).where(GroupSession.coach_id == coach_id,
+                                       GroupSession.status == SessionStatus.SCHEDULED,
+                                       GroupSession.starts_at > now))).scalars():
+        await plan_group_rows(session, gs, now)
+    return True
 
 
 async def schedule_sessions(session: AsyncSession, coach_id: int, chosen: NewSessions,
@@ -843,6 +874,9 @@ async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
         else:
             buttons += _cant_button(cs, tr, tr.gettext("{number}: I can't make it").format(
                 number=label))
+    if t.user.is_coach:
+        buttons += _buttons((tr.gettext("Reminders: {duration} before").format(
+            duration=tr.duration(reminder_lead(t.user))), f"{BUTTON}:lead"))
     for coach_id, client_id in sorted(pairs):
         counts = await engagement(t.session, coach_id, client_id)
         other = await t.session.get(User, client_id if coach_id == t.user_id else coach_id)

@@ -7,15 +7,17 @@ Rules
   and moves for someone in a zone that changes on another date; moving the rest of a
   series shifts each wall clock by the same change). A wall time in a
   spring-forward gap moves to the first minute after it (see ``planning``).
-* **Reminder** to each of the two ``before`` the start (one hour by default). One that falls
-  in the person's quiet hours comes earlier, when the quiet window begins.
+* **Reminder** to each of the two ``before`` the start: the coach's choice (``LEADS``, one
+  hour until they choose), the same for both, counted in elapsed time. One that falls in
+  the person's quiet hours comes earlier, when the quiet window begins.
 * **Preparation** for the client the day before the session (their local day) at their
   check-in time, quiet hours respected; none if that is not before the session.
 * **Recap** for the client and the held-or-missed **prompt** for the coach when the session
   is over; inside quiet hours they wait for the end of the window.
 * **A group session**: each member's copy plans only the member's reminder (their zone,
   their quiet hours); the group session itself plans the coach's reminder and one in the
-  group's linked chat exactly ``before`` the start (a chat has no quiet hours of its own).
+  group's linked chat exactly an hour before the start, whatever the coach's choice (its
+  text says "in an hour"; a chat has no quiet hours of its own).
 * Nothing is planned in the past; the crisis pause is checked when a row is started.
 """
 
@@ -38,6 +40,8 @@ from bot.schedule.planning import (
 from bot.store.kinds import CheckinKind
 
 REMINDER_BEFORE = timedelta(hours=1)
+#: The reminder lead times a coach can choose, in minutes: 15 min, 30 min, 1 h, 2 h, 3 h, a day.
+LEADS = (15, 30, 60, 120, 180, 1440)
 MAX_SERIES = 52  # sessions planned at once for a series
 
 
@@ -146,5 +150,5 @@ def group_plan(starts_at: datetime, *, coach_id: int, coach: Profile, now: datet
     """A group session's own rows: the coach's reminder, and the chat's (sent on the
     coach's behalf, so the row is the coach's), earliest first, those still to come."""
     rows = [Planned(coach_id, CheckinKind.GROUP_SESSION, reminder_due(starts_at, coach, before)),
-            Planned(coach_id, CheckinKind.GROUP_CHAT, starts_at - before)]
+            Planned(coach_id, CheckinKind.GROUP_CHAT, starts_at - REMINDER_BEFORE)]
     return sorted((r for r in rows if r.due_at > now), key=lambda r: r.due_at)

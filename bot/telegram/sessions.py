@@ -25,7 +25,7 @@ from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome
 from bot.i18n import Translator, translator_for
 from bot.schedule.planning import zone_of
-from bot.schedule.sessions import Repeat
+from bot.schedule.sessions import LEADS, Repeat
 from bot.store import SessionMode
 from bot.store import Turn as StoreTurn
 
@@ -216,7 +216,11 @@ class SessionFlows:
             return None
         if what == "new":
             return await self._new(t, parts)
-        if what == "agree":
+        if what == "lead" and not parts:
+            self._lead(t)
+        elif what == "lead" and len(parts) == 1:
+            await self._set_lead(t, parts[0])
+        elif what == "agree":
             await domain.agree_button(t, parts)
         elif what in ("held", "missed") and parts and parts[0].isdigit():
             await domain.record_outcome(t, int(parts[0]), what == "held", t.now)
@@ -227,6 +231,24 @@ class SessionFlows:
         else:
             self._invalid(t)
         return None
+
+    @staticmethod
+    def _lead(t: StoreTurn) -> None:
+        """How long before their sessions the coach wants the reminders, as buttons."""
+        tr = translator_for(t.user.locale)
+        _say(t, tr.gettext("How long before each session should the reminders come, for you "
+                           "and your clients?"), [
+            (tr.duration(timedelta(minutes=n)), f"{domain.BUTTON}:lead:{n}") for n in LEADS])
+
+    async def _set_lead(self, t: StoreTurn, value: str) -> None:
+        minutes = int(value) if value.isascii() and value.isdigit() else 0
+        if not await domain.set_reminder_lead(t.session, t.user_id, minutes, t.now):
+            self._invalid(t)
+            return
+        tr = translator_for(t.user.locale)
+        _say(t, tr.gettext("Done: the reminders now come {duration} before each session, for "
+                           "you and your clients.").format(
+            duration=tr.isolate(tr.duration(timedelta(minutes=minutes)))))
 
     def _invalid(self, t: StoreTurn) -> None:
         _say(t, translator_for(t.user.locale).gettext(

@@ -15,7 +15,13 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching import coach_errors, group_sessions, groups
-from bot.coaching.sessions import NewSessions, SessionChange, SessionNotFound, cant_make_it
+from bot.coaching.sessions import (
+    NewSessions,
+    SessionChange,
+    SessionNotFound,
+    cant_make_it,
+    set_reminder_lead,
+)
 from bot.i18n import translator_for
 from bot.schedule.planning import zone_of
 from bot.schedule.sessions import Repeat
@@ -291,6 +297,23 @@ async def test_the_coach_moves_the_rest_of_a_series_and_each_member_hears_in_the
     assert one.starts_at == datetime(2026, 3, 24, 7, tzinfo=UTC) and ana_copy.sequence == 2
     assert await tx(db, lambda s: s.scalar(select(GroupSession.starts_at).where(
         GroupSession.id == created[3].id))) == starts[2]
+
+
+async def test_the_coachs_reminder_lead_replans_each_members_copy_and_their_own(
+        db: Store) -> None:  # noqa: F811
+    await rome_coach(db)
+    team = await new_group(db)
+    await join(db, team, CI)  # New York
+    created, _ = await schedule(db, team)
+    assert not await tx(db, lambda s: set_reminder_lead(s, COACH, 45, NOW))  # not offered
+    assert not await tx(db, lambda s: set_reminder_lead(s, CI, 180, NOW))  # not a coach
+    assert await tx(db, lambda s: set_reminder_lead(s, COACH, 180, NOW))
+    three_hours = [gs.starts_at - timedelta(hours=3) for gs in created]
+    for user, kind in ((CI, "session_reminder"), (COACH, "group_session")):
+        assert [r.due_at for r in await rows(db, user, kind) if r.status == "planned"] == \
+            three_hours
+    assert [r.due_at for r in await rows(db, COACH, "group_chat") if r.status == "planned"] == [
+        gs.starts_at - timedelta(hours=1) for gs in created]  # "in an hour", as it says
 
 
 async def test_a_group_of_another_coach_cannot_get_sessions(db: Store) -> None:  # noqa: F811

@@ -139,3 +139,39 @@ def test_a_group_sessions_rows_each_member_in_their_own_quiet_hours_and_the_chat
     assert group_plan(starts, coach_id=COACH, coach=coach, now=utc(2026, 3, 1)) == [
         Planned(COACH, CheckinKind.GROUP_SESSION, utc(2026, 3, 29, 21)),
         Planned(COACH, CheckinKind.GROUP_CHAT, utc(2026, 3, 30, 4, 30))]
+
+
+def test_the_coachs_lead_time_sets_both_reminders_across_zones_and_quiet_hours() -> None:
+    sleeper = Profile(time_zone="America/New_York", checkin_hour=9, quiet_start=22 * 60,
+                      quiet_end=7 * 60)
+    evening = utc(2026, 3, 30, 16)  # 18:00 in Rome (summer time since the 29th), 12:00 EDT
+    now = utc(2026, 3, 1)
+
+    def reminders(starts: datetime, before: timedelta) -> list[Planned]:
+        return [p for p in session_plan(starts, 60, coach_id=COACH, coach=ROME,
+                                        client_id=CLIENT, client=sleeper, now=now,
+                                        before=before)
+                if p.work == CheckinKind.SESSION_REMINDER]
+
+    assert [p.due_at for p in reminders(evening, timedelta(minutes=15))] == [
+        utc(2026, 3, 30, 15, 45)] * 2
+    assert [p.due_at for p in reminders(evening, timedelta(hours=3))] == [
+        utc(2026, 3, 30, 13)] * 2  # 15:00 in Rome, 09:00 in New York
+    # A day is 24 hours: 18:00 in Rome the day before, across Rome's change that night.
+    assert [p.due_at for p in reminders(evening, timedelta(days=1))] == [
+        utc(2026, 3, 29, 16)] * 2
+    # 08:00 in Rome is 02:00 in New York: three hours before is 23:00 there, in the night,
+    # so the client's comes at 22:00 when it begins; the coach's at 05:00 in Rome.
+    morning = start_utc(datetime(2026, 3, 30, 8), "Europe/Rome")
+    assert reminders(morning, timedelta(hours=3)) == [
+        Planned(CLIENT, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 2)),
+        Planned(COACH, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 3))]
+    # A member's copy and the coach's own reminder of a group session follow the lead; the
+    # chat's stays an hour before, as its text says.
+    assert member_plan(evening, client_id=CLIENT, client=sleeper, now=now,
+                       before=timedelta(days=1)) == [
+        Planned(CLIENT, CheckinKind.SESSION_REMINDER, utc(2026, 3, 29, 16))]
+    assert group_plan(evening, coach_id=COACH, coach=ROME, now=now,
+                      before=timedelta(minutes=30)) == [
+        Planned(COACH, CheckinKind.GROUP_CHAT, utc(2026, 3, 30, 15)),
+        Planned(COACH, CheckinKind.GROUP_SESSION, utc(2026, 3, 30, 15, 30))]

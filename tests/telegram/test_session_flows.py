@@ -22,6 +22,7 @@ from bot.store import (
     CoachLink,
     CommitmentAction,
     Outbox,
+    PlannedCheckin,
     SessionMode,
     Store,
     User,
@@ -230,6 +231,47 @@ async def test_a_coach_moves_the_rest_of_a_series_from_sessions(db: Store,
         (c.uid, 1) for c in made[1:]]
     assert [e.decoded("dtstart").astimezone(UTC) for e in events] == [
         datetime(2026, 4, 1, 5, 45, tzinfo=UTC), datetime(2026, 4, 8, 5, 45, tzinfo=UTC)]
+
+
+async def test_a_coach_sets_how_long_before_sessions_the_reminders_come(
+        db: Store, dialogues: DialogueSet) -> None:
+    flows = SessionFlows(dialogues)
+    async with db.sessionmaker() as s, s.begin():
+        [made] = await schedule_sessions(s, COACH, NewSessions(
+            client_id=CLIENT, first=datetime(2026, 3, 23, 18), zone="Europe/Rome", minutes=60,
+            mode=SessionMode.PHONE, place=None), NOW)
+    assert await reminders(db) == [datetime(2026, 3, 23, 16, tzinfo=UTC)] * 2  # an hour
+
+    await db.run_turn(COACH, lambda t: flows.sessions(t))
+    [listing] = await queued(db, COACH)
+    [asked] = await press(db, flows, COACH, label_data(listing, "Promemoria: 1 ora prima"))
+    assert [b["label"] for b in asked["buttons"]] == [
+        "15 minuti", "30 minuti", "1 ora", "2 ore", "3 ore", "1 giorno"]
+    [done] = await press(db, flows, COACH, label_data(asked, "1 giorno"))
+    assert done["text"] == ("Fatto: ora i promemoria arrivano 1 giorno prima di "
+                            "ogni sessione, a te e ai tuoi clienti.")
+    assert await reminders(db) == [datetime(2026, 3, 22, 17, tzinfo=UTC)] * 2
+    await db.run_turn(COACH, lambda t: flows.sessions(t))
+    assert label_data((await queued(db, COACH))[0], "Promemoria: 1 giorno prima")
+
+    for forged in ("session:lead:45", "session:lead:x", "session:lead:60:1"):
+        [refused] = await press(db, flows, COACH, forged)
+        assert "non è più valida" in refused["text"]
+    [refused] = await press(db, flows, CLIENT, "session:lead:15")  # not a coach
+    assert "/schedule" in refused["text"]
+    assert await reminders(db) == [datetime(2026, 3, 22, 17, tzinfo=UTC)] * 2
+    async with db.sessionmaker() as s:
+        coach = await s.get(User, COACH)
+        assert coach is not None and coach.session_reminder_minutes == 1440
+    assert made.starts_at == datetime(2026, 3, 23, 17, tzinfo=UTC)
+
+
+async def reminders(store: Store) -> list[datetime]:
+    """When the planned session reminders (the coach's and the client's) are due."""
+    async with store.sessionmaker() as s:
+        return list((await s.execute(select(PlannedCheckin.due_at).where(
+            PlannedCheckin.kind == "session_reminder", PlannedCheckin.status == "planned")
+            .order_by(PlannedCheckin.user_id))).scalars())
 
 
 def test_the_longest_session_button_data_fits() -> None:
