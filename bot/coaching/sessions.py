@@ -26,6 +26,7 @@ from bot.engine import Outcome, Reply
 from bot.i18n import N_, Translator, translator_for
 from bot.schedule.planning import Profile, zone_of
 from bot.schedule.sessions import (
+    BRIEF_BEFORE,
     GROUP_WORK,
     LEADS,
     MAX_SERIES,
@@ -554,7 +555,7 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
     cs = await t.session.get(CoachingSession, int(ref)) if ref.isdigit() else None
     if cs is None or t.user_id not in (cs.coach_id, cs.client_id):
         return None
-    _, client = await _people(t.session, cs)
+    coach, client = await _people(t.session, cs)
     to_client = t.user_id == client.id
     tr = translator_for(t.user.locale)
     if kind == CheckinKind.SESSION_RECAP:
@@ -567,11 +568,17 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
         return Due(dialogue=PREP_DIALOGUE, messages=({
             "text": tr.gettext("Your session tomorrow:") + "\n" + when,
             "buttons": _cant_button(cs, tr)},)) if to_client and now < cs.starts_at else None
-    if kind == CheckinKind.SESSION_REMINDER and now < cs.starts_at and not to_client:
+    briefing = kind == CheckinKind.SESSION_BRIEF or (
+        kind == CheckinKind.SESSION_REMINDER and reminder_lead(coach) == BRIEF_BEFORE)
+    if kind in (CheckinKind.SESSION_REMINDER, CheckinKind.SESSION_BRIEF) \
+            and now < cs.starts_at and not to_client:
         text = tr.gettext("A reminder: your session with {person} is coming up.").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
-        brief = await brief_text(t.session, cs, tr, now)
-        noted, copies = await brief_notes(t.session, client.id, tr, now)
+        brief = await brief_text(t.session, cs, tr, now) if briefing else None
+        noted, copies = await brief_notes(t.session, client.id, tr, now) if briefing \
+            else ([], [])
+        if kind == CheckinKind.SESSION_BRIEF and not brief and not noted:
+            return None  # the reminder came earlier; nothing shared to bring now
         for part in (brief, "\n".join(noted)):
             if part:
                 text += "\n\n" + part

@@ -10,6 +10,9 @@ Rules
 * **Reminder** to each of the two ``before`` the start: the coach's choice (``LEADS``, one
   hour until they choose), the same for both, counted in elapsed time. One that falls in
   the person's quiet hours comes earlier, when the quiet window begins.
+* **The brief** reaches the coach an hour before (``BRIEF_BEFORE``, as the client was told
+  when asked to share it): with the coach's reminder when that comes an hour before, else
+  on a row of its own, quiet hours respected like a reminder.
 * **Preparation** for the client the day before the session (their local day) at their
   check-in time, quiet hours respected; none if that is not before the session.
 * **Recap** for the client and the held-or-missed **prompt** for the coach when the session
@@ -40,6 +43,7 @@ from bot.schedule.planning import (
 from bot.store.kinds import CheckinKind
 
 REMINDER_BEFORE = timedelta(hours=1)
+BRIEF_BEFORE = timedelta(hours=1)
 #: The reminder lead times a coach can choose, in minutes: 15 min, 30 min, 1 h, 2 h, 3 h, a day.
 LEADS = (15, 30, 60, 120, 180, 1440)
 MAX_SERIES = 52  # sessions planned at once for a series
@@ -132,6 +136,9 @@ def session_plan(starts_at: datetime, minutes: int, *, coach_id: int, coach: Pro
                     reminder_due(starts_at, coach, before)),
             Planned(client_id, CheckinKind.SESSION_RECAP, after_due(starts_at, minutes, client)),
             Planned(coach_id, CheckinKind.SESSION_OUTCOME, after_due(starts_at, minutes, coach))]
+    if before != BRIEF_BEFORE:
+        rows.append(Planned(coach_id, CheckinKind.SESSION_BRIEF,
+                            reminder_due(starts_at, coach, BRIEF_BEFORE)))
     prep = prep_due(starts_at, client)
     if prep is not None:
         rows.append(Planned(client_id, CheckinKind.SESSION_PREP, prep))

@@ -72,7 +72,7 @@ def _hour(value: str) -> int | None:
 
 def _clock(value: str) -> time | None:
     """The time a time part (``HHMM``) names, if the buttons offer it."""
-    if len(value) != 4 or _hour(value[:2]) is None or not value[2:].isdigit() \
+    if len(value) != 4 or _hour(value[:2]) is None or not value[2:].isascii() \
             or int(value[2:]) not in MINUTES:
         return None
     return time(int(value[:2]), int(value[2:]))

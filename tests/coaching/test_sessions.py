@@ -21,6 +21,8 @@ from bot.coaching.sessions import (
     move_rest,
     move_session,
     schedule_sessions,
+    set_brief_consent,
+    set_reminder_lead,
     upcoming,
 )
 from bot.i18n import translator_for
@@ -332,6 +334,27 @@ async def test_the_brief_reaches_the_coach_only_with_the_clients_consent(db: Sto
     async with db.sessionmaker() as s:
         links = list((await s.execute(select(CoachLink))).scalars())
     assert [(link.client_id, link.brief_consent) for link in links] == [(CLIENT, True)]
+
+    # With the reminders three hours before, the reminder comes without the brief, and the
+    # brief still an hour before, as the client was told.
+    async with db.sessionmaker() as s, s.begin():
+        assert await set_reminder_lead(s, COACH, 180, NOW)
+    coach_rows = [(k, d) for u, k, ref, d, status in await _planned(db)
+                  if (u, ref, status) == (COACH, str(cs.id), "planned")]
+    assert ("session_reminder", cs.starts_at - timedelta(hours=3)) in coach_rows
+    assert ("session_brief", before) in coach_rows
+    early = await db.run_turn(COACH, lambda t: session_work(
+        t, "session_reminder", str(cs.id), cs.starts_at - timedelta(hours=3)))
+    assert "Talk about my manager" not in early.messages[0]["text"]
+    later = await db.run_turn(COACH, lambda t: session_work(t, "session_brief", str(cs.id),
+                                                            before))
+    assert "\u2068Talk about my manager\u2069" in later.messages[0]["text"]
+    assert await db.run_turn(CLIENT, lambda t: session_work(  # the coach's alone
+        t, "session_brief", str(cs.id), before)) is None
+    async with db.sessionmaker() as s, s.begin():
+        await set_brief_consent(s, CLIENT, COACH, False)
+    assert await db.run_turn(COACH, lambda t: session_work(  # nothing shared: nothing sent
+        t, "session_brief", str(cs.id), before)) is None
 
 
 async def test_sessions_to_come_end_with_the_link(db: Store) -> None:
