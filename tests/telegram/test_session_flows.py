@@ -281,6 +281,16 @@ def test_the_longest_session_button_data_fits() -> None:
         assert len(data.encode()) <= 64, data
 
 
+@pytest.mark.parametrize("forged", ["move:abc", "move:999", "mrest:", "move:999:260401:1800",
+                                    "mrest:1:+27", "cancel:x"])
+async def test_forged_group_session_buttons_get_nowhere(db: Store, dialogues: DialogueSet,
+                                                        forged: str) -> None:
+    flows = SessionFlows(dialogues)
+    await db.run_turn(COACH, lambda t: flows.group_step(t, forged))
+    [answer] = await queued(db, COACH)
+    assert answer["text"] == "Questa sessione non è più in programma." and "buttons" not in answer
+
+
 async def test_the_client_marks_an_action_done_from_actions(db: Store,
                                                            dialogues: DialogueSet) -> None:
     flows = SessionFlows(dialogues)
