@@ -2,8 +2,9 @@
 occurrence (the coach's reminder and the linked chat's hang on it) and, for each current
 member, their own copy (a ``CoachingSession`` with ``group_session_id``): reminded at their
 own local time in their language, with their own calendar file and their own "I can't make
-it" (bot/coaching/sessions.py). Whoever joins later gets copies of the sessions to come;
-whoever leaves (or is removed) has theirs cancelled (``groups.leave``) and gets the
+it" (bot/coaching/sessions.py). A move (of one, or of the rest of a series) carries every
+copy with it and tells each member again. Whoever joins later gets copies of the sessions to
+come; whoever leaves (or is removed) has theirs cancelled (``groups.leave``) and gets the
 calendar's cancellation here.
 
 Every function takes the caller's session (or turn) and an explicit ``now``; the coach
@@ -25,16 +26,18 @@ from bot.coaching.sessions import (
     PLACE_DIALOGUE,
     UID_DOMAIN,
     NewSessions,
+    SessionChange,
     SessionNotFound,
     calendar_payload,
     chosen_sessions,
     plan_group_rows,
     plan_rows,
     session_lines,
+    wall_clock_in,
 )
 from bot.engine import Outcome
 from bot.i18n import Translator, translator_for
-from bot.schedule.sessions import Repeat, series, start_utc
+from bot.schedule.sessions import Repeat, moved_series, series, start_utc
 from bot.store import CoachingSession, Group, GroupSession, SessionStatus, User
 from bot.store import Turn as StoreTurn
 
@@ -113,15 +116,20 @@ async def member_copies(session: AsyncSession, member_id: int, group_id: int,
         .order_by(CoachingSession.starts_at))).scalars())
 
 
-async def cancel_group_sessions(session: AsyncSession, coach_id: int, gs_id: int,
-                                now: datetime, *, rest_of_series: bool = False
-                                ) -> tuple[list[GroupSession], list[CoachingSession]]:
-    """Cancel one of the coach's group sessions to come (or it and the rest of its
-    series) with every member's copy."""
+async def coach_group_session(session: AsyncSession, coach_id: int, gs_id: int,
+                              now: datetime) -> GroupSession:
+    """One of the coach's group sessions still to come."""
     gs = await session.get(GroupSession, gs_id)
     if gs is None or gs.coach_id != coach_id or gs.status != SessionStatus.SCHEDULED \
             or gs.starts_at <= now:
         raise SessionNotFound("no such group session to come")
+    return gs
+
+
+async def _chosen(session: AsyncSession, gs: GroupSession, rest_of_series: bool
+                  ) -> tuple[list[GroupSession], list[CoachingSession]]:
+    """The group session (or it and the rest of its series still scheduled) with every
+    member's copy still scheduled."""
     chosen = [gs]
     if rest_of_series and gs.series is not None:
         chosen = list((await session.execute(
@@ -135,11 +143,51 @@ async def cancel_group_sessions(session: AsyncSession, coach_id: int, gs_id: int
             CoachingSession.group_session_id.in_([each.id for each in chosen]),
             CoachingSession.status == SessionStatus.SCHEDULED)
         .order_by(CoachingSession.client_id, CoachingSession.starts_at))).scalars())
+    return chosen, copies
+
+
+async def cancel_group_sessions(session: AsyncSession, coach_id: int, gs_id: int,
+                                now: datetime, *, rest_of_series: bool = False
+                                ) -> tuple[list[GroupSession], list[CoachingSession]]:
+    """Cancel one of the coach's group sessions to come (or it and the rest of its
+    series) with every member's copy."""
+    gs = await coach_group_session(session, coach_id, gs_id, now)
+    chosen, copies = await _chosen(session, gs, rest_of_series)
     for each in chosen:
         each.status = SessionStatus.CANCELLED
         await plan_group_rows(session, each, now)
     for cs in copies:
         cs.status = SessionStatus.CANCELLED
+        cs.sequence += 1
+        cs.updated_at = now
+        await plan_rows(session, cs, now)
+    await session.flush()
+    return chosen, copies
+
+
+async def move_group_sessions(session: AsyncSession, coach_id: int, gs_id: int,
+                              new_local: datetime, zone: str, now: datetime, *,
+                              rest_of_series: bool = False
+                              ) -> tuple[list[GroupSession], list[CoachingSession]]:
+    """Move one of the coach's group sessions to a wall-clock time of ``zone`` (the
+    mover's), or it and each later one of its series by the same change of day and time in
+    the zone it was set in; every member's copy follows, planned again in their zone."""
+    gs = await coach_group_session(session, coach_id, gs_id, now)
+    chosen, copies = await _chosen(session, gs, rest_of_series)
+    starts = moved_series([each.local_start for each in chosen], gs.local_start,
+                          wall_clock_in(new_local, zone, gs.zone))
+    instants = [start_utc(local, each.zone) for each, local in zip(chosen, starts, strict=True)]
+    if min(instants) <= now:
+        raise ValueError("a session cannot move to the past")
+    moved = {}
+    for each, local, starts_at in zip(chosen, starts, instants, strict=True):
+        each.local_start, each.starts_at = local, starts_at
+        moved[each.id] = each
+        await plan_group_rows(session, each, now)
+    for cs in copies:
+        assert cs.group_session_id is not None
+        of = moved[cs.group_session_id]
+        cs.local_start, cs.zone, cs.starts_at = of.local_start, of.zone, of.starts_at
         cs.sequence += 1
         cs.updated_at = now
         await plan_rows(session, cs, now)
@@ -155,7 +203,7 @@ def _summary(group: Group, tr: Translator) -> str:
 
 
 async def tell_members(t: StoreTurn, group: Group, copies: Sequence[CoachingSession],
-                       now: datetime, *, cancelled: bool = False) -> int:
+                       now: datetime, change: SessionChange = SessionChange.NEW) -> int:
     """Each member hears of their copies in their own zone and language, with the calendar
     file (a cancellation when cancelled). Returns how many members were told."""
     by_member: dict[int, list[CoachingSession]] = {}
@@ -166,10 +214,14 @@ async def tell_members(t: StoreTurn, group: Group, copies: Sequence[CoachingSess
         if member is None:
             continue
         tr = translator_for(member.locale)
-        if cancelled:
+        if change is SessionChange.CANCELLED:
             heading = tr.ngettext(
                 "This session of your group “{group}” is cancelled:",
                 "These {count} sessions of your group “{group}” are cancelled:", len(theirs))
+        elif change is SessionChange.MOVED:
+            heading = tr.ngettext(
+                "This session of your group “{group}” has moved:",
+                "These {count} sessions of your group “{group}” have moved:", len(theirs))
         else:
             heading = tr.ngettext(
                 "Your group “{group}” has a session planned:",
@@ -225,11 +277,23 @@ async def cancel_from_button(t: StoreTurn, rest: str) -> None:
     except SessionNotFound:
         t.enqueue(t.user_id, {"text": tr.gettext("This session is not planned any more.")})
         return
-    group = await t.session.get(Group, gone[0].group_id)
+    await announce(t, gone, copies, SessionChange.CANCELLED)
+
+
+async def announce(t: StoreTurn, changed: Sequence[GroupSession],
+                   copies: Sequence[CoachingSession], change: SessionChange) -> None:
+    """The members hear of their copies moved or cancelled (with the calendar file), and
+    the coach (the turn's user) of the group sessions."""
+    group = await t.session.get(Group, changed[0].group_id)
     assert group is not None
-    await tell_members(t, group, copies, t.now, cancelled=True)
-    t.enqueue(t.user_id, {"text": tr.ngettext(
+    await tell_members(t, group, copies, t.now, change)
+    tr = translator_for(t.user.locale)
+    heading = tr.ngettext(
+        "Session with the group “{group}” moved:",
+        "{count} sessions with the group “{group}” moved:", len(changed)) \
+        if change is SessionChange.MOVED else tr.ngettext(
         "Session with the group “{group}” cancelled:",
-        "{count} sessions with the group “{group}” cancelled:", len(gone)).format(
-            group=tr.words(group.name), count=tr.isolate(tr.number(len(gone))))
-        + "\n" + session_lines(gone, t.user.time_zone, tr)})
+        "{count} sessions with the group “{group}” cancelled:", len(changed))
+    t.enqueue(t.user_id, {"text": heading.format(
+        group=tr.words(group.name), count=tr.isolate(tr.number(len(changed))))
+        + "\n" + session_lines(changed, t.user.time_zone, tr)})

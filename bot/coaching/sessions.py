@@ -1,7 +1,8 @@
 """Agreed coaching sessions: a coach schedules one or a series with a linked client, moves or
-cancels one or the rest of a series; each change plans the reminders, the preparation and
-the recap again, and gives the client the session's calendar file again (same UID, higher
-SEQUENCE, a cancelled event when cancelled)."""
+cancels one or the rest of a series (moved by the same change of day and wall-clock time);
+each change plans the reminders, the preparation and the recap again, and gives the client
+the session's calendar file again (same UID, higher SEQUENCE, a cancelled event when
+cancelled)."""
 
 from __future__ import annotations
 
@@ -25,12 +26,15 @@ from bot.engine import Outcome, Reply
 from bot.i18n import N_, Translator, translator_for
 from bot.schedule.planning import Profile, zone_of
 from bot.schedule.sessions import (
+    BRIEF_BEFORE,
     GROUP_WORK,
+    LEADS,
     MAX_SERIES,
     REMINDER_BEFORE,
     Repeat,
     group_plan,
     member_plan,
+    moved_series,
     series,
     session_plan,
     start_utc,
@@ -45,6 +49,7 @@ from bot.store import (
     SessionMode,
     SessionStatus,
     User,
+    UserView,
 )
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import SESSION_KINDS, CheckinKind
@@ -72,6 +77,11 @@ GROUP_TARGET = "g"
 
 class SessionNotFound(LookupError):
     """No such session of this coach (or it is over or cancelled)."""
+
+
+def reminder_lead(coach: UserView) -> timedelta:
+    """How long before each of the coach's sessions the reminders come (their choice)."""
+    return timedelta(minutes=coach.session_reminder_minutes)
 
 
 def profile_of(user: User) -> Profile:
@@ -117,14 +127,15 @@ async def plan_rows(session: AsyncSession, cs: CoachingSession, now: datetime, *
     coach, client = await _people(session, cs)
     if cs.group_session_id is not None:  # a member's copy: the coach's rows are the group's
         for row in member_plan(cs.starts_at, client_id=client.id, client=profile_of(client),
-                               now=now):
+                               now=now, before=reminder_lead(coach)):
             session.add(PlannedCheckin(user_id=row.user_id, kind=row.work.value,
                                        ref=str(cs.id), due_at=row.due_at, status="planned"))
         await session.flush()
         return
     for row in session_plan(cs.starts_at, cs.minutes, coach_id=coach.id,
                             coach=profile_of(coach), client_id=client.id,
-                            client=profile_of(client), now=now, before=REMINDER_BEFORE):
+                            client=profile_of(client), now=now,
+                            before=reminder_lead(coach)):
         session.add(PlannedCheckin(user_id=row.user_id, kind=row.work.value, ref=str(cs.id),
                                    due_at=row.due_at, status="planned"))
     await session.flush()
@@ -148,7 +159,8 @@ async def plan_group_rows(session: AsyncSession, gs: GroupSession, now: datetime
     coach = await session.get(User, gs.coach_id)
     if coach is None:
         return
-    for row in group_plan(gs.starts_at, coach_id=coach.id, coach=profile_of(coach), now=now):
+    for row in group_plan(gs.starts_at, coach_id=coach.id, coach=profile_of(coach), now=now,
+                          before=reminder_lead(coach)):
         session.add(PlannedCheckin(user_id=row.user_id, kind=row.work.value, ref=group_ref(gs),
                                    due_at=row.due_at, status="planned"))
     await session.flush()
@@ -165,6 +177,28 @@ async def replan_sessions(session: AsyncSession, user_id: int, now: datetime) ->
                                        GroupSession.starts_at > now)
             .order_by(GroupSession.starts_at).limit(MAX_SERIES))).scalars():
         await plan_group_rows(session, gs, now)
+
+
+async def set_reminder_lead(session: AsyncSession, coach_id: int, minutes: int,
+                            now: datetime) -> bool:
+    """The coach chooses how long before their sessions the reminders come (one of
+    ``LEADS``); every session of theirs to come is planned again. False for another value."""
+    coach = await session.get(User, coach_id)
+    if coach is None or not coach.is_coach or minutes not in LEADS:
+        return False
+    coach.session_reminder_minutes = minutes
+    await session.flush()
+    for cs in (await session.execute(
+            select(CoachingSession).where(CoachingSession.coach_id == coach_id,
+                                          CoachingSession.status == SessionStatus.SCHEDULED,
+                                          CoachingSession.starts_at > now))).scalars():
+        await plan_rows(session, cs, now)
+    for gs in (await session.execute(
+            select(GroupSession).where(GroupSession.coach_id == coach_id,
+                                       GroupSession.status == SessionStatus.SCHEDULED,
+                                       GroupSession.starts_at > now))).scalars():
+        await plan_group_rows(session, gs, now)
+    return True
 
 
 async def schedule_sessions(session: AsyncSession, coach_id: int, chosen: NewSessions,
@@ -200,6 +234,11 @@ async def coach_session(session: AsyncSession, coach_id: int, session_id: int,
     return cs
 
 
+def wall_clock_in(local: datetime, zone: str, other: str) -> datetime:
+    """The wall clock in zone ``other`` of the instant ``local`` names in ``zone``."""
+    return start_utc(local, zone).astimezone(zone_of(other)).replace(tzinfo=None)
+
+
 async def move_session(session: AsyncSession, coach_id: int, session_id: int,
                        new_local: datetime, zone: str, now: datetime) -> CoachingSession:
     """Move one session to another wall-clock time of ``zone`` (the mover's)."""
@@ -207,12 +246,47 @@ async def move_session(session: AsyncSession, coach_id: int, session_id: int,
     starts_at = start_utc(new_local, zone)
     if starts_at <= now:
         raise ValueError("a session cannot move to the past")
-    cs.local_start, cs.zone, cs.starts_at = new_local, zone, starts_at
+    cs.zone = zone
+    await _move_to(session, cs, new_local, starts_at, now)
+    return cs
+
+
+async def _move_to(session: AsyncSession, cs: CoachingSession, local: datetime,
+                   starts_at: datetime, now: datetime) -> None:
+    cs.local_start, cs.starts_at = local, starts_at
     cs.sequence += 1
     cs.updated_at = now
     await session.flush()
     await plan_rows(session, cs, now)
-    return cs
+
+
+async def move_rest(session: AsyncSession, coach_id: int, session_id: int,
+                    new_local: datetime, zone: str, now: datetime) -> list[CoachingSession]:
+    """Move a session to another wall-clock time of ``zone`` (the mover's), and each later
+    session of its series by the same change of day and time, in the zone it was set in."""
+    cs = await coach_session(session, coach_id, session_id, now)
+    chosen = await _rest_of_series(session, cs)
+    new = wall_clock_in(new_local, zone, cs.zone)
+    starts = moved_series([each.local_start for each in chosen], cs.local_start, new)
+    instants = [start_utc(local, each.zone) for each, local in zip(chosen, starts, strict=True)]
+    if min(instants) <= now:
+        raise ValueError("a session cannot move to the past")
+    for each, local, starts_at in zip(chosen, starts, instants, strict=True):
+        await _move_to(session, each, local, starts_at, now)
+    return chosen
+
+
+async def _rest_of_series(session: AsyncSession, cs: CoachingSession) -> list[CoachingSession]:
+    """The session and the later ones of its series still scheduled (itself alone when it
+    is not part of one)."""
+    if cs.series is None:
+        return [cs]
+    return list((await session.execute(
+        select(CoachingSession)
+        .where(CoachingSession.series == cs.series,
+               CoachingSession.status == SessionStatus.SCHEDULED,
+               CoachingSession.starts_at >= cs.starts_at)
+        .order_by(CoachingSession.starts_at))).scalars())
 
 
 async def cancel_sessions(session: AsyncSession, coach_id: int, session_id: int,
@@ -220,14 +294,7 @@ async def cancel_sessions(session: AsyncSession, coach_id: int, session_id: int,
                           ) -> list[CoachingSession]:
     """Cancel one session, or it and the rest of its series."""
     cs = await coach_session(session, coach_id, session_id, now)
-    chosen = [cs]
-    if rest_of_series and cs.series is not None:
-        chosen = list((await session.execute(
-            select(CoachingSession)
-            .where(CoachingSession.series == cs.series,
-                   CoachingSession.status == SessionStatus.SCHEDULED,
-                   CoachingSession.starts_at >= cs.starts_at)
-            .order_by(CoachingSession.starts_at))).scalars())
+    chosen = await _rest_of_series(session, cs) if rest_of_series else [cs]
     for each in chosen:
         each.status = SessionStatus.CANCELLED
         each.sequence += 1
@@ -415,7 +482,10 @@ def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
             SessionChange.NEW: tr.ngettext(
                 "New coaching session from {person}: {count}",
                 "New coaching sessions from {person}: {count}", count),
-            SessionChange.MOVED: tr.gettext("Coaching session moved by {person}:"),
+            SessionChange.MOVED: tr.gettext("Coaching session moved by {person}:")
+            if count == 1 else tr.ngettext(
+                "Coaching session moved by {person}: {count}",
+                "Coaching sessions moved by {person}: {count}", count),
             SessionChange.CANCELLED: tr.ngettext(
                 "Coaching session cancelled by {person}: {count}",
                 "Coaching sessions cancelled by {person}: {count}", count),
@@ -428,7 +498,9 @@ def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
         texts = {
             SessionChange.NEW: tr.ngettext("Session scheduled with {person}:",
                                            "{count} sessions scheduled with {person}:", count),
-            SessionChange.MOVED: tr.gettext("Session with {person} moved:"),
+            SessionChange.MOVED: tr.gettext("Session with {person} moved:") if count == 1
+            else tr.ngettext("{count} session with {person} moved:",
+                             "{count} sessions with {person} moved:", count),
             SessionChange.CANCELLED: tr.ngettext(
                 "Session with {person} cancelled:", "{count} sessions with {person} cancelled:",
                 count),
@@ -477,6 +549,12 @@ def _buttons(*pairs: tuple[str, str]) -> list[dict[str, str]]:
     return [{"label": label, "data": data} for label, data in pairs]
 
 
+def _cant_button(cs: CoachingSession, tr: Translator,
+                 label: str | None = None) -> list[dict[str, str]]:
+    """The client's way to tell their coach they can't make it (``cant_make_it``)."""
+    return _buttons((label or tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))
+
+
 async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due | None:
     """What a due row of a session does now, or None when it has nothing left to do (the
     session was cancelled or moved, or its time has passed)."""
@@ -485,7 +563,7 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
     cs = await t.session.get(CoachingSession, int(ref)) if ref.isdigit() else None
     if cs is None or t.user_id not in (cs.coach_id, cs.client_id):
         return None
-    _, client = await _people(t.session, cs)
+    coach, client = await _people(t.session, cs)
     to_client = t.user_id == client.id
     tr = translator_for(t.user.locale)
     if kind == CheckinKind.SESSION_RECAP:
@@ -493,14 +571,22 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
         return Due(dialogue=RECAP_DIALOGUE) if to_client and held_or_not_yet else None
     if cs.status != SessionStatus.SCHEDULED:
         return None
-    if kind == CheckinKind.SESSION_PREP:
-        return Due(dialogue=PREP_DIALOGUE) if to_client and now < cs.starts_at else None
     when = session_lines([cs], t.user.time_zone, tr)
-    if kind == CheckinKind.SESSION_REMINDER and now < cs.starts_at and not to_client:
+    if kind == CheckinKind.SESSION_PREP:
+        return Due(dialogue=PREP_DIALOGUE, messages=({
+            "text": tr.gettext("Your session tomorrow:") + "\n" + when,
+            "buttons": _cant_button(cs, tr)},)) if to_client and now < cs.starts_at else None
+    briefing = kind == CheckinKind.SESSION_BRIEF or (
+        kind == CheckinKind.SESSION_REMINDER and reminder_lead(coach) == BRIEF_BEFORE)
+    if kind in (CheckinKind.SESSION_REMINDER, CheckinKind.SESSION_BRIEF) \
+            and now < cs.starts_at and not to_client:
         text = tr.gettext("A reminder: your session with {person} is coming up.").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
-        brief = await brief_text(t.session, cs, tr, now)
-        noted, copies = await brief_notes(t.session, client.id, tr, now)
+        brief = await brief_text(t.session, cs, tr, now) if briefing else None
+        noted, copies = await brief_notes(t.session, client.id, tr, now) if briefing \
+            else ([], [])
+        if kind == CheckinKind.SESSION_BRIEF and not brief and not noted:
+            return None  # the reminder came earlier; nothing shared to bring now
         for part in (brief, "\n".join(noted)):
             if part:
                 text += "\n\n" + part
@@ -510,8 +596,7 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
         text = (tr.gettext("A reminder: your coaching session is coming up.") if group is None
                 else tr.gettext("A reminder: the session of your group “{group}” is coming "
                                 "up.").format(group=tr.words(group.name))) + "\n" + when
-        return Due(messages=({"text": text, "buttons": _buttons(
-            (tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))},))
+        return Due(messages=({"text": text, "buttons": _cant_button(cs, tr)},))
     if kind == CheckinKind.SESSION_OUTCOME and not to_client and now >= cs.starts_at:
         text = tr.gettext("Did your session with {person} take place?").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
@@ -580,19 +665,22 @@ async def coach_group_sessions(session: AsyncSession, coach_id: int,
 
 
 async def coach_lines(t: StoreTurn, tr: Translator) -> tuple[list[str], list[dict[str, str]]]:
-    """/sessions for a coach: their group sessions to come, with buttons to cancel them."""
+    """/sessions for a coach: their group sessions to come, with buttons to move or cancel
+    them (or the rest of their series)."""
     lines: list[str] = []
     buttons: list[dict[str, str]] = []
     for gs, name in await coach_group_sessions(t.session, t.user_id, t.now):
         lines.append(tr.gettext("Group “{group}”:").format(group=tr.words(name)) + " "
                      + session_lines([gs], t.user.time_zone, tr).removeprefix("• "))
-        label = tr.gettext("Cancel: {group}, {date}").format(
-            group=name, date=tr.date(gs.starts_at.astimezone(
-                zone_of(t.user.time_zone)).date(), "short"))
-        buttons.append({"label": label, "data": f"{GROUP_BUTTON}:cancel:{gs.id}"})
-        if gs.series is not None:
-            buttons.append({"label": tr.gettext("{label} and the rest").format(label=label),
-                            "data": f"{GROUP_BUTTON}:rest:{gs.id}"})
+        day = tr.date(gs.starts_at.astimezone(zone_of(t.user.time_zone)).date(), "short")
+        for label, one, rest in (
+                (tr.gettext("Move: {group}, {date}"), "move", "mrest"),
+                (tr.gettext("Cancel: {group}, {date}"), "cancel", "rest")):
+            label = label.format(group=name, date=day)
+            buttons.append({"label": label, "data": f"{GROUP_BUTTON}:{one}:{gs.id}"})
+            if gs.series is not None:
+                buttons.append({"label": tr.gettext("{label} and the rest").format(label=label),
+                                "data": f"{GROUP_BUTTON}:{rest}:{gs.id}"})
     return lines, buttons
 
 
@@ -778,7 +866,8 @@ async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetim
 
 async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
     """/sessions: the next sessions in the reader's zone and language, with the engagement's
-    counts; a coach also gets buttons to move or cancel each (or the rest of a series)."""
+    counts; a coach also gets buttons to move or cancel each (or the rest of a series), a
+    client one to say they can't make it."""
     tr = translator_for(t.user.locale)
     coming = await upcoming(t.session, t.user_id, now)
     pairs = {(cs.coach_id, cs.client_id) for cs in coming if cs.group_session_id is None}
@@ -803,8 +892,17 @@ async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
                 (tr.gettext("{number}: cancel").format(number=label),
                  f"{BUTTON}:cancel:{cs.id}"))
             if cs.series is not None:
-                buttons += _buttons((tr.gettext("{number}: cancel this and the rest").format(
-                    number=label), f"{BUTTON}:rest:{cs.id}"))
+                buttons += _buttons(
+                    (tr.gettext("{number}: move this and the rest").format(number=label),
+                     f"{BUTTON}:mrest:{cs.id}"),
+                    (tr.gettext("{number}: cancel this and the rest").format(number=label),
+                     f"{BUTTON}:rest:{cs.id}"))
+        else:
+            buttons += _cant_button(cs, tr, tr.gettext("{number}: I can't make it").format(
+                number=label))
+    if t.user.is_coach:
+        buttons += _buttons((tr.gettext("Reminders: {duration} before").format(
+            duration=tr.duration(reminder_lead(t.user))), f"{BUTTON}:lead"))
     for coach_id, client_id in sorted(pairs):
         counts = await engagement(t.session, coach_id, client_id)
         other = await t.session.get(User, client_id if coach_id == t.user_id else coach_id)
@@ -872,6 +970,6 @@ def engagement_text(counts: Engagement, tr: Translator) -> str:
 
 __all__: Sequence[str] = (
     "Engagement", "NewSessions", "NotYourClient", "SessionNotFound", "calendar_payload",
-    "cancel_sessions", "engagement", "mark_outcome", "move_session", "plan_rows",
+    "cancel_sessions", "engagement", "mark_outcome", "move_rest", "move_session", "plan_rows",
     "schedule_sessions", "upcoming",
 )

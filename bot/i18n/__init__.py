@@ -11,12 +11,12 @@ import io
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
 
 from babel import Locale
-from babel.dates import format_date, format_datetime, format_time
+from babel.dates import format_date, format_datetime, format_time, format_timedelta
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal
@@ -129,6 +129,10 @@ class Translator:
 
     def datetime(self, value: datetime, format: str = "medium") -> str:
         return format_datetime(value, format=format, locale=self.locale)
+
+    def duration(self, value: timedelta) -> str:
+        """A length of time as Babel words it, to its largest unit ("1 hour", "15 minutes")."""
+        return format_timedelta(value, locale=self.locale)
 
     def weekday(self, day: int, width: str = "wide") -> str:
         """The name of a weekday (Monday = 0) as a day on its own (``abbreviated``: short)."""

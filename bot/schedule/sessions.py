@@ -4,22 +4,29 @@ Rules
 -----
 * **The session's time** is the wall clock of whoever set it in their IANA zone; a series
   repeats that wall clock (a weekly 18:00 stays 18:00 across daylight saving in that zone,
-  and moves for someone in a zone that changes on another date). A wall time in a
+  and moves for someone in a zone that changes on another date; moving the rest of a
+  series shifts each wall clock by the same change). A wall time in a
   spring-forward gap moves to the first minute after it (see ``planning``).
-* **Reminder** to each of the two ``before`` the start (one hour by default). One that falls
-  in the person's quiet hours comes earlier, when the quiet window begins.
+* **Reminder** to each of the two ``before`` the start: the coach's choice (``LEADS``, one
+  hour until they choose), the same for both, counted in elapsed time. One that falls in
+  the person's quiet hours comes earlier, when the quiet window begins.
+* **The brief** reaches the coach an hour before (``BRIEF_BEFORE``, as the client was told
+  when asked to share it): with the coach's reminder when that comes an hour before, else
+  on a row of its own, quiet hours respected like a reminder.
 * **Preparation** for the client the day before the session (their local day) at their
   check-in time, quiet hours respected; none if that is not before the session.
 * **Recap** for the client and the held-or-missed **prompt** for the coach when the session
   is over; inside quiet hours they wait for the end of the window.
 * **A group session**: each member's copy plans only the member's reminder (their zone,
   their quiet hours); the group session itself plans the coach's reminder and one in the
-  group's linked chat exactly ``before`` the start (a chat has no quiet hours of its own).
+  group's linked chat exactly an hour before the start, whatever the coach's choice (its
+  text says "in an hour"; a chat has no quiet hours of its own).
 * Nothing is planned in the past; the crisis pause is checked when a row is started.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
@@ -36,6 +43,9 @@ from bot.schedule.planning import (
 from bot.store.kinds import CheckinKind
 
 REMINDER_BEFORE = timedelta(hours=1)
+BRIEF_BEFORE = timedelta(hours=1)
+#: The reminder lead times a coach can choose, in minutes: 15 min, 30 min, 1 h, 2 h, 3 h, a day.
+LEADS = (15, 30, 60, 120, 180, 1440)
 MAX_SERIES = 52  # sessions planned at once for a series
 
 
@@ -65,6 +75,14 @@ def series(first: datetime, repeat: Repeat, count: int) -> list[datetime]:
         return [first]
     count = max(1, min(count, MAX_SERIES))
     return [first + REPEAT_EVERY[repeat] * n for n in range(count)]
+
+
+def moved_series(local_starts: Sequence[datetime], old: datetime,
+                 new: datetime) -> list[datetime]:
+    """The wall-clock starts of the rest of a series when one of them moves from ``old`` to
+    ``new`` (all in the zone they were set in): each by the same change of day and
+    wall-clock time, so a weekly 18:00 moved to 19:00 stays 19:00 across daylight saving."""
+    return [start + (new - old) for start in local_starts]
 
 
 def _minute(instant: datetime, profile: Profile) -> tuple[date, int]:
@@ -118,6 +136,9 @@ def session_plan(starts_at: datetime, minutes: int, *, coach_id: int, coach: Pro
                     reminder_due(starts_at, coach, before)),
             Planned(client_id, CheckinKind.SESSION_RECAP, after_due(starts_at, minutes, client)),
             Planned(coach_id, CheckinKind.SESSION_OUTCOME, after_due(starts_at, minutes, coach))]
+    if before != BRIEF_BEFORE:
+        rows.append(Planned(coach_id, CheckinKind.SESSION_BRIEF,
+                            reminder_due(starts_at, coach, BRIEF_BEFORE)))
     prep = prep_due(starts_at, client)
     if prep is not None:
         rows.append(Planned(client_id, CheckinKind.SESSION_PREP, prep))
@@ -136,5 +157,5 @@ def group_plan(starts_at: datetime, *, coach_id: int, coach: Profile, now: datet
     """A group session's own rows: the coach's reminder, and the chat's (sent on the
     coach's behalf, so the row is the coach's), earliest first, those still to come."""
     rows = [Planned(coach_id, CheckinKind.GROUP_SESSION, reminder_due(starts_at, coach, before)),
-            Planned(coach_id, CheckinKind.GROUP_CHAT, starts_at - before)]
+            Planned(coach_id, CheckinKind.GROUP_CHAT, starts_at - REMINDER_BEFORE)]
     return sorted((r for r in rows if r.due_at > now), key=lambda r: r.due_at)

@@ -35,7 +35,7 @@ from bot.coaching.engagements import closing_variables
 from bot.coaching.groups import weekly_question_due
 from bot.coaching.measures import measure_start
 from bot.coaching.safety import CARE_KIND
-from bot.coaching.sessions import session_work
+from bot.coaching.sessions import Due, session_work
 from bot.dialogue.model import DialogueSet
 from bot.observability import describe_failure
 from bot.schedule import claims, planning
@@ -217,8 +217,7 @@ async def _session_work(t: Turn, row: Claimed, dialogues: DialogueSet,
     if due is None:
         return Outcome.CANCELLED, None
     if due.dialogue is None:
-        for message in due.messages:
-            t.enqueue(due.chat_id or t.user_id, message, subject=due.subject)
+        _send(t, due)
         return Outcome.STARTED, None
     profile = profile_of(t.user)
     if not planning.same_local_day(row.due_at, now, profile.zone):
@@ -227,7 +226,13 @@ async def _session_work(t: Turn, row: Claimed, dialogues: DialogueSet,
         return Outcome.CANCELLED, None
     if await _busy(t, now):
         return Outcome.POSTPONED, None
+    _send(t, due)  # before the dialogue's first words
     return Outcome.STARTED, Start(due.dialogue)
+
+
+def _send(t: Turn, due: Due) -> None:
+    for message in due.messages:
+        t.enqueue(due.chat_id or t.user_id, message, subject=due.subject)
 
 
 async def start_one(t: Turn, row: Claimed, dialogues: DialogueSet, now: datetime,

@@ -29,6 +29,7 @@ class CheckinKind(StrEnum):
     SESSION_PREP = "session_prep"  # the client's preparation, the day before
     SESSION_RECAP = "session_recap"  # the client's recap, when it is over
     SESSION_OUTCOME = "session_outcome"  # the coach's held-or-missed prompt, when it is over
+    SESSION_BRIEF = "session_brief"  # the coach's brief, when their reminder comes earlier
     # The client's look back when the agreed sessions are all held (ref: the coach).
     ENGAGEMENT_CLOSE = "engagement_close"
     # Around a group session (ref: ``g<group session id>``; the row's user: the coach).

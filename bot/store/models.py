@@ -97,9 +97,15 @@ class User(Base):
     # How they chose to be addressed (an AddressForm), asked only after their consent;
     # None until they answer, which reads as neutral.
     address: Mapped[str | None] = mapped_column(String(16))
+    # A coach's choice: how long before each of their sessions the reminders come (theirs
+    # and the client's or the members').
+    session_reminder_minutes: Mapped[int] = mapped_column(Integer, default=60,
+                                                          server_default="60")
 
     __table_args__ = (
         CheckConstraint("checkin_hour BETWEEN 0 AND 23", name="checkin_hour"),
+        CheckConstraint("session_reminder_minutes BETWEEN 5 AND 2880",
+                        name="session_reminder_minutes"),
         CheckConstraint(one_of("address", AddressForm), name="address"),
         CheckConstraint("checkin_minute BETWEEN 0 AND 59", name="checkin_minute"),
         CheckConstraint("quiet_start BETWEEN 0 AND 1439", name="quiet_start"),

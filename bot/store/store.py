@@ -121,6 +121,7 @@ class TurnUser:
     exported_at: datetime | None
     last_seen_at: datetime | None
     address: str | None
+    session_reminder_minutes: int
 
 
 #: What is read of a user: an ORM :class:`User` or a turn's :class:`TurnUser`.

@@ -153,7 +153,7 @@ BUTTONS = Routes(
     Route("gcode", CO, lambda h, p: h.in_press(p, h.groups.new_code), NOT_YOUR_GROUP),
     Route("gren", CO, lambda h, p: h.in_press(p, h.groups.rename), NOT_YOUR_GROUP),
     Route("grm", CO, lambda h, p: h.in_press(p, h.groups.remove_step), NOT_YOUR_GROUP),
-    Route(GROUP_SESSION_BUTTON, CO, lambda h, p: h.in_press(p, h.groups.cancel_session)),
+    Route(GROUP_SESSION_BUTTON, CO, lambda h, p: h.in_press(p, h.sessions.group_step)),
     separator=BUTTON_SEPARATOR,
 )
 

@@ -335,13 +335,11 @@ class GroupHandlers:
                 "Your coach has closed your place in the group “{group}”. Its exercises and "
                 "sessions stop for you; what you wrote to me stays private, as before. Thank "
                 "you for taking part, and all the best.").format(group=mtr.words(group.name))})
-            await group_sessions.tell_members(t, group, cancelled, t.now, cancelled=True)
+            await group_sessions.tell_members(t, group, cancelled, t.now,
+                                              SessionChange.CANCELLED)
         say(t, tr.gettext("Done: {name} is no longer in “{group}” and has been told.").format(
             name=name, group=tr.words(group.name)), subject=member_id)
         await tell_cancelled(t, ended, t.now, SessionChange.CANCELLED)  # the coach's doing
-
-    async def cancel_session(self, t: StoreTurn, rest: str) -> None:
-        await group_sessions.cancel_from_button(t, rest)
 
     async def answer_in_private(self, update: Update, rest: str) -> None:
         """The week's question's button in the group chat (``gqa:<group>:<question>``):
@@ -567,7 +565,8 @@ class GroupHandlers:
             .format(group=tr.words(names[group_id])))
         group = await t.session.get(Group, group_id)
         if group is not None:
-            await group_sessions.tell_members(t, group, cancelled, t.now, cancelled=True)
+            await group_sessions.tell_members(t, group, cancelled, t.now,
+                                              SessionChange.CANCELLED)
         await tell_cancelled(t, ended, t.now)
 
     # -- the group's own chat ----------------------------------------------------------------

@@ -15,7 +15,13 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching import coach_errors, group_sessions, groups
-from bot.coaching.sessions import NewSessions, SessionNotFound, cant_make_it
+from bot.coaching.sessions import (
+    NewSessions,
+    SessionChange,
+    SessionNotFound,
+    cant_make_it,
+    set_reminder_lead,
+)
 from bot.i18n import translator_for
 from bot.schedule.planning import zone_of
 from bot.schedule.sessions import Repeat
@@ -23,6 +29,7 @@ from bot.schedule.starting import claim_and_start
 from bot.store import (
     CoachingSession,
     Group,
+    GroupSession,
     Outbox,
     PlannedCheckin,
     SessionMode,
@@ -229,6 +236,85 @@ async def test_the_coach_cancels_a_series_and_each_member_gets_the_cancellation(
     assert [r.due_at for r in left] == [created[0].starts_at - timedelta(hours=1)]
     assert [r for r in await rows(db, COACH, "group_chat") if r.status == "planned"] != []
     assert len([r for r in await rows(db, COACH, "group_chat")]) == 1
+
+
+async def test_the_coach_moves_the_rest_of_a_series_and_each_member_hears_in_their_zone(
+        db: Store) -> None:  # noqa: F811
+    await rome_coach(db)
+    team = await new_group(db)
+    for member in (ANA, CI):
+        await join(db, team, member)
+    created, _ = await schedule(db, team)
+    before = {member: await outbox(db, member) for member in (ANA, CI)}
+    with pytest.raises(SessionNotFound):  # another coach, with the id
+        await tx(db, lambda s: group_sessions.move_group_sessions(
+            s, OTHER_COACH, created[1].id, datetime(2026, 3, 16, 19, 30), "Europe/Rome", NOW))
+    with pytest.raises(ValueError):  # to the past
+        await tx(db, lambda s: group_sessions.move_group_sessions(
+            s, COACH, created[1].id, datetime(2026, 3, 3, 19, 30), "Europe/Rome", NOW,
+            rest_of_series=True))
+
+    # Thursday 12 March 18:00 and the rest, to Monday 16 March 19:30 (Rome): the last one
+    # falls after Rome's change to summer time on 29 March and keeps its 19:30.
+    async def move(t: Turn) -> tuple[list[Any], list[CoachingSession]]:
+        moved = await group_sessions.move_group_sessions(
+            t.session, COACH, created[1].id, datetime(2026, 3, 16, 19, 30), "Europe/Rome",
+            NOW, rest_of_series=True)
+        await group_sessions.announce(t, *moved, SessionChange.MOVED)
+        return moved
+
+    gone, copies = await db.run_turn(COACH, move)
+    assert [g.id for g in gone] == [g.id for g in created[1:]] and len(copies) == 6
+    assert [g.local_start for g in gone] == [datetime(2026, 3, d, 19, 30) for d in (16, 23, 30)]
+    starts = [datetime(2026, 3, 16, 18, 30, tzinfo=UTC), datetime(2026, 3, 23, 18, 30,
+              tzinfo=UTC), datetime(2026, 3, 30, 17, 30, tzinfo=UTC)]
+    assert [g.starts_at for g in gone] == starts
+    for member, locale, zone in ((ANA, "it", "Europe/Rome"), (CI, "hr", "America/New_York")):
+        tr = translator_for(locale)
+        told, ics = (await outbox(db, member))[len(before[member]):]
+        assert told["text"].startswith(tr.ngettext(
+            "This session of your group “{group}” has moved:",
+            "These {count} sessions of your group “{group}” have moved:", 3).format(
+                group=tr.words("Sales team"), count=tr.isolate(tr.number(3))))
+        for start in starts:  # 14:30 in New York, 13:30 once Rome is on summer time too
+            assert tr.time(start.astimezone(zone_of(zone))) in told["text"]
+        events = Calendar.from_ical(bytes.fromhex(ics["document"])).walk("VEVENT")
+        old = Calendar.from_ical(bytes.fromhex(before[member][1]["document"])).walk("VEVENT")
+        assert [(str(e["uid"]), int(e["sequence"])) for e in events] == [
+            (str(e["uid"]), 1) for e in old[1:]]  # the same events, a version on
+        assert [e.decoded("dtstart").astimezone(UTC) for e in events] == starts
+        planned = [r.due_at for r in await rows(db, member, "session_reminder")
+                   if r.status == "planned"]
+        assert planned == [at - timedelta(hours=1) for at in (created[0].starts_at, *starts)]
+    [coach_told] = (await outbox(db, COACH))[-1:]
+    assert coach_told["text"].startswith("3 sessions with the group “\u2068Sales team\u2069” "
+                                         "moved:\n• Monday, March 16, 2026, 7:30\u202fPM")
+    chat = [r.due_at for r in await rows(db, COACH, "group_chat") if r.status == "planned"]
+    assert chat == [at - timedelta(hours=1) for at in (created[0].starts_at, *starts)]
+
+    # One session alone moves by itself; the rest of its series stays.
+    [one], [ana_copy, _] = await tx(db, lambda s: group_sessions.move_group_sessions(
+        s, COACH, created[2].id, datetime(2026, 3, 24, 8, 0), "Europe/Rome", NOW))
+    assert one.starts_at == datetime(2026, 3, 24, 7, tzinfo=UTC) and ana_copy.sequence == 2
+    assert await tx(db, lambda s: s.scalar(select(GroupSession.starts_at).where(
+        GroupSession.id == created[3].id))) == starts[2]
+
+
+async def test_the_coachs_reminder_lead_replans_each_members_copy_and_their_own(
+        db: Store) -> None:  # noqa: F811
+    await rome_coach(db)
+    team = await new_group(db)
+    await join(db, team, CI)  # New York
+    created, _ = await schedule(db, team)
+    assert not await tx(db, lambda s: set_reminder_lead(s, COACH, 45, NOW))  # not offered
+    assert not await tx(db, lambda s: set_reminder_lead(s, CI, 180, NOW))  # not a coach
+    assert await tx(db, lambda s: set_reminder_lead(s, COACH, 180, NOW))
+    three_hours = [gs.starts_at - timedelta(hours=3) for gs in created]
+    for user, kind in ((CI, "session_reminder"), (COACH, "group_session")):
+        assert [r.due_at for r in await rows(db, user, kind) if r.status == "planned"] == \
+            three_hours
+    assert [r.due_at for r in await rows(db, COACH, "group_chat") if r.status == "planned"] == [
+        gs.starts_at - timedelta(hours=1) for gs in created]  # "in an hour", as it says
 
 
 async def test_a_group_of_another_coach_cannot_get_sessions(db: Store) -> None:  # noqa: F811

@@ -18,8 +18,11 @@ from bot.coaching.sessions import (
     cancel_sessions,
     engagement,
     mark_outcome,
+    move_rest,
     move_session,
     schedule_sessions,
+    set_brief_consent,
+    set_reminder_lead,
     upcoming,
 )
 from bot.i18n import translator_for
@@ -120,6 +123,48 @@ async def test_moving_a_session_raises_its_sequence_and_replans_it(db: Store) ->
         with pytest.raises(ValueError):
             await move_session(s, COACH, first.id, datetime(2026, 3, 1, 9, 0),
                                "Europe/Rome", NOW)
+
+
+async def test_moving_the_rest_of_a_series_keeps_its_wall_clock_in_the_zone_it_was_set_in(
+        db: Store) -> None:
+    async with db.sessionmaker() as s, s.begin():
+        created = await schedule_sessions(s, COACH, weekly(4), NOW)
+    # Mondays 18:00 in Rome from 23 March to Tuesdays 19:00, chosen by the coach now in
+    # London (18:00 there); Rome changes to summer time on 29 March.
+    async with db.sessionmaker() as s, s.begin():
+        with pytest.raises(SessionNotFound):
+            await move_rest(s, STRANGER, created[0].id, datetime(2026, 3, 24, 18, 0),
+                            "Europe/London", NOW)
+        with pytest.raises(ValueError):
+            await move_rest(s, COACH, created[1].id, datetime(2026, 3, 19, 18, 0),
+                            "Europe/London", NOW)
+    async with db.sessionmaker() as s, s.begin():
+        moved = await move_rest(s, COACH, created[1].id, datetime(2026, 3, 31, 18, 0),
+                                "Europe/London", NOW)
+        assert [m.id for m in moved] == [c.id for c in created[1:]]
+        assert [(m.local_start, m.zone, m.sequence) for m in moved] == [
+            (datetime(2026, 3, 31, 19), "Europe/Rome", 1),
+            (datetime(2026, 4, 7, 19), "Europe/Rome", 1),
+            (datetime(2026, 4, 14, 19), "Europe/Rome", 1)]
+        assert [m.starts_at for m in moved] == [
+            datetime(2026, 3, 31, 17, tzinfo=UTC), datetime(2026, 4, 7, 17, tzinfo=UTC),
+            datetime(2026, 4, 14, 17, tzinfo=UTC)]
+        events = Calendar.from_ical(calendar_file(moved, translator_for("he"), NOW)
+                                    ).walk("VEVENT")
+        assert [(str(e["uid"]), int(e["sequence"])) for e in events] == [
+            (c.uid, 1) for c in created[1:]]
+    async with db.sessionmaker() as s, s.begin():  # all, a day and an hour earlier
+        back = await move_rest(s, COACH, created[0].id, datetime(2026, 3, 22, 16, 0),
+                               "Europe/London", NOW)
+        assert [b.local_start for b in back] == [
+            datetime(2026, 3, 22, 17), datetime(2026, 3, 30, 18), datetime(2026, 4, 6, 18),
+            datetime(2026, 4, 13, 18)]
+        assert [b.sequence for b in back] == [1, 2, 2, 2]
+    planned = await _planned(db)
+    reminders = sorted(d for u, k, _, d, status in planned
+                       if (u, k, status) == (COACH, "session_reminder", "planned"))
+    assert reminders == [datetime(2026, 3, d, 15, tzinfo=UTC) for d in (22, 30)] + [
+        datetime(2026, 4, d, 15, tzinfo=UTC) for d in (6, 13)]
 
 
 async def test_cancelling_the_rest_of_a_series_leaves_the_earlier_ones(db: Store) -> None:
@@ -226,7 +271,10 @@ async def test_reminders_prompts_and_i_cant_make_it(db: Store) -> None:
     assert "13:00" in message["text"]  # 17:00 UTC in New York, in Hebrew
     coach_reminder = await work(COACH, "session_reminder", before)
     assert "18:00" in coach_reminder.messages[0]["text"] and coach_reminder.subject == CLIENT
-    assert (await work(CLIENT, "session_prep", before)).dialogue == "session_prep"
+    prep = await work(CLIENT, "session_prep", before)
+    assert prep.dialogue == "session_prep"  # after the session's time, with the same way out
+    assert prep.messages[0]["buttons"] == message["buttons"] and "13:00" in prep.messages[0][
+        "text"]
     assert await work(CLIENT, "session_reminder", cs.starts_at) is None  # too late
 
     await db.run_turn(CLIENT, lambda t: cant_make_it(t, cs.id, before))
@@ -286,6 +334,27 @@ async def test_the_brief_reaches_the_coach_only_with_the_clients_consent(db: Sto
     async with db.sessionmaker() as s:
         links = list((await s.execute(select(CoachLink))).scalars())
     assert [(link.client_id, link.brief_consent) for link in links] == [(CLIENT, True)]
+
+    # With the reminders three hours before, the reminder comes without the brief, and the
+    # brief still an hour before, as the client was told.
+    async with db.sessionmaker() as s, s.begin():
+        assert await set_reminder_lead(s, COACH, 180, NOW)
+    coach_rows = [(k, d) for u, k, ref, d, status in await _planned(db)
+                  if (u, ref, status) == (COACH, str(cs.id), "planned")]
+    assert ("session_reminder", cs.starts_at - timedelta(hours=3)) in coach_rows
+    assert ("session_brief", before) in coach_rows
+    early = await db.run_turn(COACH, lambda t: session_work(
+        t, "session_reminder", str(cs.id), cs.starts_at - timedelta(hours=3)))
+    assert "Talk about my manager" not in early.messages[0]["text"]
+    later = await db.run_turn(COACH, lambda t: session_work(t, "session_brief", str(cs.id),
+                                                            before))
+    assert "\u2068Talk about my manager\u2069" in later.messages[0]["text"]
+    assert await db.run_turn(CLIENT, lambda t: session_work(  # the coach's alone
+        t, "session_brief", str(cs.id), before)) is None
+    async with db.sessionmaker() as s, s.begin():
+        await set_brief_consent(s, CLIENT, COACH, False)
+    assert await db.run_turn(COACH, lambda t: session_work(  # nothing shared: nothing sent
+        t, "session_brief", str(cs.id), before)) is None
 
 
 async def test_sessions_to_come_end_with_the_link(db: Store) -> None:

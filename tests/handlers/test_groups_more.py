@@ -71,6 +71,7 @@ async def test_a_coach_schedules_a_group_session_by_buttons(bot: InProcessBot) -
     tomorrow = days[1][0]["text"] if len(days) > 1 else days[0][1]["text"]
     await coach.press(tomorrow)
     await coach.press("6:00\u202fPM")
+    await coach.press("6:00\u202fPM")
     await coach.press("60 min")
     await coach.press("By video")
     await coach.press("Just this once")
@@ -99,7 +100,18 @@ async def test_a_coach_schedules_a_group_session_by_buttons(bot: InProcessBot) -
     assert await forge(bot, stranger, cancel) == "This session is not planned any more."
     async with bot.store.sessionmaker() as session:
         assert (await session.scalars(select(GroupSession.status))).all() == ["scheduled"]
-    # The coach cancels it: each member gets the calendar's cancellation.
+    # The coach moves it to 19:15 the same day; a stranger's move gets nowhere.
+    move = _data(listing[0], "gsess:move:")[0]
+    assert await forge(bot, stranger, move) == "This session is not planned any more."
+    await coach.press(_label(listing[0], move))
+    await coach.press(tomorrow)
+    await coach.press("7:00\u202fPM")
+    moved = (await coach.press("7:15\u202fPM"))[-1].text or ""
+    assert moved.startswith("Session with the group “\u2068Sales team\u2069” moved:")
+    assert "7:15\u202fPM" in moved
+    for member, words in ((ana, "has moved"), (bo, "הוזז")):
+        told = await member.replies()
+        assert words in (told[0].text or "") and told[1].kind == "document"
     cancelled = await coach.press(_label(listing[0], cancel))
     assert "Session with the group “\u2068Sales team\u2069” cancelled:" in (
         cancelled[-1].text or "")

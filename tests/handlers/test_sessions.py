@@ -35,6 +35,7 @@ CLIENTS = {
 
 #: What each client would type for other times, and the labels of keeping a note, sending it
 #: now, and what a voice note is called in the preparation's list.
+CANT_LABELS = {"he": "לא אוכל להגיע", "ca": "No hi podré ser"}
 OTHER_TIMES = {"he": "יום שלישי אחרי 18:00", "ca": "Dimarts a partir de les sis"}
 NOTE_LABELS = {"he": ("לשמור כפתק", "כן, לשלוח עכשיו", "הודעה קולית"),
                "ca": ("Guardar-ho com a nota", "Sí, envia-la ara", "missatge de veu")}
@@ -69,6 +70,7 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     await coach.press("\u2068Noa\u2069")
     day = datetime.now(UTC).astimezone(zone_of("Europe/Rome")).date() + timedelta(days=2)
     await coach.press(format_skeleton("MMMEd", day, locale="it"))
+    await coach.press("18:00")
     await coach.press("18:00")
     await coach.press("60 min")
     await coach.press("In videochiamata")
@@ -122,7 +124,9 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     # The preparation the day before, in the client's language.
     await _due_now(bot, "session_prep")
     prep = await client.replies()
-    assert "/cancel" in (prep[0].text or "")
+    [[way_out]] = (prep[0].reply_markup or {})["inline_keyboard"]  # the session, first
+    assert way_out["text"] == CANT_LABELS[language]
+    assert "/cancel" in (prep[1].text or "")
     await client.send(words[0])
     await client.send(words[1])
     closing = await client.press("6")

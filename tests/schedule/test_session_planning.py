@@ -71,7 +71,8 @@ def test_the_plan_of_a_session_for_a_coach_and_a_client_in_different_zones() -> 
         Planned(CLIENT, CheckinKind.SESSION_RECAP, utc(2026, 3, 30, 17)),
         Planned(COACH, CheckinKind.SESSION_OUTCOME, utc(2026, 3, 30, 17)),
     ]
-    assert sorted({p.work for p in plan}) == sorted(SESSION_KINDS)  # what the starter knows
+    # What the starter knows; the brief rides on the coach's reminder an hour before.
+    assert sorted({p.work for p in plan} | {CheckinKind.SESSION_BRIEF}) == sorted(SESSION_KINDS)
     # Nothing in the past: once the session started, only what follows it.
     later = session_plan(starts, 60, coach_id=COACH, coach=ROME, client_id=CLIENT,
                          client=NEW_YORK, now=starts)
@@ -139,3 +140,47 @@ def test_a_group_sessions_rows_each_member_in_their_own_quiet_hours_and_the_chat
     assert group_plan(starts, coach_id=COACH, coach=coach, now=utc(2026, 3, 1)) == [
         Planned(COACH, CheckinKind.GROUP_SESSION, utc(2026, 3, 29, 21)),
         Planned(COACH, CheckinKind.GROUP_CHAT, utc(2026, 3, 30, 4, 30))]
+
+
+def test_the_coachs_lead_time_sets_both_reminders_across_zones_and_quiet_hours() -> None:
+    sleeper = Profile(time_zone="America/New_York", checkin_hour=9, quiet_start=22 * 60,
+                      quiet_end=7 * 60)
+    evening = utc(2026, 3, 30, 16)  # 18:00 in Rome (summer time since the 29th), 12:00 EDT
+    now = utc(2026, 3, 1)
+
+    def reminders(starts: datetime, before: timedelta) -> list[Planned]:
+        return [p for p in session_plan(starts, 60, coach_id=COACH, coach=ROME,
+                                        client_id=CLIENT, client=sleeper, now=now,
+                                        before=before)
+                if p.work == CheckinKind.SESSION_REMINDER]
+
+    assert [p.due_at for p in reminders(evening, timedelta(minutes=15))] == [
+        utc(2026, 3, 30, 15, 45)] * 2
+    assert [p.due_at for p in reminders(evening, timedelta(hours=3))] == [
+        utc(2026, 3, 30, 13)] * 2  # 15:00 in Rome, 09:00 in New York
+    # A day is 24 hours: 18:00 in Rome the day before, across Rome's change that night.
+    assert [p.due_at for p in reminders(evening, timedelta(days=1))] == [
+        utc(2026, 3, 29, 16)] * 2
+    # The brief keeps its hour: on a row of its own when the reminders come at another time.
+    three = session_plan(evening, 60, coach_id=COACH, coach=ROME, client_id=CLIENT,
+                         client=sleeper, now=now, before=timedelta(hours=3))
+    assert [p for p in three if p.work == CheckinKind.SESSION_BRIEF] == [
+        Planned(COACH, CheckinKind.SESSION_BRIEF, utc(2026, 3, 30, 15))]
+    assert not [p for p in session_plan(evening, 60, coach_id=COACH, coach=ROME,
+                                        client_id=CLIENT, client=sleeper, now=now)
+                if p.work == CheckinKind.SESSION_BRIEF]
+    # 08:00 in Rome is 02:00 in New York: three hours before is 23:00 there, in the night,
+    # so the client's comes at 22:00 when it begins; the coach's at 05:00 in Rome.
+    morning = start_utc(datetime(2026, 3, 30, 8), "Europe/Rome")
+    assert reminders(morning, timedelta(hours=3)) == [
+        Planned(CLIENT, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 2)),
+        Planned(COACH, CheckinKind.SESSION_REMINDER, utc(2026, 3, 30, 3))]
+    # A member's copy and the coach's own reminder of a group session follow the lead; the
+    # chat's stays an hour before, as its text says.
+    assert member_plan(evening, client_id=CLIENT, client=sleeper, now=now,
+                       before=timedelta(days=1)) == [
+        Planned(CLIENT, CheckinKind.SESSION_REMINDER, utc(2026, 3, 29, 16))]
+    assert group_plan(evening, coach_id=COACH, coach=ROME, now=now,
+                      before=timedelta(minutes=30)) == [
+        Planned(COACH, CheckinKind.GROUP_CHAT, utc(2026, 3, 30, 15)),
+        Planned(COACH, CheckinKind.GROUP_SESSION, utc(2026, 3, 30, 15, 30))]

@@ -49,11 +49,11 @@ async def test_no_drift_between_migrations_and_models(empty_db_url: str) -> None
 
 
 async def test_ensure_schema_is_idempotent_and_concurrency_safe(empty_db_url: str) -> None:
-    assert head_revision() == "0016"
+    assert head_revision() == "0017"
     assert await current_revision(empty_db_url) is None
     await asyncio.gather(*(ensure_schema(empty_db_url) for _ in range(4)))
     await ensure_schema(empty_db_url)
-    assert await current_revision(empty_db_url) == "0016"
+    assert await current_revision(empty_db_url) == "0017"
 
 
 async def test_start_creates_the_database_from_any_cwd(
@@ -246,3 +246,35 @@ async def test_0016_hashes_group_codes_and_plans_linked_chats_questions(empty_db
             assert (await s.scalars(select(Group.weekly_question))).all() == [True, True]
     finally:
         await store.close()
+
+
+async def test_0017_gives_every_coach_an_hour_of_reminder_lead_and_keeps_it_in_range(
+        empty_db_url: str) -> None:
+    """0016 -> 0017: existing users keep their rows, with the one-hour lead; a lead out of
+    range is refused by the database."""
+    from sqlalchemy.exc import IntegrityError
+
+    await upgrade(empty_db_url, "0016")
+    engine = make_engine(empty_db_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(
+                "INSERT INTO users (id, created_at, is_coach) VALUES "
+                "(1, '2026-12-01 00:00:00', true), (2, '2026-12-01 00:00:00', false)")
+    finally:
+        await engine.dispose()
+    await upgrade(empty_db_url)
+    engine = make_engine(empty_db_url)
+    try:
+        async with engine.begin() as conn:
+            leads = (await conn.exec_driver_sql(
+                "SELECT id, session_reminder_minutes FROM users ORDER BY id")).all()
+            assert [tuple(row) for row in leads] == [(1, 60), (2, 60)]
+            await conn.exec_driver_sql(
+                "UPDATE users SET session_reminder_minutes = 1440 WHERE id = 1")
+        with pytest.raises(IntegrityError):
+            async with engine.begin() as conn:
+                await conn.exec_driver_sql(
+                    "UPDATE users SET session_reminder_minutes = 0 WHERE id = 1")
+    finally:
+        await engine.dispose()

@@ -70,7 +70,8 @@ async def _populate(store: Store) -> None:
                        paused_until=NOW, crisis_pause_until=NOW, reachable=True,
                        consent_at=NOW,
                        is_coach=uid == COACH, created_at=NOW, exported_at=NOW,
-                       last_seen_at=NOW, address="feminine"))
+                       last_seen_at=NOW, address="feminine",
+                       session_reminder_minutes=180))
         await s.flush()
         s.add(Goal(user_id=CLIENT, title=f"{WORDS} goal", why=f"{WORDS} why", baseline=2,
                    current=3, target=8, status="active", created_at=NOW,
