@@ -734,6 +734,11 @@ class Helpline:
     notes: str | None = None
     source: str = ""  # where the number was checked
     checked: str = ""  # when (ISO date)
+    names: tuple[tuple[str, str], ...] = ()  # (language, the service's name in it)
+
+    def name_in(self, language: str) -> str:
+        """The service's name as speakers of ``language`` know it, else its default name."""
+        return dict(self.names).get(language, self.name)
 
 
 _COUNTRY_ALIASES = {"UK": "GB", "EL": "GR"}
@@ -747,8 +752,13 @@ def _helpline(raw: object, where: str) -> Helpline:
         value = raw.get(key)
         return None if value is None else str(value)
 
+    names = raw.get("names") or {}
+    if not isinstance(names, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
+        raise ValueError(f"helplines.yaml: {where}.names must map a language to a name")
     line = Helpline(
         name=str(raw["name"]),
+        names=tuple(sorted(names.items())),
         phone=opt("phone"),
         url=opt("url"),
         hours=opt("hours"),

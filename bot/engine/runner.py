@@ -289,7 +289,7 @@ def _helplines(ctx: Context) -> list[str]:
     for line in helplines_for(ctx.country):
         contact = line.phone or line.url
         if contact:
-            lines.append(f"• {tr.isolate(line.name)}: {tr.isolate(contact)}")
+            lines.append(f"• {tr.isolate(line.name_in(tr.locale))}: {tr.isolate(contact)}")
     return lines
 
 

@@ -19,6 +19,7 @@ from bot.engine.crisis import (
     normalize,
     phrase_counts,
 )
+from bot.i18n.languages import SUPPORTED_LOCALES
 
 TRUE_POSITIVES: dict[str, list[str]] = {
     "en": [
@@ -448,3 +449,25 @@ def test_a_line_marked_unsure_is_left_to_the_directories() -> None:
     assert [line.name for line in _helpline_list(raw, "test")] == ["Sure"]
     with pytest.raises(ValueError, match="needs 'source' and 'checked'"):
         _helpline_list([{"name": "No source", "phone": "3"}], "test")
+
+
+def test_a_helplines_name_in_the_clients_language() -> None:
+    """A Hebrew client in Israel reads the services' Hebrew names, a Catalan client in Spain
+    the Catalan ones; others read the default name."""
+    assert [line.name_in("he") for line in helplines_for("IL")][:2] == [
+        'ער"ן – עזרה ראשונה נפשית', 'סה"ר – תמיכה רגשית ברשת']
+    assert helplines_for("ES")[1].name_in("ca") == "Telèfon de l'Esperança"
+    assert helplines_for("ES")[1].name_in("it") == "Teléfono de la Esperanza"
+
+
+def test_helpline_names_are_in_languages_the_bot_speaks_and_never_mix_in_english() -> None:
+    from bot.engine.crisis import _helplines
+
+    countries, emergency, directories = _helplines()
+    every = [line for lines in (*countries.values(), emergency, directories) for line in lines]
+    assert all(language in SUPPORTED_LOCALES for line in every for language, _ in line.names)
+    for locale in SUPPORTED_LOCALES:  # in the language's own country no English aside
+        home = default_country_for_locale(locale)
+        if locale != "en" and home is not None:
+            for line in helplines_for(home):
+                assert "children and" not in line.name_in(locale), (locale, line.name)
