@@ -18,13 +18,12 @@ ASK_PICTURE = ("Imagine you have reached it. What is different for you then: wha
                "hear or feel?")
 ASK_BASELINE = ("On a scale from 1 to 10, where do you stand with it today? 1 means far from "
                 "it, 10 means you are fully there.")
-ASK_NOTICE_START = ("So you are at the very start. What do you notice about where you stand "
-                    "today?")
+ASK_NOTICE_START = "You are at 1. What do you notice about where you stand today?"
 ASK_TRIED = ("If you have already tried something towards this, what did you learn from it? "
              "You can send /skip.")
 ASK_TARGET = "Where on the same scale from 1 to 10 do you want to be?"
-ASK_TARGET_CHECK = ("Today you are at {baseline}, and your target is {target}. Is your aim to hold "
-                    "on to what you already have?")
+ASK_TARGET_CHECK = ("Today you are at {baseline}, and the target you gave is {target}, no higher "
+                    "than today. Is that the target you want?")
 ASK_DUE = ("By what date would you like to be there? Send a date, or /skip if you prefer not "
            "to set one.")
 ASK_OBSTACLES = "What could get in your way? You can send /skip."
@@ -53,7 +52,8 @@ def intro(first_name: str) -> str:
 
 
 ASK_WHY = "You chose: “{title}”. What makes it important to you?"
-ASK_NOTICE = "You are at {baseline}. What is already there that makes it a {baseline} and not a 1?"
+ASK_NOTICE = ("You are at {baseline}. What is already there that puts you at {baseline} rather "
+              "than at 1?")
 
 
 def ask_notice(baseline: int) -> str:

@@ -678,7 +678,7 @@ def contribution_offer(group_id: int, group_name: str, locale: str) -> Reply:
     return Reply(tr.gettext("The team “{group}” has a shared goal now. What will your own part "
                             "in it be? Only you decide whether your coach sees your answer.")
                  .format(group=tr.words(group_name)),
-                 (Button(tr.gettext("Say what my part is"), f"gcontrib:{group_id}"),))
+                 (Button(tr.gettext("Name my part"), f"gcontrib:{group_id}"),))
 
 
 async def apply_group_dialogues(t: StoreTurn, outcome: Outcome) -> None:

@@ -859,7 +859,7 @@ async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetim
             t.session, cs.coach_id, cs.client_id, profile_of(client), now):
         text += "\n" + tr.gettext(
             "That was the last of the sessions you agreed on. I will invite {person} to look "
-            "back on the way travelled and to choose whether to stay linked with you.").format(
+            "back on your sessions together and to choose whether to stay linked with you.").format(
             person=tr.words(client.first_name or str(client.id)))
     t.enqueue(t.user_id, {"text": text}, subject=cs.client_id)
 

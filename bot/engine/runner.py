@@ -305,7 +305,8 @@ def crisis_reply(ctx: Context) -> Reply:
         tr.gettext("You can talk to someone now:"),
         *_helplines(ctx)[1:],
         "",
-        tr.gettext("When you are ready, I am here, and it may help to tell your coach as well."),
+        tr.gettext("When you are ready, I am here. It may also help to tell someone you trust, "
+                   "or your coach if you have one."),
     ]
     return Reply("\n".join(lines))
 

@@ -141,7 +141,7 @@ async def test_the_weekly_review_goes_through_open_and_overdue_actions(
     out = await say(store, dialogues, Start("weekly_review"), Turn(text="5"),
                     Turn(text="Friends"), SKIP, Turn(text="Small steps"))
     text = out.replies[-1].text
-    assert text.startswith("You have 2 open actions, and some are past their date:")
+    assert text.startswith("You have 2 open actions, and at least one of them is past its date:")
     assert "Old one" in text and "overdue" in text and "New one" in text
     assert "/actions" in text
 

@@ -126,7 +126,7 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) ->
     bo = members[1]
     offer = await bo.replies()
     assert "has a shared goal now" in (offer[-1].text or "")
-    await bo.press("Say what my part is")
+    await bo.press("Name my part")
     await bo.send("I write the guide")
     await bo.send("A first draft by Friday")
     await bo.press("Yes")
