@@ -67,7 +67,9 @@ async def test_two_replicas_share_one_budget_and_a_dead_ones_share_returns(
         together = [t for t in times if t < killed_at]
         alone = [t for t in times if t > killed_at + 1.0]  # its share back within a second
         assert fake_bot_api.rate_limited == 0
-        assert busiest_second(times) <= RATE  # every one-second window, as they arrived
+        # Every one-second window as the sends arrived: one send the machine held up can
+        # share a window with the next RATE on time (the fake refuses beyond RATE + 1).
+        assert busiest_second(times) <= RATE + 1
         assert sent_by_a >= 10 and b.sent_count - len(alone) >= 10  # both sent, together
         assert achieved_rate(together[5:]) >= 0.9 * RATE, achieved_rate(together[5:])
         assert achieved_rate(alone) >= 0.9 * RATE, achieved_rate(alone)
