@@ -645,8 +645,15 @@ def _piece_features(piece: str) -> tuple[IntArray, bool]:
 
 def _pieces(text: str) -> list[str]:
     """The sentences of ``text``, normalised, idioms taken out."""
-    pieces = split_sentences(f" {_without_idioms(normalize(text))} ")
-    return [piece for piece in (p.strip(" .") for p in pieces) if piece]
+    return _read(text)[0]
+
+
+def _read(text: str) -> tuple[list[str], bool]:
+    """The sentences of ``text``, normalised, idioms taken out, and whether one was."""
+    normalized = normalize(text)
+    without = _without_idioms(normalized)
+    pieces = split_sentences(f" {without} ")
+    return [piece for piece in (p.strip(" .") for p in pieces) if piece], without != normalized
 
 
 def message_features(text: str) -> tuple[list[IntArray], bool]:
@@ -693,13 +700,15 @@ def detect_crisis(text: str) -> CrisisSignal | None:
     phrase lists' matches are one of its features. Every language is checked, whatever the
     user's locale.
     """
-    pieces = _pieces(text)
+    pieces, idiom = _read(text)
     if not pieces:
         return None
     sentences, lexicon = _features(pieces)
     telling = _telling(pieces, lexicon)
-    if not telling and sum(len(p.split()) for p in pieces) <= _SHORT:
-        return None  # "I", "ok", "7": too little to go on without one telling word
+    # "I", "ok", "7": too little to go on without one telling word; and once a listed idiom is
+    # taken out ("I want to take my life back"), what is left without one says nothing.
+    if not telling and (idiom or sum(len(p.split()) for p in pieces) <= _SHORT):
+        return None
     model = load_model()
     scores = model.score(sentences)
     risk = scores.risk()
