@@ -37,7 +37,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
-from .engine import make_engine
+from .engine import make_engine, unpinged
 from .keys import check_keys
 from .kinds import CheckinKind, CheckinStatus, OutboxKind, OutboxStatus
 from .migrate import upgrade_engine
@@ -543,11 +543,13 @@ class Store:
         gave_up_at = monotonic_time.monotonic() + retry_for
         while True:
             try:
-                async with self.turn(user_id, update_id=update_id, hold_for=hold_for,
-                                     create=create) as t:
-                    if t.duplicate:
-                        return None
-                    return await fn(t)
+                # A connection gone stale fails this try, which is run again below.
+                with unpinged():
+                    async with self.turn(user_id, update_id=update_id, hold_for=hold_for,
+                                         create=create) as t:
+                        if t.duplicate:
+                            return None
+                        return await fn(t)
             except UserGone:
                 return None
             except Exception as exc:
