@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from . import sqlite_async
@@ -18,6 +22,20 @@ DEFAULT_URL = "sqlite+aiosqlite:///coachbot.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 #: PostgreSQL connections a replica keeps open; past them a turn waits for one.
 PG_POOL_SIZE = 30
+_pinged: ContextVar[bool] = ContextVar("pinged", default=True)
+
+
+@contextmanager
+def unpinged() -> Iterator[None]:
+    """Within, connections taken from a PostgreSQL pool are not pinged first: for callers
+    that run a transaction again when the database was away (a turn, the sender's writes),
+    where a connection that died meanwhile costs one failed try, and the ping costs three
+    round trips on every use (asyncpg's: BEGIN, an empty query, ROLLBACK)."""
+    token = _pinged.set(False)
+    try:
+        yield
+    finally:
+        _pinged.reset(token)
 
 
 def database_url() -> str:
@@ -39,7 +57,8 @@ def make_engine(url: str, *, encryption_key: str | None = None,
     thread, waiting for a lock on the connection's own (``sqlite_async``).
 
     ``connections``: the PostgreSQL pool's size; ``pre_ping``: test a pooled connection
-    before each use (a round trip; without it a dropped connection fails one transaction).
+    before each use, except within :func:`unpinged` (without it a dropped connection fails
+    one transaction).
 
     Both engines hide statement parameters from error messages (``hide_parameters``): they
     hold what clients wrote, and a failed statement's error ends up in the logs.
@@ -64,13 +83,32 @@ def make_engine(url: str, *, encryption_key: str | None = None,
         # connection opened past the pool is closed again when returned, so under load each
         # turn past the pool paid for a new connection; waiting for a pooled one is cheaper
         # (docs/performance.md, items 20 and 24).
-        engine = create_async_engine(url, pool_pre_ping=pre_ping, pool_size=connections,
-                                     max_overflow=0, hide_parameters=True)
+        engine = create_async_engine(url, pool_size=connections, max_overflow=0,
+                                     hide_parameters=True)
+        if pre_ping:
+            _ping_on_checkout(engine)
     cipher = make_cipher(encryption_key) if encryption_key else None
     install_cipher(engine.sync_engine.dialect, cipher)
     if is_sqlite(url):
         _configure_sqlite(engine)
     return engine
+
+
+def _ping_on_checkout(engine: AsyncEngine) -> None:
+    """SQLAlchemy's ``pool_pre_ping``, skipped within :func:`unpinged`."""
+    dialect = engine.sync_engine.dialect
+
+    @event.listens_for(engine.sync_engine.pool, "checkout")
+    def _ping(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        if not _pinged.get():
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as error:
+            if dialect.is_disconnect(error, dbapi_connection, None):
+                # The database went away: every connection pooled before now is stale.
+                raise InvalidatePoolError() from error
+            raise
 
 
 def _in_memory(url: str | URL) -> bool:

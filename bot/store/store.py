@@ -12,7 +12,7 @@ import copy
 import logging
 import random
 import time as monotonic_time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
 from datetime import date, datetime, time, timedelta
@@ -37,7 +37,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
-from .engine import make_engine
+from .engine import make_engine, unpinged
 from .keys import check_keys
 from .kinds import CheckinKind, CheckinStatus, OutboxKind, OutboxStatus
 from .migrate import upgrade_engine
@@ -171,6 +171,30 @@ _LOCK_USER = (select(*(_USERS.c[name] for name in _USER_FIELDS),
               .join(_CONVERSATIONS, _CONVERSATIONS.c.user_id == _USERS.c.id)
               .where(_USERS.c.id == bindparam("user_id"))
               .with_for_update(of=_CONVERSATIONS))
+
+
+def _write_turn(*, answer: bool) -> Any:
+    """PostgreSQL: the state, one message and ``answer`` or not, in one statement returning
+    the message's id and how many states it wrote (none: someone else wrote it first).
+    Parameters: the message's columns prefixed ``message_``, the answer's ``answer_``,
+    and :data:`_WRITE_STATE`'s."""
+    state = _WRITE_STATE.returning(_CONVERSATIONS.c.version).cte("written_state")
+    written = select(func.count()).select_from(state).scalar_subquery().label("states")
+    message = insert(_OUTBOX).values({
+        **{c: bindparam(f"message_{c.name}") for c in _OUTBOX.c if c.name in _MESSAGE_COLUMNS},
+        _OUTBOX.c.parts_sent: 0})  # (its default is not filled in beside a CTE's INSERT)
+    if answer:
+        message = message.add_cte(insert(_ANSWERS).values(
+            {c: bindparam(f"answer_{c.name}") for c in _ANSWERS.c if c.name in _ANSWER_COLUMNS}
+        ).cte("written_answer"))
+    return message.add_cte(state).returning(_OUTBOX.c.id, written)
+
+
+_MESSAGE_COLUMNS = ("user_id", "chat_id", "subject_user_id", "payload", "created_at", "status",
+                    "attempts", "kind", "last_error", "next_attempt_at")  # Turn.enqueue's
+_ANSWER_COLUMNS = ("user_id", "dialogue_id", "step_id", "variable", "value", "marker",
+                   "answered_at")  # Turn.record_answer's
+_WRITE_TURN = {0: _write_turn(answer=False), 1: _write_turn(answer=True)}
 _DIALECTS = ("sqlite", "postgresql")
 _CREATE_USER = {d: _insert(d, User.__table__).on_conflict_do_nothing(index_elements=["id"])
                 for d in _DIALECTS}
@@ -368,9 +392,21 @@ class Turn:
     def _write(self, connection: Connection) -> None:
         """The session's changes, then answers and messages in one multi-row INSERT each
         (the ORM's unit of work cost more than the rest of a turn's writes), the user's
-        changed columns and the state."""
+        changed columns and the state. On PostgreSQL a turn's usual writes (the state, one
+        message, at most one answer) go in one statement: one round trip instead of three."""
         if self._session is not None:
             self._session.sync_session.flush()
+        in_one = _WRITE_TURN.get(len(self._answers)) if (
+            connection.dialect.name == "postgresql" and self._state_set
+            and len(self._messages) == 1 and not self._urgent_chats) else None
+        if in_one is not None:
+            row = connection.execute(in_one, {
+                **{f"message_{k}": v for k, v in self._messages[0].items()},
+                **{f"answer_{k}": v for answer in self._answers for k, v in answer.items()},
+                **self._state_params()}).one()
+            self._answers = []
+            self._queued([row.id])
+            self._state_written(row.states)
         if self._answers:
             connection.execute(_INSERT_ANSWERS, self._answers)
             self._answers = []
@@ -378,14 +414,7 @@ class Turn:
             connection.execute(_HOLD_BACK_FOR_URGENT, {"of_chat": chat_id})
         self._urgent_chats.clear()
         if self._messages:
-            ids = connection.execute(_INSERT_OUTBOX, self._messages).scalars().all()
-            for row_id, row in zip(ids, self._messages, strict=True):
-                if row["status"] == OutboxStatus.SENDING:
-                    self.held.append(HeldMessage(row_id, row["chat_id"], row["payload"],
-                                                 urgent=row["kind"] == OutboxKind.URGENT))
-                elif row["status"] == OutboxStatus.PENDING:
-                    self.waiting += 1
-            self._messages = []
+            self._queued(connection.execute(_INSERT_OUTBOX, self._messages).scalars().all())
         columns = _columns(self.user)
         changed = {name: value for name, value in columns.items()
                    if value != self._user_as_stored[name]}
@@ -394,13 +423,27 @@ class Turn:
                                .values(changed))
             self._user_as_stored = columns
         if self._state_set:
-            result = connection.execute(_WRITE_STATE, {
-                "user": self.user.id, "version": self._version, "state": self._new_state,
-                "new_version": self._version + 1, "updated_at": self.now})
-            if _rowcount(result) != 1:
-                raise ConflictError(f"conversation of user {self.user.id} changed concurrently")
-            self._version += 1
-            self._state_set = False
+            self._state_written(_rowcount(connection.execute(_WRITE_STATE, self._state_params())))
+
+    def _queued(self, ids: Sequence[int]) -> None:
+        """The turn's messages were inserted as rows ``ids``."""
+        for row_id, row in zip(ids, self._messages, strict=True):
+            if row["status"] == OutboxStatus.SENDING:
+                self.held.append(HeldMessage(row_id, row["chat_id"], row["payload"],
+                                             urgent=row["kind"] == OutboxKind.URGENT))
+            elif row["status"] == OutboxStatus.PENDING:
+                self.waiting += 1
+        self._messages = []
+
+    def _state_params(self) -> dict[str, Any]:
+        return {"user": self.user.id, "version": self._version, "state": self._new_state,
+                "new_version": self._version + 1, "updated_at": self.now}
+
+    def _state_written(self, rows: int) -> None:
+        if rows != 1:
+            raise ConflictError(f"conversation of user {self.user.id} changed concurrently")
+        self._version += 1
+        self._state_set = False
 
 
 class Store:
@@ -545,11 +588,13 @@ class Store:
         gave_up_at = monotonic_time.monotonic() + retry_for
         while True:
             try:
-                async with self.turn(user_id, update_id=update_id, hold_for=hold_for,
-                                     create=create) as t:
-                    if t.duplicate:
-                        return None
-                    return await fn(t)
+                # A connection gone stale fails this try, which is run again below.
+                with unpinged():
+                    async with self.turn(user_id, update_id=update_id, hold_for=hold_for,
+                                         create=create) as t:
+                        if t.duplicate:
+                            return None
+                        return await fn(t)
             except UserGone:
                 return None
             except Exception as exc:

@@ -56,6 +56,7 @@ from bot.loops import backoff_delay, loop_failed
 from bot.observability import Heartbeats, record_send
 from bot.store import Outbox, Store, is_outage, undelivered
 from bot.store import Turn as StoreTurn
+from bot.store.engine import unpinged
 from bot.store.kinds import OutboxKind
 from bot.telegram.pacing import PAID_BUDGET, ChatPacer, Priority, SharedBudget, TokenBucket
 from bot.telegram.shaping import keyboard, split_text
@@ -193,6 +194,9 @@ class Sender:
                                 category=PTBUserWarning)
         self.store = store
         self.bot = bot
+        # The sender's writes are one statement each, atomic without a transaction around.
+        self._writer = store.engine.execution_options(isolation_level="AUTOCOMMIT") \
+            if store.engine.dialect.name == "postgresql" else store.engine
         share = shared and store.engine.dialect.name == "postgresql"
         budget_engine = store.own_engine() if share else None
         self.bucket = TokenBucket(rate, budget=SharedBudget(budget_engine, rate)
@@ -563,18 +567,18 @@ class Sender:
                     error, delay)
         await self._retry(row, delay, count_attempt=True, error=error)
 
-    async def _write(self, *statements: Any) -> None:
-        """Run ``statements`` (a statement, then its parameters or None, …) in one
-        transaction. Through a database outage they are tried again with a back-off, for
-        up to a third of the lease: what Telegram accepted must be recorded, or the row
-        would go out again once its lease expired."""
+    async def _write(self, statement: Any, params: Any) -> None:
+        """Run ``statement`` (with ``params``, a list of them for one execution each) on its
+        own: one round trip on PostgreSQL (autocommit: no BEGIN, no COMMIT, no ping before).
+        Through a database outage it is tried again with a back-off, for up to a third of
+        the lease: what Telegram accepted must be recorded, or the row would go out again
+        once its lease expired."""
         gave_up_at = time.monotonic() + self.lease.total_seconds() / 3
         failures = 0
         while True:
             try:
-                async with self.store.engine.begin() as connection:
-                    for statement, params in zip(statements[::2], statements[1::2],
-                                                 strict=True):
+                with unpinged():
+                    async with self._writer.begin() as connection:
                         await connection.execute(statement, params)
                 return
             except Exception as exc:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import telegram
+from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 import bot.store.store as store_module
@@ -21,7 +22,7 @@ from bot.telegram.sender import Sender
 from tests.e2e.conftest import RunningBot, bot_running, settings_for
 from tests.e2e.test_webhook import SECRET, free_port
 from tests.fakes import FakeBotApi
-from tests.faults import fresh_postgresql, postgresql_away, queue
+from tests.faults import fresh_postgresql, kill_backends, postgresql_away, queue
 from tests.schedule.helpers import add_users
 from tests.store.store_helpers import count, raw
 
@@ -61,6 +62,33 @@ async def test_a_turn_waits_out_a_postgresql_restart(pg_database: str) -> None:
         assert await asyncio.wait_for(turn, 15) in ("done", None)
         assert await count(store, "processed_updates", "update_id = 2") == 1
         assert await count(store, "answers") == 2
+    finally:
+        await store.close()
+
+
+@pytest.mark.fault
+async def test_dropped_connections_cost_a_turn_one_try_and_other_work_nothing(
+        pg_database: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A turn takes a pooled connection without pinging it first (three round trips on
+    asyncpg): one the database dropped fails a try, and the turn runs again on a fresh one.
+    Other work, which is not run again, is still pinged and never sees a dropped one."""
+    store = Store(await fresh_postgresql(pg_database))
+    await store.start()
+
+    async def answer(t: StoreTurn) -> str:
+        t.record_answer("goal_setting", "goal", "goal.title", "Run a marathon")
+        t.enqueue(t.user_id, {"text": "Why does it matter?"})
+        return "done"
+
+    try:
+        await store.run_turn(63, answer, update_id=1)
+        await kill_backends(pg_database)
+        assert await store.run_turn(63, answer, update_id=2) == "done"
+        retried = [r.message for r in caplog.records if "database away" in r.message]
+        assert len(retried) == 1 and "turn of user 63" in retried[0] and "try 2" in retried[0]
+        await kill_backends(pg_database)
+        async with store.sessionmaker() as session:
+            assert await session.scalar(text("SELECT count(*) FROM answers")) == 2
     finally:
         await store.close()
 

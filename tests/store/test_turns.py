@@ -265,6 +265,74 @@ async def test_version_conflict_is_detected(store: Store) -> None:
         assert t.state == {"counter": 0}
 
 
+async def test_a_usual_turn_writes_state_answer_and_message_in_one_statement_on_postgresql(
+        store: Store) -> None:
+    """The state, one answer and one message (most updates): one statement on PostgreSQL,
+    one round trip, writing every column the separate statements write."""
+    async with store.turn(19):
+        pass
+    statements: list[list[str]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement.split()[:3])
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        async with store.turn(19, update_id=190, hold_for=timedelta(seconds=30)) as t:
+            t.set_state({"step": "why"})
+            t.record_answer("goal_setting", "goal", "goal_setting.goal", "Run a 10k",
+                            marker="goal")
+            t.enqueue(19, {"text": "Why does it matter?"})
+    finally:
+        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
+    writes = statements[2:]  # after the locking SELECT and the processed update
+    if store.engine.dialect.name == "postgresql":
+        assert writes == [["WITH", "written_answer", "AS"]]
+    else:
+        assert len(writes) == 3
+    [held] = t.held
+    async with store.sessionmaker() as session:
+        message = await session.get_one(Outbox, held.id)
+        answer = (await session.scalars(select(Answer).where(Answer.user_id == 19))).one()
+        conversation = await session.get_one(Conversation, 19)
+    assert (message.user_id, message.chat_id, message.subject_user_id, message.payload,
+            message.status, message.attempts, message.kind, message.last_error,
+            message.parts_sent, message.created_at) == (
+        19, 19, None, {"text": "Why does it matter?"}, "sending", 1, "reply", None, 0, t.now)
+    assert message.next_attempt_at == t.now + timedelta(seconds=30)
+    assert (answer.dialogue_id, answer.step_id, answer.variable, answer.value, answer.marker,
+            answer.answered_at) == ("goal_setting", "goal", "goal_setting.goal", "Run a 10k",
+                                    "goal", t.now)
+    assert (conversation.state, conversation.version) == ({"step": "why"}, 1)
+
+
+def test_the_one_statement_binds_every_column_a_turn_gives() -> None:
+    from bot.store.store import _ANSWER_COLUMNS, _MESSAGE_COLUMNS
+
+    t = Turn(None, TurnUser(*(None for _ in fields(TurnUser))),  # type: ignore[arg-type]
+             state=None, version=0, duplicate=False, now=utcnow())
+    t.user.id = 1
+    t.record_answer("d", "s", "d.v", 1)
+    t.enqueue(1, {"text": "hi"})
+    assert set(t._answers[0]) == set(_ANSWER_COLUMNS)
+    assert set(t._messages[0]) == set(_MESSAGE_COLUMNS)
+
+
+async def test_a_conflict_writes_neither_the_answer_nor_the_message(store: Store) -> None:
+    async with store.turn(20) as t:
+        t.set_state({"counter": 0})
+    with pytest.raises(ConflictError):
+        async with store.turn(20) as t:
+            await _bump_version_behind_the_turns_back(t)
+            t.set_state({"counter": -1})
+            t.record_answer("d", "s", "d.counter", -1)
+            t.enqueue(20, {"text": "minus one"})
+    assert await count(store, "answers", "user_id = 20") == 0
+    assert await count(store, "outbox", "user_id = 20") == 0
+    async with store.turn(20) as t:
+        assert t.state == {"counter": 0}
+
+
 async def test_run_turn_retries_a_conflict(store: Store) -> None:
     attempts = 0
 
