@@ -335,7 +335,8 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
         t.set_state(outcome.state.to_dict())
         return outcome
     for answer in outcome.saved:
-        if answer.dialogue in CARRIED:
+        carried = CARRIED.get(answer.dialogue)
+        if carried is not None and answer.variable.startswith(carried):
             continue
         t.record_answer(answer.dialogue, answer.step, answer.variable, answer.value,
                         marker=marker_of(answer.variable))

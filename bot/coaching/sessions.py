@@ -741,8 +741,8 @@ async def set_brief_consent(session: AsyncSession, client_id: int, coach_id: int
 def brief_question(coach_id: int, coach_name: str, tr: Translator) -> dict[str, object]:
     """Asked when a client links with a coach, and by /brief."""
     return {"text": tr.gettext(
-        "Would you like {coach} to get your answers to the preparation an hour before each "
-        "session? Only what you answer there, and your actions. You can change this at any "
+        "Would you like {coach} to get your session preparation an hour before each session? "
+        "They would see only your answers to it and your actions. You can change this at any "
         "time with /brief.").format(coach=tr.words(coach_name)),
         "buttons": _buttons((tr.gettext("Yes, share them"), f"{BUTTON}:brief:yes:{coach_id}"),
                             (tr.gettext("No, keep them private"),

@@ -190,7 +190,7 @@ COACH_MENU = (Audience.COACH, Audience.CLIENT)  # a coach uses the client's comm
 
 
 def help_text(tr: Translator, *, coach: bool) -> str:
-    lines = [tr.gettext("I am your coaching companion between sessions with your coach. "
+    lines = [tr.gettext("I am your coaching companion, with a coach or on your own. "
                         "I ask questions; the answers and the goals are yours."), ""]
     lines += COMMANDS.help_lines(Audience.CLIENT, tr)
     if coach:

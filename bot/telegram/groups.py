@@ -317,8 +317,8 @@ class GroupHandlers:
             return
         name = tr.words(members[member_id].first_name or str(member_id))
         if len(parts) == 2:
-            say(t, tr.gettext("Remove {name} from “{group}”? Their exercises and sessions of "
-                              "the group stop, and I let them know kindly.").format(
+            say(t, tr.gettext("Remove {name} from “{group}”? The group's exercises and sessions "
+                              "stop for them, and I will let them know.").format(
                 name=name, group=tr.words(group.name)), (
                 Button(tr.gettext("Yes, remove"), f"grm:{group.id}:{member_id}:y"),
                 Button(tr.gettext("No, keep"), f"grp:{group.id}")), subject=member_id)
@@ -384,7 +384,7 @@ class GroupHandlers:
                 locale = await t.session.scalar(select(User.locale)
                                                 .where(User.id == member.user_id))
                 t.enqueue(member.user_id, celebration(locale or "en"))
-        say(t, translator_for(t.user.locale).gettext("Done: the team hears it from me."))
+        say(t, translator_for(t.user.locale).gettext("Done: I have let the team know."))
 
     async def chat_language(self, t: StoreTurn, rest: str) -> None:
         """glang:<group> → the six languages; …:<locale> → what the bot posts in the group's

@@ -1,7 +1,8 @@
 """An engagement, on both backends: the coach sets the number of sessions agreed; held and
 missed count against it, and what is left shows to both; marking the last one held or missed
 plans the client's look back (outside their quiet hours), which goes from their first goal to
-now and ends with their choice to stay linked or not (a no ends the link and tells the
+now, asks what they take with them (they may skip it), and ends with their choice to stay
+linked or not (a no ends the link and tells the
 coach). Also "I can't make it": the times the client proposes reach the coach with the move
 button."""
 
@@ -29,6 +30,7 @@ from bot.schedule.sessions import Repeat
 from bot.store import (
     ActionSource,
     ActionStatus,
+    Answer,
     CoachingSession,
     CoachLink,
     CommitmentAction,
@@ -124,6 +126,13 @@ async def test_the_agreed_number_counts_down_and_the_last_held_invites_a_look_ba
     said = "\n".join(r.text for r in started.replies)
     assert "\u2068Speak up in meetings\u2069" in said  # the first goal, in their words
     assert "3 out of 10" in said and "8 out of 10" in said and "1 action" in said
+    assert started.replies[-1].text.startswith("Looking at this, what do you take with you")
+    took = await db.run_turn(CLIENT, lambda t: run(t, Turn(text="I can say no now")))
+    assert took.replies[-1].text.startswith("Would you like to stay linked")
+    async with db.sessionmaker() as s:
+        [kept] = [a for a in (await s.execute(select(Answer))).scalars()
+                  if a.variable == "look_back.take_away"]
+        assert kept.value == "I can say no now"  # kept like any answer, not carried
     await db.run_turn(CLIENT, lambda t: run(t, Turn(text="no")))
     async with db.sessionmaker() as s:
         link = (await s.execute(select(CoachLink))).scalar_one()
@@ -163,6 +172,8 @@ async def test_a_client_who_stays_stays_linked(db: Store, dialogues: DialogueSet
         return await converse(t, dialogues, action, NOW)
 
     await db.run_turn(CLIENT, lambda t: run(t, Start("engagement_close", variables)))
+    skipped = await db.run_turn(CLIENT, lambda t: run(t, Turn(command="skip")))
+    assert skipped.replies[-1].text.startswith("Would you like to stay linked")
     stayed = await db.run_turn(CLIENT, lambda t: run(t, Turn(text="yes")))
     assert "you stay linked" in stayed.replies[-1].text
     async with db.sessionmaker() as s:
@@ -206,4 +217,4 @@ async def test_the_scheduler_starts_the_look_back(db: Store, dialogues: Dialogue
     assert counts["started"] == 1
     said = [str(p.get("text")) for p in await outbox(db, CLIENT)]
     assert "all the sessions you agreed on with \u2068Marta\u2069" in said[0]
-    assert said[-1].startswith("Would you like to stay linked")
+    assert said[-1].startswith("Looking at this, what do you take with you")
