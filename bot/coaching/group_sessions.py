@@ -157,9 +157,7 @@ async def cancel_group_sessions(session: AsyncSession, coach_id: int, gs_id: int
         each.status = SessionStatus.CANCELLED
         await plan_group_rows(session, each, now)
     for cs in copies:
-        cs.status = SessionStatus.CANCELLED
-        cs.sequence += 1
-        cs.updated_at = now
+        cs.cancel(now)
         await plan_rows(session, cs, now)
     await session.flush()
     return chosen, copies
@@ -188,8 +186,7 @@ async def move_group_sessions(session: AsyncSession, coach_id: int, gs_id: int,
         assert cs.group_session_id is not None
         of = moved[cs.group_session_id]
         cs.local_start, cs.zone, cs.starts_at = of.local_start, of.zone, of.starts_at
-        cs.sequence += 1
-        cs.updated_at = now
+        cs.revise(now)
         await plan_rows(session, cs, now)
     await session.flush()
     return chosen, copies

@@ -214,7 +214,7 @@ async def unlink(
     The coach loses access at once; their assignments for the client stop, planned
     exercise check-ins are cancelled, one-to-one sessions to come are cancelled and pending
     notifications about the client dropped (announcing the sessions is the caller's:
-    link_end.end_link).
+    link_end.tell_cancelled).
     """
     links = select(CoachLink).where(
         CoachLink.client_id == client_id, CoachLink.unlinked_at.is_(None)
@@ -261,9 +261,7 @@ async def _cancel_sessions(session: AsyncSession, client_id: int, coaches: list[
                PlannedCheckin.status == CheckinStatus.PLANNED)
         .execution_options(synchronize_session=False))
     for cs in coming:
-        cs.status = SessionStatus.CANCELLED
-        cs.sequence += 1
-        cs.updated_at = now
+        cs.cancel(now)
     return coming
 
 

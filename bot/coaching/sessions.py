@@ -254,8 +254,7 @@ async def move_session(session: AsyncSession, coach_id: int, session_id: int,
 async def _move_to(session: AsyncSession, cs: CoachingSession, local: datetime,
                    starts_at: datetime, now: datetime) -> None:
     cs.local_start, cs.starts_at = local, starts_at
-    cs.sequence += 1
-    cs.updated_at = now
+    cs.revise(now)
     await session.flush()
     await plan_rows(session, cs, now)
 
@@ -296,9 +295,7 @@ async def cancel_sessions(session: AsyncSession, coach_id: int, session_id: int,
     cs = await coach_session(session, coach_id, session_id, now)
     chosen = await _rest_of_series(session, cs) if rest_of_series else [cs]
     for each in chosen:
-        each.status = SessionStatus.CANCELLED
-        each.sequence += 1
-        each.updated_at = now
+        each.cancel(now)
         await plan_rows(session, each, now)
     await session.flush()
     return chosen

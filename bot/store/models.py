@@ -587,6 +587,15 @@ class CoachingSession(SessionTime, Base):
 
     __table_args__ = SessionTime.constraints()
 
+    def revise(self, now: datetime) -> None:
+        """A change the client's calendar must take: the same UID, a higher SEQUENCE."""
+        self.sequence += 1
+        self.updated_at = now
+
+    def cancel(self, now: datetime) -> None:
+        self.status = SessionStatus.CANCELLED
+        self.revise(now)
+
 
 class GroupSession(SessionTime, Base):
     """A session of a whole group (one of a series, maybe). Each member has their own copy
