@@ -55,9 +55,9 @@ def weekly(group_id: int | None = None) -> NewSessions:
                        repeat=Repeat.WEEKLY, count=2)
 
 
-async def test_ending_the_link_cancels_and_announces_only_the_one_to_one_sessions(
-        link_bot: InProcessBot) -> None:
-    bot = link_bot
+async def joined_sharing(bot: InProcessBot) -> tuple[ClientUser, ClientUser]:
+    """Marta, a coach, and Luca, who joined her group sharing his progress (the membership
+    makes the link)."""
     await make_coaches(bot, COACH)
     coach, luca = bot.user(COACH, first_name="Marta"), bot.user(CLIENT, first_name="Luca")
     made = await coach.send("/newgroup Runners")
@@ -66,7 +66,14 @@ async def test_ending_the_link_cancels_and_announces_only_the_one_to_one_session
     assert code is not None
     await bot.agree(CLIENT)
     await luca.send(f"/start {code.group(1)}")
-    await luca.press("Join and share my progress")  # the membership makes the link
+    await luca.press("Join and share my progress")
+    return coach, luca
+
+
+async def test_ending_the_link_cancels_and_announces_only_the_one_to_one_sessions(
+        link_bot: InProcessBot) -> None:
+    bot = link_bot
+    coach, luca = await joined_sharing(bot)
     now = datetime.now(UTC)
     async with bot.store.sessionmaker() as s, s.begin():
         for user_id, locale, zone in ((COACH, "it", ROME), (CLIENT, "en", NEW_YORK)):
@@ -115,19 +122,10 @@ async def test_ending_the_link_cancels_and_announces_only_the_one_to_one_session
     assert en.time(copies[0].starts_at.astimezone(ZoneInfo(NEW_YORK))) in listed
 
 
-
 async def shared_member(bot: InProcessBot) -> tuple[ClientUser, ClientUser, dict[str, int]]:
     """Luca joined Marta's group sharing his progress (the link it made), and has two
     one-to-one sessions with her to come: the coach, Luca, and the sessions' sequences."""
-    await make_coaches(bot, COACH)
-    coach, luca = bot.user(COACH, first_name="Marta"), bot.user(CLIENT, first_name="Luca")
-    made = await coach.send("/newgroup Runners")
-    await coach.press("Cohort")
-    code = re.search(r"start=(group_[\w-]+)", made[0].text or "")
-    assert code is not None
-    await bot.agree(CLIENT)
-    await luca.send(f"/start {code.group(1)}")
-    await luca.press("Join and share my progress")
+    coach, luca = await joined_sharing(bot)
     async with bot.store.sessionmaker() as s, s.begin():
         own = await schedule_sessions(s, COACH, weekly(), datetime.now(UTC))
     return coach, luca, {cs.uid: cs.sequence for cs in own}
