@@ -39,17 +39,19 @@ def disk_full() -> OperationalError:
                             Exception("database or disk is full"))
 
 
+async def answer(t: StoreTurn) -> str:
+    """A goal-setting answer and the next question."""
+    t.record_answer("goal_setting", "goal", "goal.title", "Run a marathon")
+    t.enqueue(t.user_id, {"text": "Why does it matter?"})
+    return "done"
+
+
 @pytest.mark.fault
 async def test_a_turn_waits_out_a_postgresql_restart(pg_database: str) -> None:
     """M1: the database refuses connections and drops the open ones for 2 s while an
     update's turn runs: it is retried until the database is back, and counts once."""
     store = Store(await fresh_postgresql(pg_database))
     await store.start()
-
-    async def answer(t: StoreTurn) -> str:
-        t.record_answer("goal_setting", "goal", "goal.title", "Run a marathon")
-        t.enqueue(t.user_id, {"text": "Why does it matter?"})
-        return "done"
 
     try:
         await store.run_turn(61, answer, update_id=1)  # the user exists, connections pooled
@@ -74,11 +76,6 @@ async def test_dropped_connections_cost_a_turn_one_try_and_other_work_nothing(
     Other work, which is not run again, is still pinged and never sees a dropped one."""
     store = Store(await fresh_postgresql(pg_database))
     await store.start()
-
-    async def answer(t: StoreTurn) -> str:
-        t.record_answer("goal_setting", "goal", "goal.title", "Run a marathon")
-        t.enqueue(t.user_id, {"text": "Why does it matter?"})
-        return "done"
 
     try:
         await store.run_turn(63, answer, update_id=1)
