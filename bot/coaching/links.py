@@ -214,7 +214,7 @@ async def unlink(
     The coach loses access at once; their assignments for the client stop, planned
     exercise check-ins are cancelled, one-to-one sessions to come are cancelled and pending
     notifications about the client dropped (announcing the sessions is the caller's:
-    link_end.tell_cancelled).
+    link_end.announce_link_end).
     """
     links = select(CoachLink).where(
         CoachLink.client_id == client_id, CoachLink.unlinked_at.is_(None)

@@ -26,7 +26,7 @@ from bot.coaching import (
 )
 from bot.coaching.contracts import NEW_EXERCISE, ONBOARDING
 from bot.coaching.conversation import Start, converse, enqueue_replies
-from bot.coaching.link_end import tell_cancelled
+from bot.coaching.link_end import announce_link_end
 from bot.coaching.sessions import brief_question
 from bot.dialogue.loader import MAX_UPLOAD_BYTES, too_large
 from bot.dialogue.model import DialogueSet
@@ -434,8 +434,9 @@ class CoachHandlers:
             coach_id = -1
         ended = await links.unlink(t.session, t.user_id, coach_id, t.now)
         if ended.coaches:
-            say(t, tr.gettext("Done: that coach no longer sees your progress."))
+            say(t, tr.gettext("Done: that coach no longer sees your progress. I have let them "
+                              "know."))
         else:
             say(t, tr.gettext("You are not sharing your progress with that coach."))
-        await tell_cancelled(t, ended, t.now)
+        await announce_link_end(t, ended, t.now)
         return None

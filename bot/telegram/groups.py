@@ -22,7 +22,7 @@ from telegram.error import TelegramError
 
 from bot.coaching import coach_errors, contracts, group_figures, group_sessions, groups
 from bot.coaching.conversation import Start, converse, enqueue_replies
-from bot.coaching.link_end import tell_cancelled
+from bot.coaching.link_end import announce_link_end
 from bot.coaching.sessions import BUTTON as SESSION_BUTTON
 from bot.coaching.sessions import GROUP_TARGET, SessionChange, ask_brief_once
 from bot.dialogue.model import DialogueSet
@@ -339,7 +339,7 @@ class GroupHandlers:
                                               SessionChange.CANCELLED)
         say(t, tr.gettext("Done: {name} is no longer in “{group}” and has been told.").format(
             name=name, group=tr.words(group.name)), subject=member_id)
-        await tell_cancelled(t, ended, t.now, SessionChange.CANCELLED)  # the coach's doing
+        await announce_link_end(t, ended, t.now, SessionChange.CANCELLED)  # the coach's doing
 
     async def answer_in_private(self, update: Update, rest: str) -> None:
         """The week's question's button in the group chat (``gqa:<group>:<question>``):
@@ -567,7 +567,7 @@ class GroupHandlers:
         if group is not None:
             await group_sessions.tell_members(t, group, cancelled, t.now,
                                               SessionChange.CANCELLED)
-        await tell_cancelled(t, ended, t.now)
+        await announce_link_end(t, ended, t.now)
 
     # -- the group's own chat ----------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 
 from bot.store import Assignment, CoachLink, Exercise, PlannedCheckin, User
-from tests.flows import make_coaches
+from tests.flows import make_coaches, text_of
 from tests.inprocess import InProcessBot
 
 COACH, CLIENT, OTHER_COACH, STRANGER = 401, 402, 403, 404
@@ -73,6 +73,7 @@ async def test_invite_consent_progress_assign_and_unlink(bot: InProcessBot) -> N
     await client.send("/coach")
     gone = await client.press("\u2068Marta\u2069")
     assert "no longer sees your progress" in (gone[0].text or "")
+    assert "has stopped sharing their progress with you" in text_of(await coach.replies())
     assert "can't find that client" in ((await coach.send("/progress Luca"))[0].text or "")
     async with bot.store.sessionmaker() as session:
         link = (await session.execute(select(CoachLink))).scalar_one()

@@ -88,7 +88,8 @@ async def test_ending_the_link_cancels_and_announces_only_the_one_to_one_session
 
     await luca.send("/coach")
     ended = await luca.press("\u2068Marta\u2069")
-    assert ended[0].text == "Done: that coach no longer sees your progress."
+    assert ended[0].text == ("Done: that coach no longer sees your progress. I have let them "
+                             "know.")
     assert ended[1].text is not None and ended[1].text.startswith(
         "Coaching sessions cancelled because your link with \u2068Marta\u2069 ended: ")
     en = translator_for("en")
@@ -108,6 +109,7 @@ async def test_ending_the_link_cancels_and_announces_only_the_one_to_one_session
                        ).format(person=it.words("Luca"), count=it.isolate(it.number(2))) in told
     for cs in own:  # in Italian, at the coach's time in Rome
         assert when_text(cs, ROME, it) in told and "18:00" in when_text(cs, ROME, it)
+    assert "non condivide più" not in told  # the cancelled sessions said it already
 
     async with bot.store.sessionmaker() as s:
         statuses = {cs.id: cs.status for cs in (await s.execute(
@@ -170,3 +172,36 @@ async def test_a_member_removed_by_the_coach_hears_the_sessions_went_as_the_coac
     assert "2 sessions with \u2068Luca\u2069 cancelled:" in text_of(done)
     assert "Coaching sessions cancelled by \u2068Marta\u2069" in text_of(await luca.replies())
     await assert_cancelled(link_bot, before)
+
+
+STOPPED_SHARING = ("{person} has stopped sharing their progress with you: you no longer see "
+                   "it, and the exercises you assigned them have stopped.")
+
+
+async def test_a_coach_with_no_session_to_lose_is_told_the_client_stopped_sharing(
+        link_bot: InProcessBot) -> None:
+    coach, luca = await joined_sharing(link_bot)
+    async with link_bot.store.sessionmaker() as s, s.begin():
+        marta = await s.get(User, COACH)
+        assert marta is not None
+        marta.locale = "hr"
+    seen = len(coach.messages)
+    await luca.send("/coach")
+    await luca.press("\u2068Marta\u2069")
+    await link_bot.pump()
+    hr = translator_for("hr")
+    told = text_of(coach.messages[seen:])
+    assert hr.gettext(STOPPED_SHARING).format(person=hr.words("Luca")) in told
+    assert told.count(hr.words("Luca")) == 1  # once, and nothing of what Luca wrote
+
+
+async def test_a_coach_who_removes_a_member_is_not_told_what_they_did(
+        link_bot: InProcessBot) -> None:
+    coach, _ = await joined_sharing(link_bot)
+    await coach.send("/groups")
+    await coach.press("\u2068Runners\u2069 (1)")
+    await coach.press("Remove a member")
+    await coach.press("\u2068Luca\u2069")
+    await coach.press("Yes, remove")
+    await link_bot.pump()
+    assert "stopped sharing" not in text_of(coach.messages)
