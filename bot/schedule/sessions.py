@@ -8,7 +8,8 @@ Rules
   series shifts each wall clock by the same change). A wall time in a
   spring-forward gap moves to the first minute after it (see ``planning``).
 * **Reminder** to each of the two ``before`` the start: the coach's choice (``LEADS``, one
-  hour until they choose), the same for both, counted in elapsed time. One that falls in
+  hour until they choose), the same for both: minutes and hours in elapsed time, a day as
+  the session's wall-clock time the day before in each one's zone. One that falls in
   the person's quiet hours comes earlier, when the quiet window begins.
 * **The brief** reaches the coach an hour before (``BRIEF_BEFORE``, as the client was told
   when asked to share it): with the coach's reminder when that comes an hour before, else
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
+from zoneinfo import ZoneInfo
 
 from bot.schedule.planning import (
     Profile,
@@ -90,10 +92,22 @@ def _minute(instant: datetime, profile: Profile) -> tuple[date, int]:
     return local.date(), local.hour * 60 + local.minute
 
 
+def lead_back(starts_at: datetime, before: timedelta, zone: ZoneInfo) -> datetime:
+    """``before`` ahead of ``starts_at``, whole days counted on the calendar in ``zone``: a
+    day's lead comes at the session's own wall-clock time the day before, also when the
+    clocks change in between."""
+    days, rest = divmod(before, timedelta(days=1))
+    if not days:
+        return starts_at - before
+    local = starts_at.astimezone(zone)
+    return wall_to_utc(local.date() - timedelta(days=days), local.hour * 60 + local.minute,
+                       zone) - rest
+
+
 def reminder_due(starts_at: datetime, profile: Profile,
                  before: timedelta = REMINDER_BEFORE) -> datetime:
     """When the reminder reaches someone with ``profile`` (see the rules)."""
-    due = starts_at - before
+    due = lead_back(starts_at, before, profile.zone)
     day, minute = _minute(due, profile)
     start, end = profile.quiet_start, profile.quiet_end
     if start is None or end is None or not in_quiet(minute, start, end):

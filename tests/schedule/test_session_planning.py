@@ -158,9 +158,15 @@ def test_the_coachs_lead_time_sets_both_reminders_across_zones_and_quiet_hours()
         utc(2026, 3, 30, 15, 45)] * 2
     assert [p.due_at for p in reminders(evening, timedelta(hours=3))] == [
         utc(2026, 3, 30, 13)] * 2  # 15:00 in Rome, 09:00 in New York
-    # A day is 24 hours: 18:00 in Rome the day before, across Rome's change that night.
+    # A day is the day before at the session's own time in each one's zone.
     assert [p.due_at for p in reminders(evening, timedelta(days=1))] == [
         utc(2026, 3, 29, 16)] * 2
+    # Also when the clocks change in between: Rome springs forward in the night of the 29th,
+    # so 18:00 on the 29th (16:00 UTC) has its reminder at 18:00 on the 28th (17:00 UTC,
+    # not 24 hours before); New York changed weeks before, so 12:00 there is 16:00 UTC.
+    sunday = utc(2026, 3, 29, 16)
+    assert sorted(p.due_at for p in reminders(sunday, timedelta(days=1))) == [
+        utc(2026, 3, 28, 16), utc(2026, 3, 28, 17)]
     # The brief keeps its hour: on a row of its own when the reminders come at another time.
     three = session_plan(evening, 60, coach_id=COACH, coach=ROME, client_id=CLIENT,
                          client=sleeper, now=now, before=timedelta(hours=3))
