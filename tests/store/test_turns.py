@@ -279,6 +279,44 @@ async def test_a_turn_that_waited_for_the_lock_reads_what_the_turn_before_commit
         await b.close()
 
 
+async def test_a_turn_cancelled_while_waiting_for_the_lock_leaves_no_lock_behind(
+        pg_url: str) -> None:
+    """PostgreSQL, where the wait is inside the turn's BEGIN (bot/store/pg_async.py):
+    cancelled there, the connection goes back to the pool with no transaction (nor lock)
+    open. (On SQLite a cancelled turn's wait for the write lock goes on in the connection's
+    thread, up to the busy timeout.)"""
+    a, b = Store(pg_url), Store(pg_url)
+    await a.start()
+    await b.start()
+    try:
+        async with a.turn(18, update_id=1):
+            pass
+        holding, release = asyncio.Event(), asyncio.Event()
+
+        async def hold(t: Turn) -> None:
+            holding.set()
+            await release.wait()
+
+        async def note(t: Turn) -> None:
+            t.set_state({"noted": True})
+
+        first = asyncio.create_task(a.run_turn(18, hold, update_id=2))
+        await holding.wait()
+        waiting = asyncio.create_task(b.run_turn(18, note, update_id=3))
+        await asyncio.sleep(0.3)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        release.set()
+        await first
+        await asyncio.wait_for(b.run_turn(18, note, update_id=4), timeout=10)
+        await asyncio.wait_for(a.run_turn(18, note, update_id=5), timeout=10)
+        assert await count(a, "processed_updates", "user_id = 18") == 4  # not update 3
+    finally:
+        await a.close()
+        await b.close()
+
+
 async def _increment(t: Turn) -> int:
     state = t.state or {"counter": 0}
     await asyncio.sleep(0)  # let the other task run between read and write
