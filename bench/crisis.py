@@ -45,7 +45,8 @@ Verdict = str  # "urgent", "check" or "" (not flagged)
 MEASURED = (
     ("test", "Test part (wave A, never tuned on)"),
     ("heldout", "Held-out part (wave B, other writers, never tuned on)"),
-    ("unseen", "Unseen part (waves N and Q, other writers, written after the model, measuring only)"),
+    ("unseen", "Unseen part (waves N and Q, other writers, written after the model, "
+               "measuring only)"),
 )
 
 
