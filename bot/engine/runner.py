@@ -20,6 +20,7 @@ from bot.engine.crisis import (
     CrisisSignal,
     detect_crisis,
     helplines_for,
+    strip_invisible,
 )
 from bot.engine.state import (
     Button,
@@ -322,10 +323,24 @@ def sos_reply(ctx: Context) -> Reply:
     ]))
 
 
+_SOS_PUNCTUATION = "!.?¡¿ "
+
+
+def sos_words(text: str) -> str | None:
+    """What was written after /sos (also /sos@bot), "" for /sos or the word SOS alone (in
+    any case, with punctuation around it, invisible characters ignored); None when ``text``
+    is not an SOS."""
+    text = strip_invisible(text).strip()
+    if text.strip(_SOS_PUNCTUATION).casefold() == "sos":
+        return ""
+    command, *words = text.split(maxsplit=1) or [""]
+    if command.strip(_SOS_PUNCTUATION).casefold().split("@")[0] != "/sos":
+        return None
+    return words[0] if words else ""
+
+
 def is_sos(text: str) -> bool:
-    """/sos (also /sos@bot), or the word SOS alone, in any case, with punctuation around it."""
-    word = text.strip().strip("!.?¡¿ ").casefold()
-    return word == "sos" or word.split("@")[0] == "/sos" or word.startswith("/sos ")
+    return sos_words(text) is not None
 
 
 def concern_reply(ctx: Context) -> Reply:
