@@ -90,9 +90,10 @@ VERDICTS = {
 
 @pytest.fixture
 def fixed_detector(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The detector gives VERDICTS' fixed verdicts for the marked messages, None otherwise."""
+    """The detector gives VERDICTS' fixed verdicts for a text with a marked message in it
+    (after a command's word, say), None otherwise."""
     def detect(text: str) -> CrisisSignal | None:
-        return VERDICTS.get(text.strip())
+        return next((signal for marked, signal in VERDICTS.items() if marked in text), None)
 
     monkeypatch.setattr(runner, "detect_crisis", detect)
     monkeypatch.setattr(handlers, "detect_crisis", detect)

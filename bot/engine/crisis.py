@@ -94,8 +94,34 @@ _CYR_TO_LAT = str.maketrans(
     }
 )  # fmt: skip
 
-# Invisible characters that separate words; other invisible ones are deleted with the marks.
-_INVISIBLE_SPACES = str.maketrans({"\u200b": " ", "\u2060": " ", "\u180e": " ", "\u3164": " "})
+# Blank letters that show nothing (Hangul fillers; NFKC turns U+3164 and U+FFA0 into U+1160).
+# With the format characters (zero-width space, word joiner, U+180E...) they are deleted, never
+# turned into spaces: "sui\u200bcide" is one word, "suicide".
+_FILLERS = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0})
+
+
+class _Drop(dict[int, int | None]):
+    """str.translate table deleting the characters of some Unicode categories (and the
+    fillers), filled lazily."""
+
+    def __init__(self, *categories: str) -> None:
+        super().__init__()
+        self.categories = categories
+
+    def __missing__(self, cp: int) -> int | None:
+        gone = cp in _FILLERS or unicodedata.category(chr(cp)).startswith(self.categories)
+        self[cp] = None if gone else cp
+        return self[cp]
+
+
+_DROP_INVISIBLE = _Drop("Cf")
+_DROP_MARKS = _Drop("M", "Cf")  # with the combining marks, once the letters are decomposed
+
+
+def strip_invisible(text: str) -> str:
+    """``text`` without the characters that show nothing: format characters (zero-width
+    space and joiners, word joiner, bidi marks, U+180E) and blank fillers."""
+    return text if text.isascii() else text.translate(_DROP_INVISIBLE)
 
 # An ellipsis is a pause, not the end of a sentence ("I... want... to... die").
 _ELLIPSIS = re.compile(r"\.{2,}|\u2026")
@@ -105,18 +131,6 @@ _APOS_RUN = re.compile(r"'+")
 _REPEATS = re.compile(r"(\w)\1+")
 _LATIN = re.compile(r"[a-z]")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
-
-
-class _DropMarks(dict[int, int | None]):
-    """str.translate table deleting combining marks and format characters, filled lazily."""
-
-    def __missing__(self, cp: int) -> int | None:
-        value = None if unicodedata.category(chr(cp)).startswith(("M", "Cf")) else cp
-        self[cp] = value
-        return value
-
-
-_DROP_MARKS = _DropMarks()
 
 
 def _fix_mixed_script(token: str) -> str:
@@ -130,13 +144,13 @@ def normalize(text: str) -> str:
 
     NFKC, casefold, strip combining marks (Latin accents, Hebrew niqqud and cantillation),
     fold a few letters that do not decompose (``đ`` → ``dj``), unify apostrophes, drop
-    format characters (zero-width joiners, bidi marks), turn punctuation, symbols and emoji
+    format characters and blank fillers (zero-width spaces and joiners, bidi marks: they
+    never split a word), turn punctuation, symbols and emoji
     into spaces, keep sentence ends as a ``.`` token, fix Cyrillic look-alikes inside Latin
     words, squeeze repeated letters (``diiie`` → ``die``, ``kill`` → ``kil``) and collapse
     whitespace.
     """
     text = unicodedata.normalize("NFKC", text.translate(_APOSTROPHES)).casefold()
-    text = text.translate(_INVISIBLE_SPACES)
     if not text.isascii():
         kept = unicodedata.normalize("NFD", text).translate(_DROP_MARKS)
         text = unicodedata.normalize("NFC", kept).translate(_EXTRA_FOLDS)

@@ -20,6 +20,7 @@ from bot.engine.crisis import (
     CrisisSignal,
     detect_crisis,
     helplines_for,
+    strip_invisible,
 )
 from bot.engine.state import (
     Button,
@@ -322,10 +323,24 @@ def sos_reply(ctx: Context) -> Reply:
     ]))
 
 
+_SOS_PUNCTUATION = "!.?¡¿ "
+
+
+def sos_words(text: str) -> str | None:
+    """What was written after /sos (also /sos@bot), "" for /sos or the word SOS alone (in
+    any case, with punctuation around it, invisible characters ignored); None when ``text``
+    is not an SOS."""
+    text = strip_invisible(text).strip()
+    if text.strip(_SOS_PUNCTUATION).casefold() == "sos":
+        return ""
+    command, *words = text.split(maxsplit=1) or [""]
+    if command.strip(_SOS_PUNCTUATION).casefold().split("@")[0] != "/sos":
+        return None
+    return words[0] if words else ""
+
+
 def is_sos(text: str) -> bool:
-    """/sos (also /sos@bot), or the word SOS alone, in any case, with punctuation around it."""
-    word = text.strip().strip("!.?¡¿ ").casefold()
-    return word == "sos" or word.split("@")[0] == "/sos" or word.startswith("/sos ")
+    return sos_words(text) is not None
 
 
 def concern_reply(ctx: Context) -> Reply:
@@ -374,7 +389,21 @@ def _safety_answer(turn: Turn, ctx: Context) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _urgent(state: ConversationState, ctx: Context, signal: CrisisSignal | None) -> Outcome:
+#: What fired when the client answers "yes" to the safety question (the audit log's name).
+SAFETY_YES_FIRED = "safety_yes"
+
+
+def _confirmed(signal: CrisisSignal | None) -> CrisisSignal:
+    """A "yes" to the safety question, as the audit log and the counters see it: urgent, of
+    the category the message itself showed, else of the one the question asks about
+    (thoughts of ending one's life); what fired names the answer, never its words."""
+    if signal is None:
+        return CrisisSignal(CrisisLevel.URGENT, CrisisCategory.EXPLICIT_IDEATION, 1.0,
+                            (SAFETY_YES_FIRED,))
+    return replace(signal, level=CrisisLevel.URGENT, fired=(*signal.fired, SAFETY_YES_FIRED))
+
+
+def _urgent(state: ConversationState, ctx: Context, signal: CrisisSignal) -> Outcome:
     return Outcome(state=replace(state, stack=(), safety_asked=False),
                    replies=(crisis_reply(ctx),), crisis=True, signal=signal)
 
@@ -393,7 +422,7 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
     if state.safety_asked:
         answer = _safety_answer(turn, ctx)
         if answer is True:
-            return _urgent(state, ctx, signal)
+            return _urgent(state, ctx, _confirmed(signal))
         state = replace(state, safety_asked=False)
         if answer is False:
             thanks = Reply(ctx.translator.gettext(

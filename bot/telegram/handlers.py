@@ -39,7 +39,7 @@ from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
 from bot.engine.crisis import detect_crisis
-from bot.engine.runner import is_sos, sos_reply
+from bot.engine.runner import sos_reply, sos_words
 from bot.engine.state import Button, Command
 from bot.i18n import (
     N_,
@@ -271,13 +271,14 @@ class Handlers:
         if message is None or update.effective_user is None:
             return
         text = message.text or message.caption
-        if text is not None and is_sos(text):
-            await self.on_sos(update)
+        sos = None if text is None else sos_words(text)
+        if sos is not None:
+            await self.on_sos(update, sos)
             return
         edited = update.edited_message is not None
         if text is not None and (edited or message.text is None or text.startswith("/")):
             # Not an answer, so the engine would not see these words: checked here.
-            words = text.partition(" ")[2] if text.startswith("/") else text
+            words = _as_words(text)
             if detect_crisis(words):
                 await self._converse(update, Turn(text=words, answers=False))
                 return
@@ -297,13 +298,17 @@ class Handlers:
         """A group chat: a linked group's own business (see groups.py); a crisis in what the
         bot sees there (with privacy mode on: commands, mentions, replies to it) is answered
         in private with the crisis path and nothing in the group, before any pointer or
-        refusal there; otherwise a refusal."""
+        refusal there; /sos there as in ``_sos_in_group``; otherwise a refusal."""
         if await self._group_route(update):
             return
         message = update.message or update.edited_message
         text = None if message is None else message.text or message.caption
+        sos = None if text is None else sos_words(text)
+        if sos is not None and update.effective_user is not None:
+            await self._sos_in_group(update, sos)
+            return
         if text is not None and update.effective_user is not None:
-            words = text.partition(" ")[2] if text.startswith("/") else text
+            words = _as_words(text)
             if detect_crisis(words):
                 await self._converse(update, Turn(text=words, answers=False))
                 return
@@ -349,14 +354,51 @@ class Handlers:
         except TelegramError as exc:
             log.warning("could not answer in a group: %s", type(exc).__name__)
 
-    async def on_sos(self, update: Update) -> None:
-        """The help lines, at once and in any state; the conversation stays where it is."""
-        async def run(t: StoreTurn) -> None:
-            ctx = await context_for(None, t.user, t.now)
-            t.enqueue(t.user_id, sos_reply(ctx).to_payload(), urgent=True)
-            return None
+    async def on_sos(self, update: Update, words: str = "") -> None:
+        """The help lines, at once and in any state, in private; the conversation stays
+        where it is. Words written after /sos are checked like a command's: a sign of crisis
+        in them takes the crisis path (coaching stops, the coach is told, the pause, the
+        audit), whose reply already carries the help lines; a possible one is asked about
+        after them."""
+        async def run(t: StoreTurn) -> Outcome | None:
+            outcome = None
+            if words and detect_crisis(words):
+                outcome = await converse(t, self.dialogues, Turn(text=words, answers=False),
+                                         t.now, min_age=self.min_age)
+            if outcome is None or not outcome.crisis:
+                ctx = await context_for(None, t.user, t.now)
+                t.enqueue(t.user_id, sos_reply(ctx).to_payload(), urgent=True)
+            if outcome is not None:
+                enqueue_replies(t, outcome)
+            return outcome
 
         await self._turn(update, run, before_consent=True)
+
+    async def _sos_in_group(self, update: Update, words: str) -> None:
+        """/sos (or SOS) in a group chat: help lines never go to the group, where they would
+        name the person who asked. Someone the bot can write to in private (they have
+        written to it there, and have not blocked it) gets them there, as /sos in private,
+        and nothing is said in the group, as for a crisis seen there. Anyone else gets, in
+        the group, only a pointer to send /sos in a private chat with the bot (which also
+        tells them nothing about anyone); a sign of crisis in their words is still answered
+        in private, as for any crisis seen in a group."""
+        user = update.effective_user
+        assert user is not None
+        known = await self.store.get_user(user.id)
+        if known is not None and known.reachable:
+            await self.on_sos(update, words)
+            return
+        chat = update.effective_chat
+        if chat is not None:
+            tr = translator_for(user.language_code)
+            try:
+                await self.sender.say_now(chat.id, tr.gettext(
+                    "To see who you can talk to right now, send /sos to me in a private chat: "
+                    "{link}").format(link=f"https://t.me/{self.bot_username()}"))
+            except TelegramError as exc:
+                log.warning("could not answer in a group: %s", type(exc).__name__)
+        if words and detect_crisis(words):
+            await self._converse(update, Turn(text=words, answers=False))
 
     async def _on_text(self, update: Update, text: str) -> None:
         """Free text. The engine checks it for a crisis, then takes it as the answer to the
@@ -695,6 +737,20 @@ class Handlers:
         await self.sender.say_now(user.id, tr.gettext(
             "Done. Everything you shared with me is deleted. If you ever want to start again, "
             "send /start."))
+
+
+def _as_words(text: str) -> str:
+    """A message as the crisis check reads it. After a known command, its argument, however
+    it is set apart ("/goal" and a line break before the words); otherwise the whole text,
+    the word stuck to the "/" read as a word ("/suicide", "/kill myself tonight"). A known
+    command's own word is not read: it is no sign, and the model takes some of them, alone,
+    for one ("/note")."""
+    if not text.startswith("/"):
+        return text
+    word, *argument = text[1:].split(maxsplit=1) or [""]
+    if COMMANDS.find(word.split("@")[0].lower()) is None:
+        return text[1:]
+    return argument[0] if argument else ""
 
 
 def _offering(state: ConversationState) -> bool:

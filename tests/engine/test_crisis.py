@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from bot.engine.crisis import (
     LANGUAGES,
+    CrisisCategory,
+    CrisisLevel,
     CrisisSignal,
     Helpline,
     country_for_timezone,
@@ -18,7 +20,10 @@ from bot.engine.crisis import (
     helplines_for,
     normalize,
     phrase_counts,
+    phrase_match,
+    strip_invisible,
 )
+from bot.engine.runner import is_sos, sos_words
 from bot.i18n.languages import SUPPORTED_LOCALES
 
 TRUE_POSITIVES: dict[str, list[str]] = {
@@ -255,6 +260,94 @@ def test_every_language_has_phrases() -> None:
 )
 def test_normalisation_variants(text: str) -> None:
     assert detect_crisis(text), normalize(text)
+
+
+@pytest.mark.parametrize("text", [
+    "sui\u200bcide",  # zero-width space
+    "su\u200bi\u200bcide",
+    "sui\u2060cide",  # word joiner
+    "sui\u180ecide",  # Mongolian vowel separator
+    "sui\u200ccide",  # zero-width non-joiner
+    "sui\ufeffcide",  # zero-width no-break space
+    "sui\u00adcide",  # soft hyphen
+    "sui\u3164cide",  # Hangul filler (a blank letter)
+    "I want to ki\u200bll myself",
+])
+def test_an_invisible_character_never_splits_a_word(text: str) -> None:
+    # Both the phrase lists and the model see the word whole.
+    assert normalize(text).replace("kil ", "kill ").endswith(("suicide", "kill myself"))
+    assert phrase_match(text), normalize(text)
+    signal = detect_crisis(text)
+    assert signal is not None and signal.level is CrisisLevel.URGENT, signal
+    assert "lexicon" in signal.fired
+
+
+def test_real_spaces_still_separate_words() -> None:
+    assert normalize("kill\u200b myself") == "kil myself"
+    # no-break, ideographic and em spaces
+    assert normalize("want\u00a0to\u3000die\u2003now") == "want to die now"
+    assert strip_invisible("S\u200bO\u2060S\u200d") == "SOS"
+    assert strip_invisible("plain text") == "plain text"
+
+
+@pytest.mark.parametrize("text", ["/sos", "/SOS@coachbot", "sos", "SOS!", " ¡SOS! ",
+                                  "S\u200bOS", "SOS\u200b", "\u200bsos", "/s\u2060os"])
+def test_sos_alone_whatever_is_invisible_around_it(text: str) -> None:
+    assert is_sos(text) and sos_words(text) == ""
+
+
+@pytest.mark.parametrize("text", ["sos please", "/sosx", "/goal sos", "SOS SOS", "", "S O S"])
+def test_not_an_sos(text: str) -> None:
+    assert not is_sos(text) and sos_words(text) is None
+
+
+def test_the_words_after_sos() -> None:
+    assert sos_words("/sos I took all the pills") == "I took all the pills"
+    assert sos_words("/sos@coachbot\nhelp me") == "help me"
+    assert sos_words("/SOS!  me  ") == "me"
+
+
+#: Flagged messages in every language, none of whose words is also a word of an audit line.
+SAID = [
+    "i want to kill myself tonight, i have the pills ready",
+    "sui\u200bcide",
+    "sometimes I wish I could just disappear",
+    "my best friend told me she wants to kill herself",
+    "ho preso tutte le pastiglie",
+    "vull morir",
+    "искам да умра",
+    "želim umrijeti",
+    "אני רוצה למות",
+]
+
+
+@pytest.mark.parametrize("text", SAID)
+def test_what_fired_and_the_audit_line_hold_no_word_of_the_message(text: str) -> None:
+    signal = detect_crisis(text)
+    assert signal is not None
+    said = set(normalize(text).split()) | set(normalize(strip_invisible(text)).split())
+    line = signal.audit() + " " + " ".join(signal.fired)
+    # The line's own words: "level", "model", "lexicon", the level and the category's name.
+    audit_words = set(normalize(line.replace("_", " ").replace(":", " ")).split())
+    assert not said & audit_words, said & audit_words
+    assert all(word not in line for word in said if len(word) > 2 and not word.isdigit())
+
+
+@pytest.mark.parametrize("text", [
+    "sometimes I wish I could just disappear",
+    "I wish I could sleep and not wake up",
+    "a volte vorrei solo sparire",
+])
+def test_a_passive_wish_is_asked_about_not_urgent(text: str) -> None:
+    signal = detect_crisis(text)
+    assert signal is not None and signal.level is CrisisLevel.CHECK
+    assert signal.category is CrisisCategory.INDIRECT_IDEATION
+
+
+def test_worry_for_someone_else_is_never_urgent() -> None:
+    signal = detect_crisis("my best friend told me she wants to kill herself")
+    assert signal is not None and signal.about_someone_else
+    assert signal.level is CrisisLevel.CHECK
 
 
 def test_normalize_examples() -> None:

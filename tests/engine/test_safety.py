@@ -83,6 +83,21 @@ def test_yes_in_words_or_by_button_is_the_urgent_path(
         outcome = handle(dialogues, asked.state, turn, local)
         assert outcome.crisis and not outcome.state.safety_asked and not outcome.state.active
         assert "1201" in outcome.replies[0].text  # ERAN, Israel's emotional first aid line
+        # Audited and counted like any signal: what fired is the answer, never its words.
+        assert outcome.signal == CrisisSignal(
+            CrisisLevel.URGENT, CrisisCategory.EXPLICIT_IDEATION, 1.0,
+            (runner.SAFETY_YES_FIRED,))
+
+
+def test_a_yes_with_a_sign_of_its_own_keeps_what_fired(dialogues: DialogueSet,
+                                                       ctx: Context) -> None:
+    asked = handle(dialogues, at_note(dialogues, ctx).state, Turn(text=POSSIBLE), ctx)
+    outcome = handle(dialogues, asked.state, Turn(text=POSSIBLE, button=runner.SAFETY_YES),
+                     ctx)
+    assert outcome.crisis and outcome.signal is not None
+    assert outcome.signal.level is CrisisLevel.URGENT
+    assert outcome.signal.category is CrisisCategory.INDIRECT_IDEATION
+    assert outcome.signal.fired[-1] == runner.SAFETY_YES_FIRED
 
 
 def test_another_message_moves_on_and_an_unanswered_question_opens_gently(

@@ -285,3 +285,35 @@ async def test_forged_buttons_of_another_group_get_nowhere(group_bot: InProcessB
     assert await forge(bot, ANA, f"gcontrib:{team_id}") == "You are not in that group."
     # A member is no coach of their group.
     assert await forge(bot, BO, f"grp:{team_id}") == not_yours
+
+
+async def test_sos_in_a_group_is_answered_in_private_or_with_a_pointer(
+    group_bot: InProcessBot
+) -> None:
+    """/sos in a group: never the help lines there, which would name who asked. Someone the
+    bot can write to in private gets them there and nothing is said in the group; anyone
+    else gets only a pointer to /sos in a private chat."""
+    fake = group_bot.fake
+    fake.bot_membership(UNLINKED, ANA, "member")
+    ana = group_bot.user(ANA, first_name="Ana")
+    await group_bot.agree(ANA)
+    await ana.send("/start")
+    private_before = len(fake.messages_to(ANA))
+    fake.send_text(ANA, "/sos", chat_type="group", chat_id=UNLINKED, first_name="Ana")
+    helped = await messages_in(group_bot, ANA, private_before + 1)
+    assert "a person to talk to right now" in (helped[-1].text or "")
+    await quiet(group_bot, UNLINKED, 0)
+    # Words of crisis after it: the crisis path, in private too.
+    fake.send_text(ANA, f"/sos@{fake.bot_username} i want to kill myself tonight, i have "
+                   "the pills ready", chat_type="group", chat_id=UNLINKED, first_name="Ana")
+    helped = await messages_in(group_bot, ANA, private_before + 2)
+    assert "pausing our coaching" in (helped[-1].text or "")
+    await quiet(group_bot, UNLINKED, 0)
+
+    fake.send_text(STRANGER, "/SOS", chat_type="group", chat_id=UNLINKED, first_name="Eve")
+    pointer = await messages_in(group_bot, UNLINKED, 1)
+    assert "send /sos to me in a private chat" in (pointer[0].text or "")
+    assert f"https://t.me/{fake.bot_username}" in (pointer[0].text or "")
+    assert "112" not in (pointer[0].text or "") and "Eve" not in (pointer[0].text or "")
+    await quiet(group_bot, UNLINKED, 1)
+    assert fake.messages_to(STRANGER) == []

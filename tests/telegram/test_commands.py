@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from telegram import BotCommand
 
+from bot.engine.crisis import detect_crisis
 from bot.i18n import SUPPORTED_LOCALES, translator_for
 from bot.telegram import commands
 from bot.telegram.commands import (
@@ -19,6 +20,7 @@ from bot.telegram.commands import (
     help_text,
     set_coach_menu,
 )
+from bot.telegram.handlers import _as_words
 
 EN = translator_for("en")
 CLIENT_COMMANDS = ["sos", "checkin", "goal", "progress", "exercises", "reminders", "timezone",
@@ -107,3 +109,18 @@ async def test_a_failure_to_set_a_coachs_menu_is_logged_not_raised(
     with caplog.at_level("WARNING", logger=commands.__name__):
         assert await set_coach_menu(Refusing(), 42, "he") is False  # type: ignore[arg-type]
     assert "coach 42 not set: OSError" in caplog.text
+
+
+#: Arguments the commands are sent with (start links carry a random code).
+EVERYDAY_ARGUMENTS = ["", "@coachbot", " invite_Xk3_q9LmZ2aB", " group_Qw7-Rt2yUi0p",
+                      " gchat_Zx8_Cv1bNm4K", " Ana", " Europe/Rome", " it", " Sales team",
+                      " 12345"]
+
+
+@pytest.mark.parametrize("name", sorted({spec.name for spec in COMMANDS.specs}))
+def test_an_everyday_command_is_no_sign_of_crisis(name: str) -> None:
+    # What the crisis check reads of a text starting with "/" (handlers.py): a known
+    # command's argument; the model alone takes some command words ("note") for a sign.
+    for argument in EVERYDAY_ARGUMENTS:
+        text = f"/{name}{argument}"
+        assert not detect_crisis(_as_words(text)), text
