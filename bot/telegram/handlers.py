@@ -115,7 +115,7 @@ class Handlers:
     async def _turn(self, update: Update,
                     fn: Callable[[StoreTurn], Awaitable[Outcome | None]], *,
                     action: Action | None = None, before_consent: bool = False,
-                    link: str | None = None) -> None:
+                    link: str | None = None, asks_for_help: bool = False) -> None:
         """Run `fn` in one store turn for the update's user, then deliver what it queued.
 
         Consent first: until the user agrees that their answers are kept, `fn` runs only when
@@ -125,7 +125,8 @@ class Handlers:
         under the minimum age, is erased in the same turn and told so directly.
 
         ``link``: the update opened that start link; before consent it waits in the
-        onboarding's state and is opened when the onboarding is over."""
+        onboarding's state and is opened when the onboarding is over. ``asks_for_help``
+        (/sos): the client has not come back to coaching, so a crisis pause stays."""
         user = update.effective_user
         if user is None:
             return
@@ -149,7 +150,8 @@ class Handlers:
             if self._agreed(t):
                 await self._open_waiting_link(t, dropped=link is not None or (
                     result is not None and result.crisis))
-            end_pause_when_client_writes(t.user, result, t.now)
+            if not asks_for_help:
+                end_pause_when_client_writes(t.user, result, t.now)
             if result is not None and declined_consent(result):
                 goodbye.extend(result.replies)
                 await t.erase_user()  # as the bot promised: nothing is kept
@@ -353,10 +355,11 @@ class Handlers:
         """The help lines, at once and in any state; the conversation stays where it is."""
         async def run(t: StoreTurn) -> None:
             ctx = await context_for(None, t.user, t.now)
-            t.enqueue(t.user_id, sos_reply(ctx).to_payload(), urgent=True)
+            t.enqueue(t.user_id, sos_reply(ctx, ConversationState.from_dict(t.state))
+                      .to_payload(), urgent=True)
             return None
 
-        await self._turn(update, run, before_consent=True)
+        await self._turn(update, run, before_consent=True, asks_for_help=True)
 
     async def _on_text(self, update: Update, text: str) -> None:
         """Free text. The engine checks it for a crisis, then takes it as the answer to the
