@@ -88,7 +88,8 @@ CONTRACTS: tuple[Contract, ...] = (
         **{f"custom.q{n}_type": "choice" for n in (1, 2, 3)},
         **{f"custom.q{n}_options": "text" for n in (1, 2, 3)}}),
     Contract(CUSTOM_EXERCISE, "it runs every coach's own exercise", {EXERCISE_STATUS: "choice"}),
-    Contract(CARE_CHECKIN, "the scheduler starts it the day after a crisis"),
+    Contract(CARE_CHECKIN, "the scheduler starts it the day after a crisis, and an answer "
+             "still in need extends the pause", {"care.today": "choice"}),
     Contract(SESSION_PREP, "the scheduler starts it the day before a session",
              {"prep.since": "text", "prep.want": "text", "prep.scale": "scale",
               "prep.focus": "text"}),

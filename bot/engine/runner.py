@@ -35,6 +35,9 @@ from bot.engine.state import (
 
 # Steps that only talk are passed through on their own; this bounds such a run in one turn.
 MAX_STEPS_PER_TURN = 50
+# The help lines for the client's country, as a crisis reply shows them: a text may show
+# them where it is (the care check-in the day after a crisis does).
+HELP_LINES = "help.lines"
 # How dates and times are saved (see answers.py), so they can be shown in the client's way.
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 _TIME = re.compile(r"([01]\d|2[0-3]):[0-5]\d\Z")
@@ -113,6 +116,9 @@ class _Run:
         readable = self.readable()
         values = {}
         for name in names:
+            if name == HELP_LINES:  # the bot's own block, isolated line by line
+                values[name] = "\n".join(_helplines(self.ctx))
+                continue
             value = readable.get(name)
             shown = self.display(name, value)
             # What a person wrote (or their name) is isolated in every language; what the
