@@ -17,7 +17,7 @@ The care check-in's answer acts (:func:`apply_care_answer`):
   row's ``ref`` and comes to the dialogue as ``care.round``; ``care.last`` tells the dialogue
   it is the last). At the last one, a hard answer still gets the help lines, but the pause
   simply ends, and the dialogue says that the check-ins come back at their usual time, that
-  /reminders pauses them for as long as the client wants, and that /sos is always there.
+  /reminders pauses them, and that /sos is always there.
   Why stop asking: a bot that asks "how are you" every day for longer starts to stand in for
   the people who can really help, which it must not do (it is not a crisis service); a pause
   that went on by itself would also hold back the coach's messages (``may_write_now``) and
@@ -33,6 +33,7 @@ from enum import StrEnum
 
 from sqlalchemy import update
 
+from bot.coaching.contracts import CARE_ANSWER
 from bot.dialogue.expr import Value
 from bot.engine import Outcome
 from bot.engine.crisis import CrisisSignal
@@ -46,7 +47,6 @@ log = logging.getLogger(__name__)
 CRISIS_PAUSE = timedelta(hours=24)
 CARE_KIND = CheckinKind.CARE
 MAX_CARE_CHECKINS = 3  # care check-ins in a row after one crisis, at most
-CARE_ANSWER = "care.today"  # a CareAnswer
 CARE_ROUND = "care.round"  # which care check-in in a row this is, from 1
 CARE_LAST = "care.last"  # no other care check-in follows this one, whatever the answer
 # Planned rows that have not started yet (see bot/schedule/claims.py for the statuses).
@@ -54,7 +54,7 @@ _NOT_STARTED = (CheckinStatus.PLANNED, CheckinStatus.CLAIMED)
 
 
 class CareAnswer(StrEnum):
-    """The answers of the care check-in (its option keys)."""
+    """The answers of the care check-in (``CARE_ANSWER``, its option keys)."""
 
     BETTER = "better"
     SAME = "same"

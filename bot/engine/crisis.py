@@ -830,10 +830,10 @@ def _emergency_numbers() -> dict[str, str]:
         raise ValueError("helplines.yaml: emergency_numbers needs a source and numbers")
     by_country: dict[str, str] = {}
     for number, codes in raw["numbers"].items():
-        for code in codes:
-            if code in by_country:
+        for code in map(str, codes):
+            if code.upper() in by_country:
                 raise ValueError(f"helplines.yaml: emergency_numbers lists {code} twice")
-            by_country[str(code).upper()] = str(number)
+            by_country[code.upper()] = str(number)
     return by_country
 
 
