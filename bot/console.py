@@ -90,7 +90,7 @@ async def chat(store: Store, dialogues: DialogueSet, *, dialogue_id: str | None,
             user = await store.get_user(CONSOLE_USER_ID)
             assert user is not None
             output.write(render_reply(sos_reply(await context_for(
-                None, user, datetime.now(UTC)))) + "\n\n")
+                None, user, datetime.now(UTC)), outcome.state)) + "\n\n")
             continue
         turn = to_turn(line, outcome.replies)
 

@@ -51,6 +51,7 @@ CHECKIN_MARKER = "checkin.mood"  # answered once per check-in, so it marks the d
 GOAL_BASELINE = "goal.baseline"  # the goal's place on its 1-10 scale when it is set
 REVIEW_CURRENT = "review.current"  # and at each weekly review
 EXERCISE_STATUS = "exercise.status"
+CARE_ANSWER = "care.today"  # how the client is, the day(s) after a crisis: a CareAnswer
 STREAK_VARIABLES = frozenset({"streak.days", "streak.best"})
 
 
@@ -88,7 +89,8 @@ CONTRACTS: tuple[Contract, ...] = (
         **{f"custom.q{n}_type": "choice" for n in (1, 2, 3)},
         **{f"custom.q{n}_options": "text" for n in (1, 2, 3)}}),
     Contract(CUSTOM_EXERCISE, "it runs every coach's own exercise", {EXERCISE_STATUS: "choice"}),
-    Contract(CARE_CHECKIN, "the scheduler starts it the day after a crisis"),
+    Contract(CARE_CHECKIN, "the scheduler starts it the day after a crisis, and an answer "
+             "still in need extends the pause", {CARE_ANSWER: "choice"}),
     Contract(SESSION_PREP, "the scheduler starts it the day before a session",
              {"prep.since": "text", "prep.want": "text", "prep.scale": "scale",
               "prep.focus": "text"}),

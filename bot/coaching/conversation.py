@@ -46,7 +46,7 @@ from bot.coaching.group_sessions import apply_new_group_sessions
 from bot.coaching.groups import apply_group_dialogues
 from bot.coaching.link_end import apply_closing
 from bot.coaching.markers import marker_of
-from bot.coaching.safety import pause_after_crisis, record_signal
+from bot.coaching.safety import apply_care_answer, pause_after_crisis, record_signal
 from bot.coaching.sessions import apply_another_time, apply_new_sessions
 from bot.coaching.streaks import streak
 from bot.config import DEFAULT_MIN_AGE
@@ -354,6 +354,7 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     if outcome.crisis:  # the coach hears that it happened, never what was written
         await notify_coaches(t.session, user.id, CoachEventKind.CRISIS, now)
         await pause_after_crisis(t, now)
+    await apply_care_answer(t, outcome, now)
     await apply_goals(t, outcome, now)
     if outcome.saved or outcome.finished:
         await record_commitments(t, outcome, ctx.today, now)

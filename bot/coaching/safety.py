@@ -4,15 +4,37 @@ After an urgent crisis nothing scheduled starts for the client for a day (check-
 exercises, reviews), unless they write first; what was already due is cancelled in the same
 transaction as the help lines; the next day a gentle check-in asks how they are, with no
 coaching in it. What they wrote is never stored or logged here: only that it happened.
+
+The care check-in's answer acts (:func:`apply_care_answer`):
+
+* "Better": nothing more to do. The pause is over by then, so everything planned comes back
+  at its usual time, and the dialogue says so.
+* "About the same" or "Very hard": the day after a crisis, "the same" means as bad as the day
+  the help lines were needed, so both are still in need. The dialogue shows the help lines
+  themselves, and the pause is extended by another day, with another care check-in at its
+  end. Writing first still ends it, as after the crisis itself.
+* This happens at most ``MAX_CARE_CHECKINS`` days in a row (the round travels in the planned
+  row's ``ref`` and comes to the dialogue as ``care.round``; ``care.last`` tells the dialogue
+  it is the last). At the last one, a hard answer still gets the help lines, but the pause
+  simply ends, and the dialogue says that the check-ins come back at their usual time, that
+  /reminders pauses them, and that /sos is always there.
+  Why stop asking: a bot that asks "how are you" every day for longer starts to stand in for
+  the people who can really help, which it must not do (it is not a crisis service); a pause
+  that went on by itself would also hold back the coach's messages (``may_write_now``) and
+  keep the sign of a crisis on record longer than it serves. The client keeps the choice,
+  and is told how to use it.
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from sqlalchemy import update
 
+from bot.coaching.contracts import CARE_ANSWER
+from bot.dialogue.expr import Value
 from bot.engine import Outcome
 from bot.engine.crisis import CrisisSignal
 from bot.observability import CRISIS_SIGNALS
@@ -24,8 +46,22 @@ log = logging.getLogger(__name__)
 
 CRISIS_PAUSE = timedelta(hours=24)
 CARE_KIND = CheckinKind.CARE
+MAX_CARE_CHECKINS = 3  # care check-ins in a row after one crisis, at most
+CARE_ROUND = "care.round"  # which care check-in in a row this is, from 1
+CARE_LAST = "care.last"  # no other care check-in follows this one, whatever the answer
 # Planned rows that have not started yet (see bot/schedule/claims.py for the statuses).
 _NOT_STARTED = (CheckinStatus.PLANNED, CheckinStatus.CLAIMED)
+
+
+class CareAnswer(StrEnum):
+    """The answers of the care check-in (``CARE_ANSWER``, its option keys)."""
+
+    BETTER = "better"
+    SAME = "same"
+    HARD = "hard"
+
+
+STILL_IN_NEED = frozenset({CareAnswer.SAME, CareAnswer.HARD})
 
 
 def record_signal(signal: CrisisSignal | None) -> None:
@@ -37,8 +73,14 @@ def record_signal(signal: CrisisSignal | None) -> None:
 
 
 async def pause_after_crisis(t: StoreTurn, now: datetime) -> None:
-    """Pause what was scheduled for the next day and plan the caring check-in after it.
-    Nothing is scheduled for, or kept of, someone who has not agreed to anything yet."""
+    """Pause what was scheduled for the next day and plan the caring check-in after it."""
+    await _pause_with_care(t, now, 1)
+
+
+async def _pause_with_care(t: StoreTurn, now: datetime, care_round: int) -> None:
+    """Pause what was scheduled for the next day and plan care check-in ``care_round`` at
+    its end (instead of any other still planned). Nothing is scheduled for, or kept of,
+    someone who has not agreed to anything yet."""
     if t.user.consent_at is None:
         return
     until = now + CRISIS_PAUSE
@@ -55,15 +97,42 @@ async def pause_after_crisis(t: StoreTurn, now: datetime) -> None:
                PlannedCheckin.status.in_(_NOT_STARTED))
         .values(status=CheckinStatus.CANCELLED)
         .execution_options(synchronize_session=False))
-    t.session.add(PlannedCheckin(user_id=t.user_id, kind=CARE_KIND, ref="", due_at=until))
+    t.session.add(PlannedCheckin(user_id=t.user_id, kind=CARE_KIND,
+                                 ref="" if care_round == 1 else str(care_round), due_at=until))
     await t.session.flush()
+
+
+def care_start(ref: str) -> dict[str, Value]:
+    """What the care check-in planned with ``ref`` starts with: its round, and whether it is
+    the last one."""
+    care_round = int(ref) if ref.isdigit() else 1
+    return {CARE_ROUND: care_round, CARE_LAST: care_round >= MAX_CARE_CHECKINS}
+
+
+def still_in_need(outcome: Outcome) -> bool:
+    """The client answered the care check-in with "about the same" or "very hard"."""
+    return any(a.variable == CARE_ANSWER and a.value in STILL_IN_NEED for a in outcome.saved)
+
+
+async def apply_care_answer(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
+    """Still in need: another day of pause and another care check-in, unless this was the
+    last one (see the module's docstring)."""
+    if not still_in_need(outcome):
+        return
+    care_round = outcome.state.variables.get(CARE_ROUND)
+    if not isinstance(care_round, int) or isinstance(care_round, bool):
+        care_round = 1  # started before rounds were counted
+    if care_round < MAX_CARE_CHECKINS:
+        await _pause_with_care(t, now, care_round + 1)
 
 
 def end_pause_when_client_writes(user: TurnUser, outcome: Outcome | None,
                                  now: datetime) -> None:
-    """A client who writes again (not in crisis) takes the pause off: they came back."""
-    crisis = outcome is not None and outcome.crisis
-    if not crisis and user.crisis_pause_until is not None and user.crisis_pause_until > now:
+    """A client who writes again (not in crisis) takes the pause off: they came back. Not
+    when they have just told the care check-in that they are still in need: that answer
+    extends the pause (:func:`apply_care_answer`)."""
+    keeps = outcome is not None and (outcome.crisis or still_in_need(outcome))
+    if not keeps and user.crisis_pause_until is not None and user.crisis_pause_until > now:
         user.crisis_pause_until = None
 
 

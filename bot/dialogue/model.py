@@ -24,7 +24,7 @@ END = "end"
 BUILTIN_VARIABLES = frozenset({
     "name", "today", "streak.days", "streak.best", "min_age",
     "commitment.last", "commitment.last_days_ago", "actions.open", "actions.overdue",
-    "actions.list", "notes.count", "notes.list", "goal.active",
+    "actions.list", "notes.count", "notes.list", "goal.active", "help.lines",
 })
 #: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
 #: lists them under `requires`, and no dialogue saves them.
@@ -34,7 +34,7 @@ STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.clien
                           "jot.file_id", "jot.message_id", "closing.coach", "closing.coach_id",
                           "closing.first_goal", "closing.baseline", "closing.current",
                           "closing.actions_done", "cant.session", "measure.client_name",
-                          "tracked.id", "tracked.name"})
+                          "tracked.id", "tracked.name", "care.round", "care.last"})
 
 
 @dataclass(frozen=True, order=True)

@@ -50,6 +50,7 @@ __all__ = [
     "country_for_timezone",
     "default_country_for_locale",
     "detect_crisis",
+    "emergency_number",
     "flagged",
     "has_telling_word",
     "helplines_for",
@@ -829,6 +830,33 @@ def _helplines() -> tuple[dict[str, _Lines], _Lines, _Lines]:
     return countries, emergency, directories
 
 
+def _country_code(country: str | None) -> str:
+    code = (country or "").strip().upper()
+    return _COUNTRY_ALIASES.get(code, code)
+
+
+@cache
+def _emergency_numbers() -> dict[str, str]:
+    """Country code -> the number to call in immediate danger (helplines.yaml)."""
+    raw = _read_yaml("helplines.yaml").get("emergency_numbers")
+    if not isinstance(raw, dict) or not raw.get("source") or not isinstance(
+            raw.get("numbers"), dict):
+        raise ValueError("helplines.yaml: emergency_numbers needs a source and numbers")
+    by_country: dict[str, str] = {}
+    for number, codes in raw["numbers"].items():
+        for code in map(str, codes):
+            if code.upper() in by_country:
+                raise ValueError(f"helplines.yaml: emergency_numbers lists {code} twice")
+            by_country[code.upper()] = str(number)
+    return by_country
+
+
+def emergency_number(country: str | None) -> str | None:
+    """The number to call in immediate danger in ``country``; None when it is unknown (the
+    client's country, or the number for it)."""
+    return _emergency_numbers().get(_country_code(country))
+
+
 def helplines_for(country: str | None) -> tuple[Helpline, ...]:
     """Helplines to offer a user in ``country`` (ISO 3166-1 alpha-2, any case).
 
@@ -837,9 +865,7 @@ def helplines_for(country: str | None) -> tuple[Helpline, ...]:
     reminder plus the directories).
     """
     countries, emergency, directories = _helplines()
-    code = (country or "").strip().upper()
-    code = _COUNTRY_ALIASES.get(code, code)
-    lines = countries.get(code)
+    lines = countries.get(_country_code(country))
     if not lines:
         return emergency + directories
     return lines + directories

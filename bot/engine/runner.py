@@ -19,6 +19,7 @@ from bot.engine.crisis import (
     CrisisLevel,
     CrisisSignal,
     detect_crisis,
+    emergency_number,
     helplines_for,
     strip_invisible,
 )
@@ -35,6 +36,9 @@ from bot.engine.state import (
 
 # Steps that only talk are passed through on their own; this bounds such a run in one turn.
 MAX_STEPS_PER_TURN = 50
+# The help lines for the client's country, as a crisis reply shows them: a text may show
+# them where it is (the care check-in the day after a crisis does).
+HELP_LINES = "help.lines"
 # How dates and times are saved (see answers.py), so they can be shown in the client's way.
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 _TIME = re.compile(r"([01]\d|2[0-3]):[0-5]\d\Z")
@@ -113,6 +117,9 @@ class _Run:
         readable = self.readable()
         values = {}
         for name in names:
+            if name == HELP_LINES:  # the bot's own block, isolated line by line
+                values[name] = "\n".join(_helplines(self.ctx))
+                continue
             value = readable.get(name)
             shown = self.display(name, value)
             # What a person wrote (or their name) is isolated in every language; what the
@@ -283,13 +290,20 @@ def cancel(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Ou
 
 
 def _helplines(ctx: Context) -> list[str]:
-    """The emergency line and the help lines for the client's country, one per line."""
+    """The emergency line and the help lines for the client's country, one per line: the
+    country's emergency number when it is known (not repeated among its lines), else the
+    numbers that hold in most of the world."""
     tr = ctx.translator
-    lines = [tr.gettext("If you are in immediate danger, call your local emergency number "
-                        "(112 in Europe).")]
+    number = emergency_number(ctx.country)
+    if number is None:
+        lines = [tr.gettext("If you are in immediate danger, call your local emergency number "
+                            "now (112 in the EU, 911 in North America, 999 in the UK).")]
+    else:
+        lines = [tr.gettext("If you are in immediate danger, call the emergency number now: "
+                            "{number}.").format(number=tr.isolate(number))]
     for line in helplines_for(ctx.country):
         contact = line.phone or line.url
-        if contact:
+        if contact and (number is None or line.phone != number):
             lines.append(f"• {tr.isolate(line.name_in(tr.locale))}: {tr.isolate(contact)}")
     return lines
 
@@ -312,15 +326,16 @@ def crisis_reply(ctx: Context) -> Reply:
     return Reply("\n".join(lines))
 
 
-def sos_reply(ctx: Context) -> Reply:
-    """The help lines on request (/sos), whatever is going on; nothing else changes."""
+def sos_reply(ctx: Context, state: ConversationState) -> Reply:
+    """The help lines on request (/sos), whatever is going on; nothing else changes. It ends
+    on the help: only when a question is open does one line say it can wait."""
     tr = ctx.translator
-    return Reply("\n".join([
-        tr.gettext("Here is where you can find a person to talk to right now:"), "",
-        *_helplines(ctx), "",
-        tr.gettext("Our conversation is paused, not lost: answer the last question whenever "
-                   "you want to go on."),
-    ]))
+    lines = [tr.gettext("Here is where you can find a person to talk to right now:"), "",
+             *_helplines(ctx)]
+    if state.active or state.safety_asked:
+        lines += ["", tr.gettext("Whenever you want, we can pick up where we left off. There "
+                                 "is no hurry.")]
+    return Reply("\n".join(lines))
 
 
 _SOS_PUNCTUATION = "!.?¡¿ "

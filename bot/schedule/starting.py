@@ -34,7 +34,7 @@ from bot.coaching.conversation import (
 from bot.coaching.engagements import closing_variables
 from bot.coaching.groups import weekly_question_due
 from bot.coaching.measures import measure_start
-from bot.coaching.safety import CARE_KIND
+from bot.coaching.safety import CARE_KIND, care_start
 from bot.coaching.sessions import Due, session_work
 from bot.dialogue.model import DialogueSet
 from bot.observability import describe_failure
@@ -78,7 +78,6 @@ class Outcome(StrEnum):
 STARTS: dict[CheckinKind, str] = {
     CheckinKind.DAILY: DAILY_CHECKIN,
     CheckinKind.WEEKLY: WEEKLY_REVIEW,
-    CheckinKind.CARE: CARE_CHECKIN,
 }
 
 
@@ -132,6 +131,8 @@ async def _start_for(t: Turn, row: Claimed) -> Start | None:
     dialogue = STARTS.get(CheckinKind(row.kind))
     if dialogue is not None:
         return Start(dialogue)
+    if row.kind == CARE_KIND:
+        return Start(CARE_CHECKIN, care_start(row.ref))
     if row.kind == CheckinKind.ENGAGEMENT_CLOSE:
         closing = await closing_variables(t.session, t.user_id, row.ref)
         return None if closing is None else Start(ENGAGEMENT_CLOSE, closing)

@@ -385,7 +385,9 @@ class CoachHandlers:
         say(t, tr.gettext("{coach} invites you to share your coaching progress with them: "
                           "your goals, check-ins and exercise reflections. Nothing you write "
                           "before you agree is shared, and you can stop sharing at any time "
-                          "with /coach. Do you want to share?").format(
+                          "with /coach. If you share and I notice signs that you may be in "
+                          "crisis, I tell {coach}, without any of your words, so that they can "
+                          "reach out to you. Do you want to share?").format(
                               coach=tr.words(check.coach_name or "")),
             (Button(tr.gettext("Yes, share"), f"invite:yes:{code}"),
              Button(tr.gettext("No"), "invite:no")), subject=check.coach_id)

@@ -115,7 +115,7 @@ class Handlers:
     async def _turn(self, update: Update,
                     fn: Callable[[StoreTurn], Awaitable[Outcome | None]], *,
                     action: Action | None = None, before_consent: bool = False,
-                    link: str | None = None) -> None:
+                    link: str | None = None, asks_for_help: bool = False) -> None:
         """Run `fn` in one store turn for the update's user, then deliver what it queued.
 
         Consent first: until the user agrees that their answers are kept, `fn` runs only when
@@ -125,7 +125,8 @@ class Handlers:
         under the minimum age, is erased in the same turn and told so directly.
 
         ``link``: the update opened that start link; before consent it waits in the
-        onboarding's state and is opened when the onboarding is over."""
+        onboarding's state and is opened when the onboarding is over. ``asks_for_help``
+        (/sos): the client has not come back to coaching, so a crisis pause stays."""
         user = update.effective_user
         if user is None:
             return
@@ -149,7 +150,8 @@ class Handlers:
             if self._agreed(t):
                 await self._open_waiting_link(t, dropped=link is not None or (
                     result is not None and result.crisis))
-            end_pause_when_client_writes(t.user, result, t.now)
+            if not asks_for_help:
+                end_pause_when_client_writes(t.user, result, t.now)
             if result is not None and declined_consent(result):
                 goodbye.extend(result.replies)
                 await t.erase_user()  # as the bot promised: nothing is kept
@@ -367,12 +369,13 @@ class Handlers:
                                          t.now, min_age=self.min_age)
             if outcome is None or not outcome.crisis:
                 ctx = await context_for(None, t.user, t.now)
-                t.enqueue(t.user_id, sos_reply(ctx).to_payload(), urgent=True)
+                t.enqueue(t.user_id, sos_reply(ctx, ConversationState.from_dict(t.state))
+                          .to_payload(), urgent=True)
             if outcome is not None:
                 enqueue_replies(t, outcome)
             return outcome
 
-        await self._turn(update, run, before_consent=True)
+        await self._turn(update, run, before_consent=True, asks_for_help=True)
 
     async def _sos_in_group(self, update: Update, words: str) -> None:
         """/sos (or SOS) in a group chat: help lines never go to the group, where they would

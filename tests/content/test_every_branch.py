@@ -61,8 +61,10 @@ PROVIDED: list[Mapping[str, Value]] = [
     {"notes.count": 1, "notes.list": "• Call Ana"},
 ]
 #: What the platform hands to a dialogue it starts, where a name is not the only kind: whether
-#: the client has a coach, the first goal and the scale then and now (or none), a count.
+#: the client has a coach, the first goal and the scale then and now (or none), a count, whether
+#: a care check-in is the last in a row.
 STARTED_SAMPLES: dict[str, list[Value]] = {
+    "care.last": [False, True],
     "jot.coach": [True, False],
     "jot.session": [True, False],
     "closing.first_goal": ["Run 10 km", None],

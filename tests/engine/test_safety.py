@@ -146,5 +146,50 @@ def test_a_caption_or_command_argument_is_only_checked(dialogues: DialogueSet,
 
 def test_sos_lists_the_help_lines_in_the_clients_language(ctx: Context) -> None:
     hebrew = replace(ctx, translator=translator_for("he"), country="IL")
-    text = runner.sos_reply(hebrew).text
-    assert "1201" in text and "112" in text
+    text = runner.sos_reply(hebrew, ConversationState()).text
+    assert "1201" in text and "101" in text and "100" in text
+
+
+def test_sos_ends_on_the_help_and_says_a_question_can_wait_only_when_one_is_open(
+    dialogues: DialogueSet, ctx: Context
+) -> None:
+    waiting = "Whenever you want, we can pick up where we left off. There is no hurry."
+    idle = runner.sos_reply(ctx, ConversationState()).text
+    assert waiting not in idle and idle.endswith("crisis-centres-helplines/")
+    open_question = at_note(dialogues, ctx).state
+    assert runner.sos_reply(ctx, open_question).text.endswith("\n\n" + waiting)
+    asked = handle(dialogues, open_question, Turn(text=POSSIBLE), ctx).state
+    assert asked.safety_asked and runner.sos_reply(ctx, replace(asked, stack=())).text.endswith(
+        waiting)
+
+
+@pytest.mark.parametrize(("country", "first_line"), [
+    ("IT", "If you are in immediate danger, call the emergency number now: 112."),
+    ("CA", "If you are in immediate danger, call the emergency number now: 911."),
+    ("uk", "If you are in immediate danger, call the emergency number now: 999."),
+    ("AU", "If you are in immediate danger, call the emergency number now: 000."),
+    (None, "If you are in immediate danger, call your local emergency number now (112 in the "
+           "EU, 911 in North America, 999 in the UK)."),
+    ("ZA", "If you are in immediate danger, call your local emergency number now (112 in the "
+           "EU, 911 in North America, 999 in the UK)."),
+])
+def test_the_emergency_number_is_the_clients_countrys_when_it_is_known(
+    ctx: Context, country: str | None, first_line: str
+) -> None:
+    lines = runner.sos_reply(replace(ctx, country=country), ConversationState()).text.split("\n")
+    assert lines[2] == first_line
+    assert "findahelpline.com" in lines[-1] or "iasp.info" in lines[-1]
+
+
+def test_the_emergency_number_is_not_listed_twice(ctx: Context) -> None:
+    text = runner.sos_reply(replace(ctx, country="IT"), ConversationState()).text
+    assert text.count("112") == 1 and "Numero unico di emergenza" not in text
+    assert "Telefono Amico Italia: 02 2327 2327" in text
+
+
+def test_emergency_numbers_by_country() -> None:
+    from bot.engine.crisis import emergency_number
+
+    assert [emergency_number(c) for c in ("ES", "hr", "NO", "GB", "UK", "US", "IL")] == [
+        "112", "112", "112", "999", "999", "911", "101"]
+    assert emergency_number(None) is None and emergency_number("XX") is None

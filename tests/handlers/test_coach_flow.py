@@ -29,6 +29,7 @@ async def test_invite_consent_progress_assign_and_unlink(bot: InProcessBot) -> N
     await bot.agree(CLIENT)
     offer = await client.send(f"/start {code.group(1)}")
     assert "\u2068Marta\u2069 invites you to share" in (offer[0].text or "")
+    assert "in crisis, I tell \u2068Marta\u2069, without any of your words" in (offer[0].text or "")
     linked = await client.press("Yes, share")
     assert "your coach can now follow your progress" in (linked[0].text or "")
 

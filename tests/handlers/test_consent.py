@@ -10,7 +10,7 @@ import json
 from sqlalchemy import text
 
 from bot.engine.crisis import detect_crisis
-from tests.flows import stored
+from tests.flows import stored, text_of
 from tests.inprocess import InProcessBot
 
 NAME = "Zoravka"
@@ -72,8 +72,11 @@ async def test_under_the_minimum_age_is_told_kindly_and_erased(bot: InProcessBot
     await ana.send("/start")
     told = await ana.press("No")
     assert "I am made for people aged 18 and over" in (told[-1].text or "")
+    assert (told[-1].text or "").endswith("/sos shows who you can talk to.")
     assert await users_row(bot, 7004) == []
     assert await stored(bot, 7004, NAME, *TYPED) == {}
+    helped = await ana.send("/sos")  # the refusal points to it: it works for them too
+    assert "findahelpline.com" in text_of(helped)
 
 
 async def test_only_text_after_consent_is_kept(bot: InProcessBot) -> None:

@@ -61,6 +61,8 @@ async def test_italian_urgent_help_goes_out_ahead_and_sos_works_mid_dialogue(
     gianni = await onboarded(bot, 302, "it", "Sì", "Italiano", "Forma neutra", "Rome")
     sos = await gianni.send("/sos")
     assert "Telefono Amico" in text_of(sos) and "112" in text_of(sos)
+    assert text_of(sos).endswith("possiamo riprendere da dove avevamo lasciato. Non c'è "
+                                 "nessuna fretta.")  # the goal question is open
     still = await gianni.send("SOS")
     assert "Telefono Amico" in text_of(still)
     await gianni.send("Correre una maratona")  # the goal question was still open
@@ -72,6 +74,23 @@ async def test_italian_urgent_help_goes_out_ahead_and_sos_works_mid_dialogue(
     helped = await gianni.send(URGENT)
     assert "Telefono Amico" in text_of(helped) and time.monotonic() - started < 5
     assert "pastiglie" not in caplog.text and "MARKER" not in caplog.text
+
+
+@pytest.mark.usefixtures("fixed_detector")
+async def test_sos_after_a_crisis_keeps_the_pause_and_ends_on_the_help(
+    bot: InProcessBot
+) -> None:
+    """Asking for the help lines is not coming back to coaching: the pause stays. With no
+    question open (a crisis stops the dialogue), the reply ends on the help lines."""
+    gianni = await onboarded(bot, 303, "it", "Sì", "Italiano", "Forma neutra", "Rome")
+    await gianni.send(URGENT)
+    sos = text_of(await gianni.send("/sos"))
+    assert "numero di emergenza: 112" in sos and "riprendere" not in sos
+    user = await bot.store.get_user(303)
+    assert user is not None and user.crisis_pause_until is not None
+    await gianni.send("/checkin")  # writing to coach again takes the pause off
+    user = await bot.store.get_user(303)
+    assert user is not None and user.crisis_pause_until is None
 
 
 @pytest.mark.usefixtures("fixed_detector")
