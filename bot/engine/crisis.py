@@ -14,7 +14,8 @@ idioms are taken out ("this deadline is killing me"), and the packaged classifie
 listed forms, words within a negation's reach marked so) among its features. Below the
 model's "sure" threshold a message is flagged only when a word of risk is there, which keeps
 ordinary coaching replies ("because I want to feel strong") out; a euphemism of self-harm
-next to a coached habit ("had a relapse with sugar") is no word of risk and never urgent.
+next to a coached habit ("had a relapse with sugar") is no word of risk and never urgent, and
+neither is a word of risk that a short reply denies ("no, never thought of killing myself").
 The thresholds were chosen by cross-validation for a budget of false alarms
 (``crisis_train``); ``python -m bench bench.crisis`` measures the result on text never
 trained on.
@@ -526,11 +527,18 @@ _SCOPE_ENDS = frozenset({"I", "NEGATION", "CONTRAST"})
 _UNSCOPED = frozenset({"I", "SELF", "WANT", "NEGATION", "CONTRAST", "JOKE"})
 
 
-def _negation_features(tags: Sequence[frozenset[str]]) -> list[str]:
-    """Each concept within a negation's reach, marked so ("c:-LIFE"), and whether every word of
-    risk in the sentence was within one ("c:NEGATED_ONLY"): the same words said and denied
-    weigh differently, and what the model learns of it holds for every language."""
-    features: list[str] = []
+@dataclass(frozen=True, slots=True)
+class _Negation:
+    """What a sentence's negations reach: the concepts denied, and whether a word of risk was
+    said within a negation's reach and outside of one."""
+
+    denied: tuple[str, ...]
+    negated_risk: bool
+    affirmed_risk: bool
+
+
+def _negation(tags: Sequence[frozenset[str]]) -> _Negation:
+    denied: list[str] = []
     reach = 0
     negated_risk = affirmed_risk = False
     for tag in tags:
@@ -539,14 +547,36 @@ def _negation_features(tags: Sequence[frozenset[str]]) -> list[str]:
         if reach and not opens and tag & _SCOPE_ENDS:
             reach = 0
         if reach and tag:
-            features += [f"c:-{c}" for c in tag - _UNSCOPED]
+            denied += sorted(tag - _UNSCOPED)
             negated_risk |= risk
         elif risk:
             affirmed_risk = True
         reach = _NEGATION_SCOPE if opens else max(reach - 1, 0)
-    if negated_risk and not affirmed_risk:
+    return _Negation(tuple(denied), negated_risk, affirmed_risk)
+
+
+def _negation_features(tags: Sequence[frozenset[str]]) -> list[str]:
+    """Each concept within a negation's reach, marked so ("c:-LIFE"), and whether every word of
+    risk in the sentence was within one ("c:NEGATED_ONLY"): the same words said and denied
+    weigh differently, and what the model learns of it holds for every language."""
+    negation = _negation(tags)
+    features = [f"c:-{c}" for c in negation.denied]
+    if negation.negated_risk and not negation.affirmed_risk:
         features.append("c:NEGATED_ONLY")
     return features
+
+
+# A reply this short whose every word of risk is denied ("no, never thought of killing myself",
+# "не, не се режа") has no word of risk: it is flagged only when the model is sure.
+_DENIAL_WORDS = 8
+
+
+def _denied_reply(pieces: Sequence[str]) -> bool:
+    """Whether a short message's words of risk are all within a negation's reach."""
+    if sum(len(p.split()) for p in pieces) > _DENIAL_WORDS:
+        return False
+    found = [_negation(_sentence_tags(p)) for p in pieces]
+    return any(n.negated_risk for n in found) and not any(n.affirmed_risk for n in found)
 
 
 # Concepts that say nothing of risk on their own (a short message needs another one).
@@ -697,7 +727,7 @@ def has_telling_word(text: str) -> bool:
 
 def _telling(pieces: Sequence[str], phrase_hit: bool) -> bool:
     return (phrase_hit or any(_risk_concepts(p) for p in pieces)) \
-        and not _coaching_euphemism(pieces)
+        and not _coaching_euphemism(pieces) and not _denied_reply(pieces)
 
 
 def flagged(risk: float, telling: bool, thresholds: Mapping[str, float]) -> bool:

@@ -206,3 +206,56 @@ def test_a_listed_cry_the_model_is_sure_of_is_urgent(text: str) -> None:
     # The model splits "I don't want to live any more" between explicit and indirect wishes.
     signal = detect_crisis(text)
     assert signal is not None and signal.level is CrisisLevel.URGENT, signal
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Written for these tests: short replies that deny every word of risk they use.
+        "no, never thought of killing myself",
+        "не, не се режа",
+        "לא, אני לא רוצה למות",
+        "no no, non mi taglio",
+        "ne, ne želim umrijeti",
+        "no, no penso en matar-me",
+    ],
+)
+def test_a_short_reply_that_denies_every_word_of_risk_has_no_word_of_risk(text: str) -> None:
+    assert not has_telling_word(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I don't want to live anymore",
+        "nobody would miss me",
+        "no one would care if I died",
+        "I won't be here tomorrow",
+        "I don't want to die but I want to kill myself",
+    ],
+)
+def test_a_negation_that_is_itself_the_cry_still_tells(text: str) -> None:
+    assert has_telling_word(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "concept"),
+    [
+        # Hebrew and Bulgarian words of indirect wishes, self-harm and means that no concept
+        # held, typed in either alphabet (written for these tests).
+        ("עייפה מלחיות", "c:CANT_GO_ON"),
+        ("ayef mi lichyot kvar", "c:CANT_GO_ON"),
+        ("אין לי עתיד", "c:NO_POINT"),
+        ("הלוואי לישון לתמיד", "c:DISAPPEAR"),
+        ("kulam yihyu beseder bli", "c:BURDEN"),
+        ("שתיתי את חומרי הניקוי", "c:POISON"),
+        ("омръзна ми да съм жив", "c:CANT_GO_ON"),
+        ("вече не виждам изход", "c:CANT_GO_ON"),
+        ("izpih 20 tramadola", "c:PILLS"),
+        ("отидох до язовира", "c:JUMP"),
+        ("сбогувам се с вас", "c:GOODBYE"),
+    ],
+)
+def test_hebrew_and_bulgarian_words_of_indirect_wishes_self_harm_and_means(
+        text: str, concept: str) -> None:
+    assert concept in concepts(text)
