@@ -57,7 +57,8 @@ COMMITMENT_VARIABLES = frozenset({
 LISTED = 10  # open actions shown in a dialogue or a report
 
 
-def _date(value: Value) -> date | None:
+def date_answer(value: Value) -> date | None:
+    """A `date` answer ("YYYY-MM-DD") as a date; None when absent or not a date."""
     try:
         return date.fromisoformat(value) if isinstance(value, str) else None
     except ValueError:
@@ -76,7 +77,8 @@ def commitments_in(outcome: Outcome, today: date) -> list[tuple[str, ActionSourc
                     found.append((answer.value, question.source,
                                   today + timedelta(days=question.days)))
         elif question.dialogue in outcome.finished:
-            words, due = variables.get(question.words), _date(variables.get(question.due_variable))
+            words = variables.get(question.words)
+            due = date_answer(variables.get(question.due_variable))
             if isinstance(words, str) and words.strip():
                 found.append((words, question.source, due or today))
     return found

@@ -107,7 +107,7 @@ CONTRACTS: tuple[Contract, ...] = (
     Contract(GROUP_GOAL, "a coach's /groups starts it for a team; its goal is stored", {
         "group.goal": "text", "group.goal_save": "yes_no"}),
     Contract(GROUP_CONTRIBUTION, "a team's shared goal starts it for each member", {
-        "contribution.what": "text", "contribution.commitment": "text",
+        "contribution.what": "text", "contribution.commitment": "text", "contribution.by": "date",
         "contribution.share": "yes_no"}),
     Contract(GROUP_ANSWER, "the week's question in a group's chat starts it", {
         "group.answer": "text", "group.answer_share": "yes_no"}),

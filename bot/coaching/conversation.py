@@ -45,6 +45,7 @@ from bot.coaching.events import event_for_status, notify_coaches
 from bot.coaching.group_sessions import apply_new_group_sessions
 from bot.coaching.groups import apply_group_dialogues
 from bot.coaching.link_end import apply_closing
+from bot.coaching.links import shares_briefs
 from bot.coaching.markers import marker_of
 from bot.coaching.safety import apply_care_answer, pause_after_crisis, record_signal
 from bot.coaching.sessions import apply_another_time, apply_new_sessions
@@ -60,9 +61,10 @@ from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import AddressForm, CoachEventKind, GoalStatus
 
-#: What the preparation for a session reads: the notes kept for it, and the active goal's
-#: title (absent without one, where ``goal.title`` may be a dropped goal's).
-PREP_VARIABLES = session_notes.NOTES_VARIABLES | {"goal.active"}
+#: What the preparation for a session reads: the notes kept for it, the active goal's
+#: title (absent without one, where ``goal.title`` may be a dropped goal's), and whether
+#: their coach will see the answers.
+PREP_VARIABLES = session_notes.NOTES_VARIABLES | {"goal.active", "prep.briefed"}
 #: Variables the platform computes from the record (a query each), by group.
 PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES, PREP_VARIABLES)
 
@@ -110,6 +112,7 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
         goal = await _active_goal(session, user)
         if goal is not None:
             provided["goal.active"] = goal.title
+        provided["prep.briefed"] = await shares_briefs(session, user.id)
     return Context(
         translator=translator,
         today=today,
@@ -229,7 +232,7 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
         else:
             number = _int(answer.value)
             if answer.variable == "review.current" and number is not None:
-                goal.current = number
+                goal.current, goal.current_at = number, now
             elif number is not None:
                 goal.target = number
         await t.session.flush()
@@ -240,7 +243,7 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
             user_id=t.user_id, title=str(variables["goal.title"]),
             why=why if isinstance(why, str) else None,
             baseline=_int(variables.get("goal.baseline")),
-            current=_int(variables.get("goal.baseline")),
+            current=_int(variables.get("goal.baseline")), current_at=now,
             target=_int(variables.get("goal.target")), due_on=_date(variables.get("goal.due")),
             created_at=now,
         ))

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.links import active_link
 from bot.dialogue.expr import Value
-from bot.schedule.planning import Profile, out_of_quiet, wall_to_utc
+from bot.schedule.planning import Profile, out_of_quiet, wall_to_utc, zone_of
 from bot.store import CoachLink, CommitmentAction, Goal, PlannedCheckin, User
 from bot.store.kinds import CheckinKind, CheckinStatus
 
@@ -50,15 +50,17 @@ async def plan_closing(session: AsyncSession, coach_id: int, client_id: int, cli
 async def closing_variables(session: AsyncSession, client_id: int,
                             coach_ref: str) -> dict[str, Value] | None:
     """What the look back starts with, or None when the link has ended meanwhile: the
-    coach, the client's first goal in their words and where they placed themselves then,
-    where they stand now, and how many of their actions they did since the link."""
+    coach, the client's first goal in their words, where they placed themselves on it then
+    and at their latest rating of that same goal (and on which local day, when known), the
+    goal they have now if it is another one (its words only: its numbers are on another
+    goal's scale), and how many of their actions they did since the link."""
     if not coach_ref.isdigit():
         return None
     coach_id = int(coach_ref)
     link = (await session.execute(select(CoachLink).where(
         active_link(coach_id, client_id)))).scalar_one_or_none()
-    coach = await session.get(User, coach_id)
-    if link is None or coach is None:
+    coach, client = await session.get(User, coach_id), await session.get(User, client_id)
+    if link is None or coach is None or client is None:
         return None
     goals = list((await session.execute(select(Goal).where(Goal.user_id == client_id)
                                         .order_by(Goal.created_at, Goal.id))).scalars())
@@ -72,5 +74,8 @@ async def closing_variables(session: AsyncSession, client_id: int,
         "closing.actions_done": int(done or 0),
         "closing.first_goal": None if first is None else first.title,
         "closing.baseline": None if first is None else first.baseline,
-        "closing.current": None if latest is None else latest.current}
+        "closing.current": None if first is None else first.current,
+        "closing.current_on": None if first is None or first.current_at is None
+        else first.current_at.astimezone(zone_of(client.time_zone)).date().isoformat(),
+        "closing.later_goal": None if latest is None or latest is first else latest.title}
     return variables

@@ -19,6 +19,7 @@ from sqlalchemy import String, and_, cast, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching import programmes
+from bot.coaching.actions import date_answer
 from bot.coaching.assignments import checked_exercise, checked_schedule
 from bot.coaching.coach_errors import (
     InvalidGroupName,
@@ -625,15 +626,15 @@ async def member_goal(session: AsyncSession, user_id: int, group_id: int) -> str
 
 
 async def record_contribution(session: AsyncSession, user_id: int, group_id: int,
-                              contribution: str, commitment: str, shared: bool,
-                              now: datetime) -> bool:
-    """A member's contribution and commitment (the latest one counts); False when they
-    are no member any more."""
+                              contribution: str, commitment: str, due_on: date | None,
+                              shared: bool, now: datetime) -> bool:
+    """A member's contribution and commitment, with the date they chose for it (the latest
+    one counts); False when they are no member any more."""
     if not await is_member(session, user_id, group_id):
         return False
     session.add(GroupContribution(group_id=group_id, user_id=user_id,
                                   contribution=contribution, commitment=commitment,
-                                  shared=shared, created_at=now))
+                                  due_on=due_on, shared=shared, created_at=now))
     await session.flush()
     return True
 
@@ -643,6 +644,7 @@ class SharedContribution:
     first_name: str | None
     contribution: str
     commitment: str
+    due_on: date | None
 
 
 async def shared_contributions(session: AsyncSession, coach_id: int,
@@ -659,7 +661,7 @@ async def shared_contributions(session: AsyncSession, coach_id: int,
     latest: dict[int, SharedContribution | None] = {}
     for contribution, name in rows:
         latest[contribution.user_id] = SharedContribution(
-            name, contribution.contribution, contribution.commitment) \
+            name, contribution.contribution, contribution.commitment, contribution.due_on) \
             if contribution.shared else None
     return [c for c in latest.values() if c is not None]
 
@@ -710,6 +712,7 @@ async def apply_group_dialogues(t: StoreTurn, outcome: Outcome) -> None:
         await record_contribution(
             t.session, t.user_id, group_id, str(variables.get("contribution.what") or ""),
             str(variables.get("contribution.commitment") or ""),
+            date_answer(variables.get("contribution.by")),
             variables.get("contribution.share") is True, t.now)
 
 

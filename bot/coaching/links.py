@@ -98,6 +98,13 @@ async def is_linked(session: AsyncSession, coach_id: int, client_id: int) -> boo
     return bool(await session.scalar(select(exists().where(active_link(coach_id, client_id)))))
 
 
+async def shares_briefs(session: AsyncSession, client_id: int) -> bool:
+    """Whether a coach of this client gets their session preparation (they agreed to a
+    brief with /brief, or when they linked)."""
+    return bool(await session.scalar(select(exists().where(
+        active_link(CoachLink.coach_id, client_id), CoachLink.brief_consent.is_(True)))))
+
+
 async def linked_since(session: AsyncSession, coach_id: int, client_id: int) -> datetime:
     """When the client consented to this coach's active link, or NotYourClient."""
     since = await session.scalar(

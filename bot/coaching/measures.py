@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.assignments import checked_schedule
@@ -45,7 +45,7 @@ NEW_CLIENT, NEW_CLIENT_NAME = "measure.client", "measure.client_name"
 NEW_NAME, NEW_KIND = "measure.name", "measure.kind"
 NEW_TARGET_SCALE, NEW_TARGET_NUMBER = "measure.target_scale", "measure.target_number"
 NEW_SUMMARY_WEEKS = "measure.summary_weeks"
-ASKED_ID, ASKED_NAME = "tracked.id", "tracked.name"
+ASKED_ID, ASKED_NAME, ASKED_FIRST = "tracked.id", "tracked.name", "tracked.first"
 #: The dialogue that asks for a measure of each kind.
 ASKS: dict[MeasureKind, str] = {MeasureKind.SCALE: MEASURE_CHECKIN,
                                 MeasureKind.NUMBER: MEASURE_COUNT}
@@ -188,9 +188,14 @@ async def define_measure(session: AsyncSession, coach_id: int, client_id: int, *
     return measure
 
 
-def measure_start(measure: Measure) -> tuple[str, dict[str, Value]]:
-    """The dialogue that asks for this measure, and what it is started with."""
-    return ASKS[MeasureKind(measure.kind)], {ASKED_ID: measure.id, ASKED_NAME: measure.name}
+async def measure_start(session: AsyncSession,
+                        measure: Measure) -> tuple[str, dict[str, Value]]:
+    """The dialogue that asks for this measure, and what it is started with (whether it is
+    asked for the first time: the coach's request is told only then)."""
+    answered = await session.scalar(
+        select(exists().where(MeasureValue.measure_id == measure.id)))
+    return ASKS[MeasureKind(measure.kind)], {ASKED_ID: measure.id, ASKED_NAME: measure.name,
+                                             ASKED_FIRST: not answered}
 
 
 async def record_value(session: AsyncSession, client_id: int, measure_id: int | None,

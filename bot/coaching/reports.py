@@ -117,9 +117,7 @@ async def _exercise_stats(
 
 
 def _is_reflection(variable: str) -> bool:
-    return variable.startswith("reflection.") or (
-        variable.startswith("exercise.") and variable != STATUS_VARIABLE
-    )
+    return variable.startswith("exercise.") and variable != STATUS_VARIABLE
 
 
 async def _reflections(

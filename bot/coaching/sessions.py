@@ -741,8 +741,8 @@ def brief_question(coach_id: int, coach_name: str, tr: Translator) -> dict[str, 
         "Would you like {coach} to get your session preparation an hour before each session? "
         "They would see only your answers to it and your actions. You can change this at any "
         "time with /brief.").format(coach=tr.words(coach_name)),
-        "buttons": _buttons((tr.gettext("Yes, share them"), f"{BUTTON}:brief:yes:{coach_id}"),
-                            (tr.gettext("No, keep them private"),
+        "buttons": _buttons((tr.gettext("Yes, share it"), f"{BUTTON}:brief:yes:{coach_id}"),
+                            (tr.gettext("No, keep it private"),
                              f"{BUTTON}:brief:no:{coach_id}"))}
 
 

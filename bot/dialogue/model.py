@@ -25,6 +25,7 @@ BUILTIN_VARIABLES = frozenset({
     "name", "today", "streak.days", "streak.best", "min_age",
     "commitment.last", "commitment.last_days_ago", "actions.open", "actions.overdue",
     "actions.list", "notes.count", "notes.list", "goal.active", "help.lines",
+    "prep.briefed",
 })
 #: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
 #: lists them under `requires`, and no dialogue saves them.
@@ -33,8 +34,10 @@ STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.clien
                           "jot.media",
                           "jot.file_id", "jot.message_id", "closing.coach", "closing.coach_id",
                           "closing.first_goal", "closing.baseline", "closing.current",
-                          "closing.actions_done", "cant.session", "measure.client_name",
-                          "tracked.id", "tracked.name", "care.round", "care.last"})
+                          "closing.current_on", "closing.later_goal", "closing.actions_done",
+                          "cant.session", "measure.client_name",
+                          "tracked.id", "tracked.name", "tracked.first", "care.round",
+                          "care.last"})
 
 
 @dataclass(frozen=True, order=True)

@@ -145,7 +145,7 @@ async def _start_for(t: Turn, row: Claimed) -> Start | None:
     if assignment.measure_id is not None:
         measure = await t.session.get(Measure, assignment.measure_id)
         return None if measure is None or measure.client_id != t.user_id else Start(
-            *measure_start(measure))
+            *await measure_start(t.session, measure))
     if assignment.exercise_id is not None:
         exercise = await t.session.get(Exercise, assignment.exercise_id)
         return None if exercise is None else custom_exercise_start(exercise)

@@ -124,6 +124,8 @@ class Goal(Base):
     # repeat (the scale answer type keeps them in range).
     baseline: Mapped[int | None] = mapped_column(EncryptedInt)
     current: Mapped[int | None] = mapped_column(EncryptedInt)
+    # When ``current`` was given (None for ratings given before this was kept).
+    current_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     target: Mapped[int | None] = mapped_column(EncryptedInt)
     status: Mapped[str] = mapped_column(String(16), default=GoalStatus.ACTIVE,
                                         server_default=GoalStatus.ACTIVE.value)
@@ -349,6 +351,8 @@ class GroupContribution(Base):
     user_id: Mapped[int] = mapped_column(BigInteger, _user_fk(), index=True)
     contribution: Mapped[str] = mapped_column(EncryptedText)
     commitment: Mapped[str] = mapped_column(EncryptedText)
+    # The date the member chose for their commitment (None before it was asked as a date).
+    due_on: Mapped[date | None] = mapped_column(Date)
     shared: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

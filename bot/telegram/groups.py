@@ -216,10 +216,14 @@ class GroupHandlers:
             return [tr.gettext("No shared goal yet.")]
         lines = [tr.gettext("Shared goal: {goal}").format(goal=tr.words(group.shared_goal))]
         for c in await groups.shared_contributions(t.session, t.user_id, group.id):
-            lines.append("• " + tr.gettext("{name} will contribute: {contribution}; commits "
-                                           "to: {commitment}").format(
-                name=tr.words(c.first_name or ""), contribution=tr.words(c.contribution),
-                commitment=tr.words(c.commitment)))
+            said = {"name": tr.words(c.first_name or ""),
+                    "contribution": tr.words(c.contribution),
+                    "commitment": tr.words(c.commitment)}
+            lines.append("• " + (tr.gettext(
+                "{name} will contribute: {contribution}; commits to: {commitment}")
+                if c.due_on is None else tr.gettext(
+                "{name} will contribute: {contribution}; commits to: {commitment}, by {date}"
+            )).format(**said, date=tr.date(c.due_on, "long") if c.due_on else ""))
         return lines
 
     async def set_goal(self, t: StoreTurn, rest: str) -> Outcome | None:

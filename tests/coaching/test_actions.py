@@ -75,7 +75,8 @@ async def test_the_next_check_in_asks_about_yesterdays_commitment_in_the_clients
     [question] = asked.replies
     assert "Yesterday you said you would do this:" in question.text
     assert "\u2068Call Ana about the plan\u2069" in question.text
-    assert [b.label for b in question.buttons] == ["I did it", "Partly", "Not yet"]
+    assert question.text.endswith("Where are you with it?")
+    assert [b.label for b in question.buttons] == ["Done", "Part of it", "Not started yet"]
     then = await say(store, dialogues, Turn(button=question.buttons[0].data), now=tuesday)
     assert "how are you feeling today" in then.replies[0].text
     [action] = await _actions(store)
@@ -90,7 +91,7 @@ async def test_a_commitment_from_days_ago_not_done_stays_open(
     thursday = MONDAY + timedelta(days=3)
     asked = await say(store, dialogues, Start("daily_checkin"), now=thursday)
     assert "3 days ago you said you would do this:" in asked.replies[0].text
-    await say(store, dialogues, Turn(text="Not yet"), now=thursday)
+    await say(store, dialogues, Turn(text="Not started yet"), now=thursday)
     [action] = await _actions(store)
     assert action.status == ActionStatus.OPEN
     async with store.sessionmaker() as s:

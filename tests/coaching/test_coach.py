@@ -346,7 +346,7 @@ async def _client_with_history(db: Store) -> None:
         await answer(db, CLIENT, "exercise.noticed", f"note {day}", at + timedelta(minutes=1),
                      "gratitude_note")
     await answer(db, CLIENT, "exercise.status", "done", NOW, "action_sprint")  # not assigned
-    await answer(db, CLIENT, "reflection.forward", "keep going", NOW, "exercise_reflection")
+    await answer(db, CLIENT, "exercise.next", "keep going", NOW, "action_sprint")
     await answer(db, CLIENT, "exercise.in_the_way", None, NOW, "action_sprint")  # /skip
 
 

@@ -68,10 +68,14 @@ async def db(store: Store) -> Store:
                    consent_at=NOW, quiet_start=22 * 60, quiet_end=8 * 60))
         await s.flush()
         s.add(CoachLink(coach_id=COACH, client_id=CLIENT, created_at=NOW, consent_at=NOW))
-        s.add(Goal(user_id=CLIENT, title="Speak up in meetings", baseline=3, current=3,
+        # The first goal reached (3 -> 8, last rated on a Tokyo morning that is still the
+        # evening before in UTC), and a second one just set at 2.
+        s.add(Goal(user_id=CLIENT, title="Speak up in meetings", baseline=3, current=8,
+                   current_at=datetime(2026, 2, 27, 23, 30, tzinfo=UTC),
                    status="done", created_at=NOW - timedelta(days=90)))
-        s.add(Goal(user_id=CLIENT, title="Lead the team", baseline=5, current=8,
-                   status="active", created_at=NOW - timedelta(days=30)))
+        s.add(Goal(user_id=CLIENT, title="Lead the team", baseline=2, current=2,
+                   current_at=NOW - timedelta(days=1), status="active",
+                   created_at=NOW - timedelta(days=1)))
         s.add(CommitmentAction(user_id=CLIENT, words="Prepare one point",
                                source=ActionSource.SESSION, due_on=date(2026, 3, 25),
                                status=ActionStatus.DONE, created_at=NOW))
@@ -125,7 +129,12 @@ async def test_the_agreed_number_counts_down_and_the_last_held_invites_a_look_ba
     started = await db.run_turn(CLIENT, lambda t: run(t, Start("engagement_close", variables)))
     said = "\n".join(r.text for r in started.replies)
     assert "\u2068Speak up in meetings\u2069" in said  # the first goal, in their words
-    assert "3 out of 10" in said and "8 out of 10" in said and "1 action" in said
+    assert "3 out of 10" in said and "1 action" in said
+    # Like with like: the same goal's latest rating, on the day the client gave it (their
+    # day in Tokyo), never the new goal's 2 next to the first goal's 3.
+    assert "Your latest rating of this goal, on February 28, 2026: 8 out of 10." in said
+    assert "2 out of 10" not in said and "Today" not in said
+    assert "The goal you are working on now: “\u2068Lead the team\u2069”." in said
     assert started.replies[-1].text.startswith("Looking at this, what do you take with you")
     took = await db.run_turn(CLIENT, lambda t: run(t, Turn(text="I can say no now")))
     assert took.replies[-1].text.startswith("Would you like to stay linked")
@@ -179,6 +188,37 @@ async def test_a_client_who_stays_stays_linked(db: Store, dialogues: DialogueSet
     async with db.sessionmaker() as s:
         assert (await s.execute(select(CoachLink))).scalar_one().unlinked_at is None
     assert "chose to stay linked" in str((await outbox(db, COACH))[-1]["text"])
+
+
+async def test_the_look_back_compares_one_goal_with_itself(
+        db: Store, dialogues: DialogueSet) -> None:
+    """The finding of r11 #5: goal 1 went from 3 to 8 and goal 2 was just set at 2; the look
+    back shows 3 and 8 (goal 1's), names goal 2 without its number. With only the first goal,
+    rated before the day was kept, it says "latest", never "today"."""
+    async with db.sessionmaker() as s:
+        variables = await closing_variables(s, CLIENT, str(COACH))
+    assert variables is not None
+    assert (variables["closing.first_goal"], variables["closing.baseline"],
+            variables["closing.current"], variables["closing.current_on"],
+            variables["closing.later_goal"]) == ("Speak up in meetings", 3, 8, "2026-02-28",
+                                                 "Lead the team")
+
+    async with db.sessionmaker() as s, s.begin():
+        goals = list((await s.execute(select(Goal).order_by(Goal.id))).scalars())
+        await s.delete(goals[1])
+        goals[0].current_at = None
+    async with db.sessionmaker() as s:
+        variables = await closing_variables(s, CLIENT, str(COACH))
+    assert variables is not None
+    assert (variables["closing.current"], variables["closing.current_on"],
+            variables["closing.later_goal"]) == (8, None, None)
+    started = await db.run_turn(CLIENT, lambda t: converse(
+        t, dialogues, Start("engagement_close", variables), NOW))
+    said = [r.text for r in started.replies]
+    assert said[1:4] == ["When you started, your goal was “\u2068Speak up in meetings\u2069”.",
+                         "Back then you placed yourself at 3 out of 10.",
+                         "Your latest rating of this goal: 8 out of 10."]
+    assert not any("working on now" in text for text in said)
 
 
 async def test_i_cant_make_it_asks_for_other_times_and_passes_them_on(

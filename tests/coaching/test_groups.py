@@ -566,11 +566,11 @@ async def test_a_shared_goal_and_each_members_own_part_shared_only_on_their_yes(
     for member, share in ((ANA, "yes"), (BO, "no")):
         await talk(db, member, Start(contracts.GROUP_CONTRIBUTION, {"group.id": team.id,
                                                                  "group.goal": goal}),
-                   Turn(text=f"P{member} writes the guide"), Turn(text="draft on Friday"),
-                   Turn(text=share))
+                   Turn(text=f"P{member} writes the guide"), Turn(text="a first draft"),
+                   Turn(text="2030-05-17"), Turn(text=share))
     shared = await tx(db, lambda s: groups.shared_contributions(s, COACH, team.id))
-    assert [(c.first_name, c.contribution) for c in shared] == [
-        (f"P{ANA}", f"P{ANA} writes the guide")]
+    assert [(c.first_name, c.contribution, c.commitment, c.due_on) for c in shared] == [
+        (f"P{ANA}", f"P{ANA} writes the guide", "a first draft", date(2030, 5, 17))]
     with pytest.raises(coach_errors.NotYourGroup):
         await tx(db, lambda s: groups.shared_contributions(s, OTHER_COACH, team.id))
 
@@ -583,7 +583,7 @@ async def test_a_forged_group_in_the_goal_dialogues_changes_nothing(db: Store) -
                Turn(text="Hijacked"), Turn(text="yes"))
     await talk(db, DAN, Start(contracts.GROUP_CONTRIBUTION, {"group.id": team.id,
                                                           "group.goal": "x"}),
-               Turn(text="mine"), Turn(text="now"), Turn(text="yes"))
+               Turn(text="mine"), Turn(text="now"), Turn(text="tomorrow"), Turn(text="yes"))
     assert await scalar(db, select(Group.shared_goal).where(Group.id == team.id)) is None
     assert await tx(db, lambda s: groups.member_goal(s, DAN, team.id)) is None
     assert await scalar(db, select(func.count()).select_from(GroupContribution)) == 0

@@ -76,8 +76,9 @@ async def define(store: Store, coach: int, client: int, **overrides: Any) -> Mea
         return measure
 
 
-def asked(measure_id: int, name: str = "Energy") -> Start:
-    return Start(MEASURE_CHECKIN, {measures.ASKED_ID: measure_id, measures.ASKED_NAME: name})
+def asked(measure_id: int, name: str = "Energy", first: bool = False) -> Start:
+    return Start(MEASURE_CHECKIN, {measures.ASKED_ID: measure_id, measures.ASKED_NAME: name,
+                                   measures.ASKED_FIRST: first})
 
 
 # -- pure -------------------------------------------------------------------------------------
@@ -192,10 +193,35 @@ async def test_the_coach_sets_a_measure_up_in_a_dialogue_and_keeps_no_answers(
     assert len(await rows(db, Measure)) == 1
     # The client gives a number; one out of range for a measure is not kept.
     count = Start(MEASURE_COUNT, {measures.ASKED_ID: measure.id,
-                                  measures.ASKED_NAME: "Kilometres walked"})
+                                  measures.ASKED_NAME: "Kilometres walked",
+                                  measures.ASKED_FIRST: True})
     await run(db, dialogues, CLIENT, count, Turn(text="12.5"))
     await run(db, dialogues, CLIENT, count, Turn(text="5000000000"))
     assert [v.value for v in await rows(db, MeasureValue)] == [12.5]
+
+
+async def test_the_coachs_request_is_told_the_first_time_only(
+        db: Store, dialogues: DialogueSet) -> None:
+    """r11 #18: the coach's preamble once; then one question that fits any measure."""
+    he = translator_for("he")
+    measure = await define(db, COACH, CLIENT)
+    async with db.sessionmaker() as s:
+        first = await measures.measure_start(s, measure)
+    assert first == (MEASURE_CHECKIN, {measures.ASKED_ID: measure.id,
+                                       measures.ASKED_NAME: "Energy", measures.ASKED_FIRST: True})
+    told = await run(db, dialogues, CLIENT, Start(*first))
+    assert [r.text for r in told.replies] == [
+        he.gettext("Your coach asks you to keep track of this: {tracked.name}").replace(
+            "{tracked.name}", "\u2068Energy\u2069"),
+        he.gettext("How would you rate it today, from 1 to 10?")]
+    await run(db, dialogues, CLIENT, Turn(text="5"))
+    async with db.sessionmaker() as s:
+        again = await measures.measure_start(s, measure)
+    assert again[1][measures.ASKED_FIRST] is False
+    asked_again = await run(db, dialogues, CLIENT, Start(*again))
+    assert [r.text for r in asked_again.replies] == [
+        he.gettext("{tracked.name}: how would you rate it today, from 1 to 10?").replace(
+            "{tracked.name}", "\u2068Energy\u2069")]
 
 
 async def test_the_client_answers_and_both_get_a_summary_every_few_weeks(
@@ -252,6 +278,18 @@ async def test_the_wheel_of_life_keeps_its_scores_to_compare_later(
                                  "• Health: 4 → 6", "• Work: 5 → 5", "• Money: 6 → 6",
                                  "• Family and friends: 7 → 7", "• Love: 3 → 4",
                                  "• Personal growth: 5 → 5", "• Fun: 2 → 5", "• Home: 8 → 8"]
+
+
+async def test_a_partial_wheel_keeps_only_the_areas_rated(
+        db: Store, dialogues: DialogueSet) -> None:
+    """r11 #25: after "I did part of it", an area not rated is skipped, not invented."""
+    await run(db, dialogues, CLIENT, Start("wheel_of_life"), Turn(text="2"), Turn(text="4"),
+              Turn(command="skip"), Turn(text="6"), *(Turn(command="skip") for _ in range(5)))
+    asked = await run(db, dialogues, CLIENT, Turn(text="lonely at the top"))
+    assert asked.replies[-1].text == translator_for("he").gettext(
+        "In which area would one point more make the biggest difference to your life?")
+    values = await rows(db, MeasureValue)
+    assert sorted(v.value for v in values) == [4.0, 6.0]
 
 
 async def test_reports_show_only_the_linked_coachs_measures_as_charts(db: Store) -> None:

@@ -56,9 +56,11 @@ PROVIDED: list[Mapping[str, Value]] = [
      "commitment.last_days_ago": 3, "actions.open": 1, "actions.overdue": 0,
      "actions.list": "• Write"},
     {"commitment.last": "Call Ana", "commitment.last_days_ago": 1},
-    # Before a session: an active goal and notes kept for it; notes without a goal.
-    {"goal.active": "Run 10 km", "notes.count": 2, "notes.list": "• Call Ana\n• [a photo]"},
-    {"notes.count": 1, "notes.list": "• Call Ana"},
+    # Before a session: an active goal and notes kept for it, the coach briefed; notes without
+    # a goal, the answers private.
+    {"goal.active": "Run 10 km", "notes.count": 2, "notes.list": "• Call Ana\n• [a photo]",
+     "prep.briefed": True},
+    {"notes.count": 1, "notes.list": "• Call Ana", "prep.briefed": False},
 ]
 #: What the platform hands to a dialogue it starts, where a name is not the only kind: whether
 #: the client has a coach, the first goal and the scale then and now (or none), a count, whether
@@ -70,8 +72,11 @@ STARTED_SAMPLES: dict[str, list[Value]] = {
     "closing.first_goal": ["Run 10 km", None],
     "closing.baseline": [3, None],
     "closing.current": [7, None],
+    "closing.current_on": ["2027-03-30", None],
+    "closing.later_goal": ["Speak up in meetings", None],
     "closing.actions_done": [0, 1, 4],
     "cant.session": [1],
+    "tracked.first": [True, False],
 }
 
 # A safety net: far more states than the shipped dialogues need.

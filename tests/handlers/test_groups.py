@@ -128,11 +128,15 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) ->
     assert "has a shared goal now" in (offer[-1].text or "")
     await bo.press("Name my part")
     await bo.send("I write the guide")
-    await bo.send("A first draft by Friday")
-    await bo.press("Yes")
+    when = await bo.send("A first draft")
+    assert when[-1].text == "By when will you do it? Send a date, for example “tomorrow”."
+    await bo.send("2030-05-17")
+    thanked = await bo.press("Yes")
+    assert thanked[-1].text == "Thank you. Your coach will see it, and nobody else in the group."
     await coach.send("/groups")
     view = (await coach.press("\u2068Sales team\u2069 (3)"))[0].text or ""
-    assert "\u2068Bo\u2069 will contribute: \u2068I write the guide\u2069" in view
+    assert ("\u2068Bo\u2069 will contribute: \u2068I write the guide\u2069; commits to: "
+            "\u2068A first draft\u2069, by May 17, 2030") in view
     assert "Ana" not in view.split("Shared goal")[1]  # Ana said nothing: nothing shown
     await coach.press("The team reached its goal")
     party = await messages_in(running_bot, CHAT, 3)

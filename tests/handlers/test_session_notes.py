@@ -84,10 +84,10 @@ async def test_crisis_then_open_question_then_safety_question_then_the_offer(
 
     offered = await ana.send("I want to talk about my sister")
     assert KEEP in labels(offered) and "Start a check-in" in labels(offered)
-    assert "not linked with a coach" in (offered[0].text or "")  # told plainly
+    assert "a note for yourself (you will find it in /export)" in (offered[0].text or "")
     assert await notes(bot) == []  # nothing kept before the client says so
     kept = await ana.press(KEEP)
-    assert "Kept for you" in (kept[0].text or "")
+    assert kept[0].text == "Kept for you: you will find it in /export."  # no session to prepare
     [note] = await notes(bot)
     assert note.words == "I want to talk about my sister" and note.share == NoteShare.PRIVATE
 

@@ -31,12 +31,13 @@ WORDS = frozenset({
     "goal", "goal.title", "goal.first_step", "group.goal", "custom.title", "custom.instructions",
     "reply.coach_name", "message.client_name", "note.client_name", "schedule.client_name",
     "commitment", "commitment.last", "checkin.commitment", "recap.commitment", "actions.list",
-    "review.next_action", "reflection.forward", "completion.keep", "contribution", "answer",
+    "review.next_action", "closing.later_goal", "completion.keep", "contribution", "answer",
     "exercise", "schedule", "days", "profile.time_zone", "iso",
 })
 
 #: Placeholders filled with a date, or with a time of day; every other one holds a number.
 DATE_VALUES = frozenset({"date", "goal.first_step_date", "goal.due", "recap.by",
+                         "closing.current_on",
                          "profile.pause_until", "start", "end", "example"})
 TIME_VALUES = frozenset({"time", "profile.checkin_hour", "profile.quiet_start",
                          "profile.quiet_end"})

@@ -49,11 +49,11 @@ async def test_no_drift_between_migrations_and_models(empty_db_url: str) -> None
 
 
 async def test_ensure_schema_is_idempotent_and_concurrency_safe(empty_db_url: str) -> None:
-    assert head_revision() == "0017"
+    assert head_revision() == "0018"
     assert await current_revision(empty_db_url) is None
     await asyncio.gather(*(ensure_schema(empty_db_url) for _ in range(4)))
     await ensure_schema(empty_db_url)
-    assert await current_revision(empty_db_url) == "0017"
+    assert await current_revision(empty_db_url) == "0018"
 
 
 async def test_start_creates_the_database_from_any_cwd(
@@ -276,5 +276,29 @@ async def test_0017_gives_every_coach_an_hour_of_reminder_lead_and_keeps_it_in_r
             async with engine.begin() as conn:
                 await conn.exec_driver_sql(
                     "UPDATE users SET session_reminder_minutes = 0 WHERE id = 1")
+    finally:
+        await engine.dispose()
+
+
+async def test_0018_keeps_goals_with_no_day_for_their_earlier_rating(empty_db_url: str) -> None:
+    """0017 -> 0018: a goal rated before keeps its row, and no day is made up for its rating
+    (the look back then says "latest", never "today")."""
+    await upgrade(empty_db_url, "0017")
+    engine = make_engine(empty_db_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(
+                "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00')")
+            await conn.exec_driver_sql(
+                "INSERT INTO goals (id, user_id, title, status, created_at) VALUES "
+                "(1, 1, 'x', 'active', '2026-12-01 00:00:00')")
+    finally:
+        await engine.dispose()
+    await upgrade(empty_db_url)
+    engine = make_engine(empty_db_url)
+    try:
+        async with engine.begin() as conn:
+            rows = (await conn.exec_driver_sql("SELECT id, current_at FROM goals")).all()
+            assert [tuple(row) for row in rows] == [(1, None)]
     finally:
         await engine.dispose()

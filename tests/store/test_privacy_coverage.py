@@ -74,7 +74,7 @@ async def _populate(store: Store) -> None:
                        session_reminder_minutes=180))
         await s.flush()
         s.add(Goal(user_id=CLIENT, title=f"{WORDS} goal", why=f"{WORDS} why", baseline=2,
-                   current=3, target=8, status="active", created_at=NOW,
+                   current=3, current_at=NOW, target=8, status="active", created_at=NOW,
                    due_on=date(2026, 6, 1), completed_at=NOW))
         s.add(Answer(user_id=CLIENT, dialogue_id="d", step_id="s", variable="v", marker="v",
                      value=f"{WORDS} answer", answered_at=NOW))
@@ -102,7 +102,8 @@ async def _populate(store: Store) -> None:
         s.add(GroupMember(group_id=group.id, user_id=OTHER, visibility="figures",
                           joined_at=NOW))
         s.add(GroupContribution(group_id=group.id, user_id=CLIENT, contribution=f"{WORDS} part",
-                                commitment=f"{WORDS} by Friday", shared=True, created_at=NOW))
+                                commitment=f"{WORDS} by Friday", due_on=date(2026, 1, 9),
+                                shared=True, created_at=NOW))
         for_group = GroupAssignment(group_id=group.id, exercise_slug="breathing",
                                     exercise_id=exercise.id, schedule={"kind": "daily"},
                                     starts_on=date(2026, 1, 5), ends_on=date(2026, 1, 9),
