@@ -43,7 +43,7 @@ Verdict = str  # "urgent", "check" or "" (not flagged)
 
 #: The parts measured, never trained or tuned on, each with its title.
 MEASURED = (
-    ("test", "Test part (wave A, never tuned on)"),
+    ("test", "Test part (waves A and R, never tuned on)"),
     ("heldout", "Held-out part (wave B, other writers, never tuned on)"),
     ("unseen", "Unseen part (waves N and Q, other writers, written after the model, "
                "measuring only)"),
