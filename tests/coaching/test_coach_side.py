@@ -544,6 +544,16 @@ async def from_coach(store: Store, chat: int = CLIENT) -> list[tuple[str, str]]:
             if r.chat_id == chat and r.user_id == COACH]
 
 
+async def paused_for_five_hours(store: Store) -> datetime:
+    """The client's crisis pause ends in five hours, by a store turn's clock: now, returned."""
+    now = datetime.now(UTC)
+    async with store.sessionmaker() as s, s.begin():
+        client = await s.get(User, CLIENT)
+        assert client is not None
+        client.crisis_pause_until = now + timedelta(hours=5)
+    return now
+
+
 async def release(store: Store, at: datetime) -> int:
     async with store.sessionmaker() as s, s.begin():
         return await messages.release_after_pause(s, at)
@@ -564,11 +574,7 @@ async def test_a_relayed_message_queued_before_a_crisis_waits_for_the_client_to_
 
 async def test_a_session_count_agreed_during_the_pause_arrives_after_it(
         db: Store, dialogues: DialogueSet) -> None:
-    now = datetime.now(UTC)  # a store turn's clock
-    async with db.sessionmaker() as s, s.begin():
-        client = await s.get(User, CLIENT)
-        assert client is not None
-        client.crisis_pause_until = now + timedelta(hours=5)
+    now = await paused_for_five_hours(db)
 
     async def agree(t: StoreTurn) -> None:
         await sessions.agree_button(t, [str(CLIENT), "6"])
@@ -588,11 +594,7 @@ async def test_whatever_a_coach_sends_waits_only_for_the_paused_client(
     """One mechanism for a celebration, a group session's notice, a contribution offer: any
     message a coach's turn queues for a paused client's chat waits; for anyone else, or a
     group's chat, it goes as usual."""
-    now = datetime.now(UTC)  # a store turn's clock
-    async with db.sessionmaker() as s, s.begin():
-        client = await s.get(User, CLIENT)
-        assert client is not None
-        client.crisis_pause_until = now + timedelta(hours=5)
+    now = await paused_for_five_hours(db)
 
     async def celebrate(t: StoreTurn) -> None:
         for chat in (CLIENT, OTHER_CLIENT, -100123):
