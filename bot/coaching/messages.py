@@ -21,13 +21,14 @@ from sqlalchemy.orm import aliased
 
 from bot.coaching.coach_errors import NotYourClient
 from bot.coaching.links import is_linked
-from bot.coaching.safety import paused_by_crisis
+from bot.coaching.safety import paused_by_crisis, release_held
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import translator_for
 from bot.schedule.planning import in_quiet, zone_of
 from bot.store import CoachLink, CoachMessage, Outbox, User, UserView
 from bot.store import Turn as StoreTurn
+from bot.store.kinds import OutboxStatus
 
 MESSAGE_CLIENT = "message_client"  # the coach writes to a client
 REPLY_TO_COACH = "reply_to_coach"  # the client answers their coach
@@ -42,7 +43,11 @@ DELIVER_BATCH = 200
 def may_write_now(client: UserView, now: datetime) -> bool:
     """Whether a coach's message may go to the client now: not in their quiet hours (their
     local time), not during a crisis pause, and only while they can be reached."""
-    if not client.reachable or paused_by_crisis(client, now):
+    return client.reachable and _after_pause_and_quiet(client, now)
+
+
+def _after_pause_and_quiet(client: UserView, now: datetime) -> bool:
+    if paused_by_crisis(client, now):
         return False
     local = now.astimezone(zone_of(client.time_zone))
     return not in_quiet(local.hour * 60 + local.minute, client.quiet_start, client.quiet_end)
@@ -120,6 +125,22 @@ async def deliver_waiting(session: AsyncSession, now: datetime,
         queued += 1
     await session.flush()
     return queued
+
+
+async def release_after_pause(session: AsyncSession, now: datetime,
+                              batch: int = DELIVER_BATCH) -> int:
+    """The scheduler's pass: what others queued for a client during a crisis pause
+    (``held``) goes out once the pause is over and their quiet hours too. Returns how many
+    messages."""
+    clients = (await session.scalars(
+        select(User).where(User.id.in_(
+            select(Outbox.chat_id).where(Outbox.status == OutboxStatus.HELD).distinct()
+            .limit(batch))))).all()
+    released = 0
+    for client in clients:
+        if _after_pause_and_quiet(client, now):
+            released += await release_held(session, client.id, now)
+    return released
 
 
 async def apply_messages(t: StoreTurn, outcome: Outcome, now: datetime) -> list[Reply]:

@@ -1,9 +1,26 @@
 """What a crisis changes beyond the reply: coaching pauses, and a caring check-in follows.
 
 After an urgent crisis nothing scheduled starts for the client for a day (check-ins,
-exercises, reviews), unless they write first; what was already due is cancelled in the same
-transaction as the help lines; the next day a gentle check-in asks how they are, with no
-coaching in it. What they wrote is never stored or logged here: only that it happened.
+exercises, reviews, session reminders), and nothing others queue for them goes out (a
+coach's relayed message, session count, notice or celebration), unless they come back
+first; the next day a gentle check-in asks how they are, with no coaching in it. What they
+wrote is never stored or logged here: only that it happened.
+
+A pause, not a loss:
+
+* At the crisis moment, only what was already claimed to start is cancelled (no "How are
+  you feeling?" minutes after the help lines). The rest stays planned: what falls due
+  during the pause is skipped when it does (``planner.user_gone``: a check-in of hours ago
+  is not sent late), except a session's reminder or preparation, which waits for the end of
+  the pause (``HELD_FOR_THE_PAUSE``) and goes out then if the session is still to come.
+* What others queue for the client waits in the outbox (``held``), as do their messages
+  already queued at the crisis moment, and goes out once the pause is over
+  (:func:`release_held`; the scheduler's pass also waits for the client's quiet hours).
+* The client comes back (:func:`end_pause_when_client_comes_back`) with a message or a
+  button of a dialogue that shows no sign of crisis: the pause ends at once, what is still
+  planned comes at its own time, the held session reminders now, the held messages too.
+  /sos, a message that only raised the safety question, a command, do not end it: the
+  client has not come back to coaching.
 
 The care check-in's answer acts (:func:`apply_care_answer`):
 
@@ -12,7 +29,7 @@ The care check-in's answer acts (:func:`apply_care_answer`):
 * "About the same" or "Very hard": the day after a crisis, "the same" means as bad as the day
   the help lines were needed, so both are still in need. The dialogue shows the help lines
   themselves, and the pause is extended by another day, with another care check-in at its
-  end. Writing first still ends it, as after the crisis itself.
+  end. Coming back first still ends it, as after the crisis itself.
 * This happens at most ``MAX_CARE_CHECKINS`` days in a row (the round travels in the planned
   row's ``ref`` and comes to the dialogue as ``care.round``; ``care.last`` tells the dialogue
   it is the last). At the last one, a hard answer still gets the help lines, but the pause
@@ -32,15 +49,16 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.contracts import CARE_ANSWER
 from bot.dialogue.expr import Value
-from bot.engine import Outcome
+from bot.engine import Outcome, Turn
 from bot.engine.crisis import CrisisSignal
 from bot.observability import CRISIS_SIGNALS
-from bot.store import PlannedCheckin, TurnUser, UserView
+from bot.store import Outbox, PlannedCheckin, UserView
 from bot.store import Turn as StoreTurn
-from bot.store.kinds import CheckinKind, CheckinStatus
+from bot.store.kinds import CheckinKind, CheckinStatus, OutboxKind, OutboxStatus
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +69,9 @@ CARE_ROUND = "care.round"  # which care check-in in a row this is, from 1
 CARE_LAST = "care.last"  # no other care check-in follows this one, whatever the answer
 # Planned rows that have not started yet (see bot/schedule/claims.py for the statuses).
 _NOT_STARTED = (CheckinStatus.PLANNED, CheckinStatus.CLAIMED)
+#: Due during the pause, these wait for its end (planned again then), rather than being
+#: skipped: a reminder of a session still to come is wanted whenever the client is back.
+HELD_FOR_THE_PAUSE = frozenset({CheckinKind.SESSION_REMINDER, CheckinKind.SESSION_PREP})
 
 
 class CareAnswer(StrEnum):
@@ -85,11 +106,21 @@ async def _pause_with_care(t: StoreTurn, now: datetime, care_round: int) -> None
         return
     until = now + CRISIS_PAUSE
     t.user.crisis_pause_until = until
-    await t.session.execute(
-        update(PlannedCheckin)
-        .where(PlannedCheckin.user_id == t.user_id, PlannedCheckin.status.in_(_NOT_STARTED),
-               PlannedCheckin.kind != CARE_KIND, PlannedCheckin.due_at < until)
+    claimed = (PlannedCheckin.user_id == t.user_id,
+               PlannedCheckin.status == CheckinStatus.CLAIMED, PlannedCheckin.kind != CARE_KIND)
+    await t.session.execute(  # a session's reminder about to go: for the pause's end
+        update(PlannedCheckin).where(*claimed, PlannedCheckin.kind.in_(HELD_FOR_THE_PAUSE))
+        .values(status=CheckinStatus.PLANNED, due_at=until, claimed_by=None, claimed_at=None)
+        .execution_options(synchronize_session=False))
+    await t.session.execute(  # a check-in about to start: never minutes after the help lines
+        update(PlannedCheckin).where(*claimed)
         .values(status=CheckinStatus.CANCELLED, claimed_by=None, claimed_at=None)
+        .execution_options(synchronize_session=False))
+    await t.session.execute(  # others' messages already queued wait (before any hold-back)
+        update(Outbox)
+        .where(Outbox.chat_id == t.user_id, Outbox.user_id != t.user_id,
+               Outbox.status == OutboxStatus.PENDING, Outbox.kind != OutboxKind.URGENT)
+        .values(status=OutboxStatus.HELD)
         .execution_options(synchronize_session=False))
     await t.session.execute(
         update(PlannedCheckin)
@@ -126,14 +157,49 @@ async def apply_care_answer(t: StoreTurn, outcome: Outcome, now: datetime) -> No
         await _pause_with_care(t, now, care_round + 1)
 
 
-def end_pause_when_client_writes(user: TurnUser, outcome: Outcome | None,
-                                 now: datetime) -> None:
-    """A client who writes again (not in crisis) takes the pause off: they came back. Not
-    when they have just told the care check-in that they are still in need: that answer
-    extends the pause (:func:`apply_care_answer`)."""
-    keeps = outcome is not None and (outcome.crisis or still_in_need(outcome))
-    if not keeps and user.crisis_pause_until is not None and user.crisis_pause_until > now:
-        user.crisis_pause_until = None
+def comes_back(action: object) -> bool:
+    """The client's own message or press of a dialogue's button: not a command, /sos, a
+    caption or an edit (``answers`` False), which do not show they are back to coaching."""
+    return isinstance(action, Turn) and action.answers and action.command is None \
+        and (action.text is not None or action.button is not None)
+
+
+def keeps_the_pause(outcome: Outcome | None) -> bool:
+    """What the client sent does not show they came back: a crisis, a possible one (they
+    were just asked the safety question, or pointed to help for someone else), the care
+    check-in answered "still in need" (which extends the pause), or nothing a dialogue
+    took."""
+    return outcome is None or outcome.crisis or outcome.signal is not None \
+        or still_in_need(outcome)
+
+
+async def end_pause_when_client_comes_back(t: StoreTurn, outcome: Outcome | None,
+                                           now: datetime) -> None:
+    """A client who writes again, or presses a dialogue's button (the caller knows which),
+    showing no sign of crisis, takes the pause off: they came back. What is still planned
+    comes at its own time; the session reminders held for the pause's end come now, and so
+    do the messages others queued meanwhile."""
+    until = t.user.crisis_pause_until
+    if keeps_the_pause(outcome) or until is None or until <= now:
+        return
+    t.user.crisis_pause_until = None
+    await t.session.execute(
+        update(PlannedCheckin)
+        .where(PlannedCheckin.user_id == t.user_id, PlannedCheckin.kind.in_(HELD_FOR_THE_PAUSE),
+               PlannedCheckin.status == CheckinStatus.PLANNED, PlannedCheckin.due_at == until)
+        .values(due_at=now)
+        .execution_options(synchronize_session=False))
+    await release_held(t.session, t.user_id, now)
+
+
+async def release_held(session: AsyncSession, user_id: int, now: datetime) -> int:
+    """What others queued for the client during their pause goes out (behind anything
+    already queued for their chat). Returns how many."""
+    released = await session.execute(
+        update(Outbox).where(Outbox.chat_id == user_id, Outbox.status == OutboxStatus.HELD)
+        .values(status=OutboxStatus.PENDING, next_attempt_at=now)
+        .execution_options(synchronize_session=False))
+    return int(getattr(released, "rowcount", 0) or 0)
 
 
 def paused_by_crisis(user: UserView, now: datetime) -> bool:

@@ -3,7 +3,8 @@
 Planned check-in statuses (``planned_checkins.status``):
 
 ``planned``
-    waiting for its due time (a postponed one is ``planned`` again, 30 minutes later);
+    waiting for its due time (a postponed one is ``planned`` again, 30 minutes later; a
+    session's reminder due during a crisis pause, again for the pause's end);
 ``claimed``
     taken by one worker (``claimed_by``/``claimed_at``) that is about to start it; a claim
     older than the lease returns to ``planned``, so a worker that dies loses nothing;
@@ -13,7 +14,8 @@ Planned check-in statuses (``planned_checkins.status``):
 ``missed``
     found due after downtime on a later local day than it was meant for;
 ``cancelled``
-    no longer wanted: the user is unreachable, withdrew consent or paused, has no active
+    no longer wanted: the user is unreachable, withdrew consent or paused (a crisis pause
+    too, as it falls due, or claimed at the crisis moment), has no active
     goal (daily), the gentler rhythm skips it, a daily already started that local day,
     or the assignment/dialogue is gone.
 

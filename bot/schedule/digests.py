@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from bot.coaching.events import digest_text, due_digests
-from bot.coaching.messages import deliver_waiting
+from bot.coaching.messages import deliver_waiting, release_after_pause
 from bot.coaching.noticing import notice_silence
 from bot.i18n import translator_for
 from bot.store import Outbox, Store
@@ -26,9 +26,10 @@ async def send_digests(store: Store, now: datetime) -> int:
 
 
 async def deliver_coach_messages(store: Store, now: datetime) -> int:
-    """Queue the coaches' messages whose clients may now be written to."""
+    """Queue the coaches' messages whose clients may now be written to, and what others
+    queued for a client during a crisis pause, now over. Returns how many."""
     async with store.sessionmaker() as session, session.begin():
-        return await deliver_waiting(session, now)
+        return await deliver_waiting(session, now) + await release_after_pause(session, now)
 
 
 async def notice_quiet_clients(store: Store, now: datetime) -> int:

@@ -34,7 +34,7 @@ from bot.coaching.conversation import (
 from bot.coaching.engagements import closing_variables
 from bot.coaching.groups import weekly_question_due
 from bot.coaching.measures import measure_start
-from bot.coaching.safety import CARE_KIND, care_start
+from bot.coaching.safety import CARE_KIND, HELD_FOR_THE_PAUSE, care_start, paused_by_crisis
 from bot.coaching.sessions import Due, session_work
 from bot.dialogue.model import DialogueSet
 from bot.observability import describe_failure
@@ -70,6 +70,7 @@ class Outcome(StrEnum):
     MISSED = CheckinStatus.MISSED.value
     CANCELLED = CheckinStatus.CANCELLED.value
     POSTPONED = "postponed"  # planned again, a little later
+    HELD = "held"  # planned again for the end of the client's crisis pause
     LOST = "lost"  # another worker took it over after our lease ran out
     ERROR = "error"  # stays claimed; the lease brings it back
 
@@ -195,8 +196,9 @@ def _local_minute(instant: datetime, profile: Profile) -> int:
 
 async def _set_status(t: Turn, row: Claimed, status: Outcome, now: datetime) -> None:
     values: dict[str, Any]
-    if status == Outcome.POSTPONED:
-        values = {"status": CheckinStatus.PLANNED, "due_at": now + POSTPONE_BY,
+    if status in (Outcome.POSTPONED, Outcome.HELD):
+        later = t.user.crisis_pause_until if status == Outcome.HELD else None
+        values = {"status": CheckinStatus.PLANNED, "due_at": later or now + POSTPONE_BY,
                   "claimed_by": None, "claimed_at": None}
     else:
         values = {"status": CheckinStatus(status.value)}
@@ -211,7 +213,11 @@ async def _session_work(t: Turn, row: Claimed, dialogues: DialogueSet,
                         now: datetime) -> tuple[Outcome, Start | None]:
     """(status, what to start) for a row of a coaching session; its messages (a reminder,
     the coach's prompt) are queued here. A coach, set up by an administrator, is never
-    asked for consent; a client's pause and crisis pause hold theirs back."""
+    asked for consent; a client's pause and crisis pause hold theirs back: a reminder or a
+    preparation due during a crisis pause waits for its end (``HELD_FOR_THE_PAUSE``)."""
+    if row.kind in HELD_FOR_THE_PAUSE and not t.user.is_coach \
+            and paused_by_crisis(t.user, now):
+        return Outcome.HELD, None
     gone = False if row.kind == CheckinKind.GROUP_CHAT else not t.user.reachable \
         if t.user.is_coach else user_gone(t.user, now, row.kind)
     due = None if gone else await session_work(t, row.kind, row.ref, now)

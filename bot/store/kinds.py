@@ -58,6 +58,9 @@ class OutboxStatus(StrEnum):
     SENT = "sent"
     FAILED = "failed"  # gave up
     CANCELLED = "cancelled"  # held back, never sent: superseded by a later or urgent message
+    # Queued for a person in a crisis pause by someone else (a coach's action): waits, not
+    # undelivered yet, until the pause is over (``bot/coaching/safety.py``).
+    HELD = "held"
 
 
 class OutboxKind(StrEnum):

@@ -160,6 +160,17 @@ _HOLD_BACK_FOR_URGENT = (update(_OUTBOX)
                                 _OUTBOX.c.status == OutboxStatus.PENDING,
                                 _OUTBOX.c.kind != OutboxKind.URGENT)
                          .values(status=OutboxStatus.CANCELLED, last_error=SUPERSEDED_BY_URGENT))
+# What a turn queued for someone else (a coach's session count, a group's notice) waits
+# while that person's crisis pause lasts: held, neither sent nor blocking their chat, until
+# the pause is over (``bot/coaching/safety.py`` puts it back in the queue).
+_HOLD_FOR_CRISIS_PAUSE = (
+    update(_OUTBOX)
+    .where(_OUTBOX.c.user_id == bindparam("of_user"),
+           _OUTBOX.c.chat_id.in_(bindparam("chats", expanding=True)),
+           _OUTBOX.c.status == OutboxStatus.PENDING, _OUTBOX.c.kind != OutboxKind.URGENT,
+           _OUTBOX.c.chat_id.in_(select(_USERS.c.id).where(_USERS.c.crisis_pause_until > bindparam(
+               "now", type_=_USERS.c.crisis_pause_until.type))))
+    .values(status=OutboxStatus.HELD))
 _INSERT_ANSWERS = insert(_ANSWERS)
 _INSERT_OUTBOX = insert(_OUTBOX).returning(_OUTBOX.c.id, sort_by_parameter_order=True)
 _WRITE_STATE = (update(_CONVERSATIONS)
@@ -370,26 +381,30 @@ class Turn:
                               "marker": marker, "answered_at": self.now})
 
     def enqueue(self, chat_id: int, payload: dict[str, Any], *, urgent: bool = False,
-                subject: int | None = None) -> None:
+                hold_back: bool = True, subject: int | None = None) -> None:
         """Queue a message; a sender delivers it after this turn commits.
 
-        ``urgent``: the message goes out ahead of anything still queued for the chat. The
-        chat's messages queued before it that are not in flight yet (of earlier turns and
-        of this one) are held back for good (``cancelled``, ``last_error`` saying why),
-        and the turn's own delivery sends it at once, past the chat's pace, even when the
-        chat has messages in flight. The one exception to "a chat's messages never
-        overtake each other".
+        ``urgent``: the message goes out ahead of anything still queued for the chat: the
+        turn's own delivery sends it at once, past the chat's pace, even when the chat has
+        messages in flight. The one exception to "a chat's messages never overtake each
+        other". With ``hold_back`` (the default), the chat's messages queued before it that
+        are not in flight yet (of earlier turns and of this one) are held back for good
+        (``cancelled``, ``last_error`` saying why); without it they follow it.
+
+        A message for someone else's chat while that person's crisis pause lasts waits
+        (``held``) until it is over.
 
         ``subject``: the user the message is about when that is someone else (a client, in
         a coach's report), so that their export shows it and their erasure deletes it."""
         self._writable()
         own = chat_id == self.user.id
-        if urgent:
+        if urgent and hold_back:
             self._urgent_chats.add(chat_id)
             for earlier in self._messages:
                 if earlier["chat_id"] == chat_id and earlier["kind"] != OutboxKind.URGENT:
                     earlier.update(status=OutboxStatus.CANCELLED, last_error=SUPERSEDED_BY_URGENT,
                                    attempts=0, next_attempt_at=self.now)
+        if urgent:
             held = self._hold_until is not None and own
         else:
             held = self._hold_until is not None and own and not self._chat_busy
@@ -429,6 +444,7 @@ class Turn:
         message, at most one answer) go in one statement: one round trip instead of three."""
         if self._session is not None:
             self._session.sync_session.flush()
+        others = sorted({m["chat_id"] for m in self._messages if m["chat_id"] != self.user.id})
         in_one = _WRITE_TURN.get(len(self._answers)) if (
             connection.dialect.name == "postgresql" and self._state_set
             and len(self._messages) == 1 and not self._urgent_chats) else None
@@ -448,6 +464,9 @@ class Turn:
         self._urgent_chats.clear()
         if self._messages:
             self._queued(connection.execute(_INSERT_OUTBOX, self._messages).scalars().all())
+        if others:
+            connection.execute(_HOLD_FOR_CRISIS_PAUSE,
+                               {"of_user": self.user.id, "chats": others, "now": self.now})
         columns = _columns(self.user)
         changed = {name: value for name, value in columns.items()
                    if value != self._user_as_stored[name]}

@@ -34,7 +34,7 @@ from bot.coaching.links import coaches_of
 from bot.coaching.managing import FromCoach, assigned_to
 from bot.coaching.privacy import EXPORT_EVERY, export_document
 from bot.coaching.progress import progress_text
-from bot.coaching.safety import end_pause_when_client_writes
+from bot.coaching.safety import comes_back, end_pause_when_client_comes_back
 from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
@@ -115,7 +115,7 @@ class Handlers:
     async def _turn(self, update: Update,
                     fn: Callable[[StoreTurn], Awaitable[Outcome | None]], *,
                     action: Action | None = None, before_consent: bool = False,
-                    link: str | None = None, asks_for_help: bool = False) -> None:
+                    link: str | None = None) -> None:
         """Run `fn` in one store turn for the update's user, then deliver what it queued.
 
         Consent first: until the user agrees that their answers are kept, `fn` runs only when
@@ -125,8 +125,8 @@ class Handlers:
         under the minimum age, is erased in the same turn and told so directly.
 
         ``link``: the update opened that start link; before consent it waits in the
-        onboarding's state and is opened when the onboarding is over. ``asks_for_help``
-        (/sos): the client has not come back to coaching, so a crisis pause stays."""
+        onboarding's state and is opened when the onboarding is over. An ``action`` in which
+        the client comes back (``comes_back``) ends a crisis pause."""
         user = update.effective_user
         if user is None:
             return
@@ -150,8 +150,8 @@ class Handlers:
             if self._agreed(t):
                 await self._open_waiting_link(t, dropped=link is not None or (
                     result is not None and result.crisis))
-            if not asks_for_help:
-                end_pause_when_client_writes(t.user, result, t.now)
+            if comes_back(action):
+                await end_pause_when_client_comes_back(t, result, t.now)
             if result is not None and declined_consent(result):
                 goodbye.extend(result.replies)
                 await t.erase_user()  # as the bot promised: nothing is kept
@@ -369,13 +369,14 @@ class Handlers:
                                          t.now, min_age=self.min_age)
             if outcome is None or not outcome.crisis:
                 ctx = await context_for(None, t.user, t.now)
+                # Ahead of what is queued, which follows it: the conversation stays.
                 t.enqueue(t.user_id, sos_reply(ctx, ConversationState.from_dict(t.state))
-                          .to_payload(), urgent=True)
+                          .to_payload(), urgent=True, hold_back=False)
             if outcome is not None:
                 enqueue_replies(t, outcome)
             return outcome
 
-        await self._turn(update, run, before_consent=True, asks_for_help=True)
+        await self._turn(update, run, before_consent=True)
 
     async def _sos_in_group(self, update: Update, words: str) -> None:
         """/sos (or SOS) in a group chat: help lines never go to the group, where they would

@@ -9,7 +9,9 @@ Outbox statuses: ``pending`` (waiting, not before ``next_attempt_at``), ``sendin
 by a sender; ``next_attempt_at`` is then the claim's lease expiry, renewed while a send
 waits), ``sent`` (Telegram accepted it), ``failed`` (gave up: blocked by the user, rejected,
 unreadable with this replica's key, or still failing after ``give_up_after``),
-``cancelled`` (held back: superseded by a later reply or an urgent message; never sent).
+``cancelled`` (held back: superseded by a later reply or an urgent message; never sent),
+``held`` (queued by someone else for a person in a crisis pause: not claimed, and not in the
+way of their chat's other messages, until the pause is over and it is ``pending`` again).
 
 Order and limits: only the oldest undelivered row of a chat can be claimed, so a chat's
 messages never overtake each other and a chat has at most one message in flight. The replies
@@ -19,7 +21,8 @@ Sends are paced by the bot's budget (``rate`` messages/s in all, no burst) and a
 message per second per chat. Replies to a client's own message go ahead of scheduled bulk:
 the claim takes first the chats where a reply waits (and the rows it waits behind), and the
 budget serves them first. A 429 pauses every send for ``retry_after`` and retries the row.
-An urgent row (``Turn.enqueue(..., urgent=True)``) skips the chat's pace and goes first.
+An urgent row (``Turn.enqueue(..., urgent=True)``) skips the chat's pace and goes first
+(holding back what was queued before it, unless ``hold_back=False``: /sos).
 
 Outages: a 5xx, a timeout or a network error retries the row with a back-off doubling up
 to ``max_backoff``, for as long as ``give_up_after`` (hours by default: a Telegram or network

@@ -5,15 +5,15 @@ reached), managing assignments, notes; each tried as an attacker would."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
-from bot.coaching import managing, messages, notes, noticing
-from bot.coaching.conversation import Start
+from bot.coaching import managing, messages, notes, noticing, safety, sessions
+from bot.coaching.conversation import Start, converse
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.engine import Turn
 from bot.i18n import translator_for
@@ -32,6 +32,7 @@ from bot.store import (
     Store,
     User,
 )
+from bot.store import Turn as StoreTurn
 from tests.coaching.turns import NOW, rows, run
 
 REPO = Path(__file__).parents[2]
@@ -523,3 +524,85 @@ async def test_a_new_assignment_with_a_schedule_of_the_coachs_own(
         refused = await run(db, dialogues, coach, new(coach, client, exercise), *steps)
         assert "nothing was changed" in refused.replies[-1].text
     assert len(await rows(db, Assignment)) == 1
+
+
+# -- what a coach's actions send during a client's crisis pause (issue 21) ----------------
+
+
+async def comes_back(store: Store, dialogues: DialogueSet, text: str, at: datetime) -> None:
+    """The client writes again, as the Telegram front end passes it on."""
+    async def go(t: StoreTurn) -> None:
+        outcome = await converse(t, dialogues, Turn(text=text), at)
+        await safety.end_pause_when_client_comes_back(t, outcome, at)
+
+    await store.run_turn(CLIENT, go)
+
+
+async def from_coach(store: Store, chat: int = CLIENT) -> list[tuple[str, str]]:
+    """(status, text) of what the coach's turns queued for ``chat``."""
+    return [(r.status, r.payload["text"]) for r in await rows(store, Outbox)
+            if r.chat_id == chat and r.user_id == COACH]
+
+
+async def paused_for_five_hours(store: Store) -> datetime:
+    """The client's crisis pause ends in five hours, by a store turn's clock: now, returned."""
+    now = datetime.now(UTC)
+    async with store.sessionmaker() as s, s.begin():
+        client = await s.get(User, CLIENT)
+        assert client is not None
+        client.crisis_pause_until = now + timedelta(hours=5)
+    return now
+
+
+async def release(store: Store, at: datetime) -> int:
+    async with store.sessionmaker() as s, s.begin():
+        return await messages.release_after_pause(s, at)
+
+
+async def test_a_relayed_message_queued_before_a_crisis_waits_for_the_client_to_come_back(
+        db: Store, dialogues: DialogueSet) -> None:
+    await run(db, dialogues, COACH, message_start(CLIENT), Turn(text="See you on Monday"))
+    assert [status for status, _ in await from_coach(db)] == ["pending"]
+    assert (await run(db, dialogues, CLIENT, Turn(text="I want to kill myself tonight"))).crisis
+    # Not held back for good by the help lines: it waits for the pause.
+    assert [status for status, _ in await from_coach(db)] == ["held"]
+    assert await release(db, NOW + timedelta(hours=1)) == 0
+    await comes_back(db, dialogues, "Hello again", NOW + timedelta(hours=2))
+    [(status, text)] = await from_coach(db)
+    assert status == "pending" and "See you on Monday" in text
+
+
+async def test_a_session_count_agreed_during_the_pause_arrives_after_it(
+        db: Store, dialogues: DialogueSet) -> None:
+    now = await paused_for_five_hours(db)
+
+    async def agree(t: StoreTurn) -> None:
+        await sessions.agree_button(t, [str(CLIENT), "6"])
+
+    await db.run_turn(COACH, agree)
+    [(status, text)] = await from_coach(db)
+    assert status == "held" and "6" in text
+    assert [status for status, _ in await from_coach(db, COACH)] == ["pending"]  # the coach's
+    assert await release(db, now + timedelta(hours=2)) == 0
+    assert await release(db, now + timedelta(hours=6)) == 1
+    assert [status for status, _ in await from_coach(db)] == ["pending"]
+    assert await release(db, now + timedelta(hours=7)) == 0  # once
+
+
+async def test_whatever_a_coach_sends_waits_only_for_the_paused_client(
+        db: Store, dialogues: DialogueSet) -> None:
+    """One mechanism for a celebration, a group session's notice, a contribution offer: any
+    message a coach's turn queues for a paused client's chat waits; for anyone else, or a
+    group's chat, it goes as usual."""
+    now = await paused_for_five_hours(db)
+
+    async def celebrate(t: StoreTurn) -> None:
+        for chat in (CLIENT, OTHER_CLIENT, -100123):
+            t.enqueue(chat, {"text": "Congratulations, team!"})
+
+    await db.run_turn(COACH, celebrate)
+    assert [status for status, _ in await from_coach(db)] == ["held"]
+    assert [status for status, _ in await from_coach(db, OTHER_CLIENT)] == ["pending"]
+    assert [status for status, _ in await from_coach(db, -100123)] == ["pending"]
+    await comes_back(db, dialogues, "Hi", now + timedelta(hours=1))
+    assert [status for status, _ in await from_coach(db)] == ["pending"]

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import select
 
-from bot.store import Answer, Conversation, PlannedCheckin
+from bot.store import Answer, Conversation, Outbox, PlannedCheckin
 from tests.flows import POSSIBLE, URGENT, text_of
 from tests.inprocess import ClientUser, InProcessBot
 
@@ -86,11 +87,37 @@ async def test_sos_after_a_crisis_keeps_the_pause_and_ends_on_the_help(
     await gianni.send(URGENT)
     sos = text_of(await gianni.send("/sos"))
     assert "numero di emergenza: 112" in sos and "riprendere" not in sos
-    user = await bot.store.get_user(303)
-    assert user is not None and user.crisis_pause_until is not None
-    await gianni.send("/checkin")  # writing to coach again takes the pause off
-    user = await bot.store.get_user(303)
-    assert user is not None and user.crisis_pause_until is None
+    assert await paused(bot, 303)
+    asked = await gianni.send(POSSIBLE)  # a possible sign: asked about, not coming back
+    assert "toglierti la vita" in text_of(asked) and await paused(bot, 303)
+    await gianni.send("/checkin")  # a command: not yet
+    assert await paused(bot, 303)
+    await gianni.send("Correre ogni mattina")  # answering the dialogue takes the pause off
+    assert not await paused(bot, 303)
+
+
+async def paused(bot: InProcessBot, user_id: int) -> bool:
+    user = await bot.store.get_user(user_id)
+    assert user is not None
+    return user.crisis_pause_until is not None
+
+
+@pytest.mark.usefixtures("fixed_detector")
+async def test_sos_goes_ahead_of_a_queued_question_without_dropping_it(
+    bot: InProcessBot
+) -> None:
+    gianni = await onboarded(bot, 304, "it", "Sì", "Italiano", "Forma neutra", "Rome")
+    later = datetime.now(UTC) + timedelta(minutes=5)  # still waiting for the chat's pace
+    async with bot.store.sessionmaker() as session, session.begin():
+        session.add(Outbox(user_id=304, chat_id=304, payload={"text": "QUEUED QUESTION"},
+                           created_at=later, next_attempt_at=later))
+    sos = await gianni.send("/sos")
+    assert "Telefono Amico" in text_of(sos)
+    async with bot.store.sessionmaker() as session:
+        status = (await session.execute(select(Outbox.status).where(
+            Outbox.chat_id == 304, Outbox.payload.is_not(None),
+            Outbox.next_attempt_at == later))).scalar_one()
+    assert status == "pending"  # it follows the help lines
 
 
 @pytest.mark.usefixtures("fixed_detector")

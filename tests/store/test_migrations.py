@@ -49,11 +49,11 @@ async def test_no_drift_between_migrations_and_models(empty_db_url: str) -> None
 
 
 async def test_ensure_schema_is_idempotent_and_concurrency_safe(empty_db_url: str) -> None:
-    assert head_revision() == "0018"
+    assert head_revision() == "0019"
     assert await current_revision(empty_db_url) is None
     await asyncio.gather(*(ensure_schema(empty_db_url) for _ in range(4)))
     await ensure_schema(empty_db_url)
-    assert await current_revision(empty_db_url) == "0018"
+    assert await current_revision(empty_db_url) == "0019"
 
 
 async def test_start_creates_the_database_from_any_cwd(
@@ -302,3 +302,32 @@ async def test_0018_keeps_goals_with_no_day_for_their_earlier_rating(empty_db_ur
             assert [tuple(row) for row in rows] == [(1, None)]
     finally:
         await engine.dispose()
+
+
+async def test_0019_keeps_the_outbox_and_allows_held_rows(empty_db_url: str) -> None:
+    """0018 -> 0019: queued rows stay as they were; 'held' is a status from then on, and
+    the check still refuses any other."""
+    await upgrade(empty_db_url, "0018")
+    engine = make_engine(empty_db_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(
+                "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00')")
+            await conn.exec_driver_sql(
+                "INSERT INTO outbox (user_id, chat_id, payload, created_at, next_attempt_at) "
+                "VALUES (1, 2, '{}', '2026-12-01 00:00:00', '2026-12-01 00:00:00')")
+    finally:
+        await engine.dispose()
+    await upgrade(empty_db_url)
+    store = Store(empty_db_url)
+    await store.start()
+    try:
+        assert await count(store, "outbox", "status = 'pending' AND chat_id = 2") == 1
+        async with store.engine.begin() as conn:
+            await conn.exec_driver_sql("UPDATE outbox SET status = 'held'")
+        assert await count(store, "outbox", "status = 'held'") == 1
+        with pytest.raises(IntegrityError):
+            async with store.engine.begin() as conn:
+                await conn.exec_driver_sql("UPDATE outbox SET status = 'waiting'")
+    finally:
+        await store.close()

@@ -99,3 +99,26 @@ async def test_an_urgent_row_skips_the_chats_pace(
     assert await sender.deliver_turn(t) == 1
     assert time.monotonic() - started < 1.0
     assert [m.text for m in fake_bot_api.messages_to(502)] == ["a", "b", "c", "HELP LINES"]
+
+
+async def test_an_urgent_row_that_holds_nothing_back_goes_first_and_the_queue_follows(
+        store: Store, bot: telegram.Bot, fake_bot_api: FakeBotApi) -> None:
+    """/sos: the help lines go ahead of a check-in question still queued, which follows
+    them (the conversation stays where it is, the question is not lost)."""
+    chat = 503
+    await queue(store, [(chat, {"text": "How are you feeling, 1 to 10?"})])
+    committed: list[StoreTurn] = []
+
+    async def sos(t: StoreTurn) -> None:
+        t.enqueue(t.user_id, {"text": "HELP LINES"}, urgent=True, hold_back=False)
+        committed[:] = [t]
+
+    await store.run_turn(chat, sos, update_id=4, hold_for=timedelta(minutes=2))
+    assert [h.urgent for h in committed[0].held] == [True]
+    sender = Sender(store, bot, rate=50, per_chat_interval=0.0, poll_interval=0.1)
+    await sender.deliver_turn(committed[0])
+    await sender.drain()
+    assert [m.text for m in fake_bot_api.messages_to(chat)] == [
+        "HELP LINES", "How are you feeling, 1 to 10?"]
+    assert [r[0] for r in await raw(store, "SELECT status FROM outbox WHERE chat_id = :c",
+                                    c=chat)] == ["sent", "sent"]
