@@ -90,8 +90,8 @@ def test_an_open_goal_goes_on_to_the_week_without_a_second_closing(
         dialogues: DialogueSet) -> None:
     said = walk(dialogues, "weekly_review", ["8", "No", "A steady pace"])
     at = said.index("Your goal stays open, and I will keep asking about it in your check-ins.")
-    assert said[at + 1:] == ["Let's plan the coming week.",
-                             "What is one action you will commit to for the coming week?"]
+    assert said[at + 1:] == ["Let's look at the week.",
+                             "What, if anything, helped you this week?"]
 
 
 def _named_in_code() -> set[str]:

@@ -57,6 +57,46 @@ def test_worry_for_someone_else_is_told_to_call_for_them_too(country: str | None
     assert lines[2].startswith("If you or someone else is in immediate danger, call ")
 
 
+# A client at their target (8) who does not feel the goal is reached: the gap, then the week.
+AT_TARGET = ["8", "No", "Running without stopping", "Mornings", "/skip", "I like routine",
+             "Going well"]
+
+
+def test_two_reviews_at_the_target_not_reached_reopen_the_target(
+        dialogues: DialogueSet) -> None:
+    said, first = play(dialogues, "weekly_review", [*AT_TARGET, "Yes", "9", "Run twice"],
+                       provided=ACTIONS)
+    at = said.index("Your goal stays open, and I will keep asking about it in your check-ins.")
+    assert said[at + 1:at + 3] == ["Let's look at the week.",
+                                   "What, if anything, helped you this week?"]
+    assert "What did you learn this week, about your goal or about yourself?" in said
+    assert any(text.startswith("You have 1 open action:") for text in said)
+    assert said.index(RETARGET) == said.index("Your target is 8 out of 10 and you are at 8. "
+                                              "What would you like your target to be now, "
+                                              "from 1 to 10?") - 1
+    assert said[-1].startswith("Your action for this week: “\u2068Run twice\u2069”.")
+    assert first.state.stack == () and first.state.variables["goal.target"] == 9
+    # The next week, with the new target the platform kept: the usual review, no loop.
+    said, second = play(dialogues, "weekly_review", ["8", "Fewer", "/skip", "Patience", "No",
+                                                     "Stretch daily"],
+                        variables={**GOAL, "goal.target": 9})
+    assert REACHED not in said and RETARGET not in said
+    assert said[2] == "You have moved from 3 to 8. Let's look at the week."
+    assert "Looking at all this, would you like to change your goal?" in said
+    assert second.state.stack == ()
+
+
+def test_declining_a_new_target_still_gets_the_whole_review_next_week(
+        dialogues: DialogueSet) -> None:
+    weeks = [play(dialogues, "weekly_review", [*AT_TARGET, "No", "Run twice"],
+                  provided=ACTIONS)[0] for _ in range(2)]
+    for said in weeks:
+        assert REACHED in said and RETARGET in said
+        assert "What, if anything, helped you this week?" in said
+        assert "Let's plan the coming week." not in said
+        assert said[-2] == "What is one action you will commit to for the coming week?"
+
+
 @pytest.mark.parametrize(("label", "key", "help_lines"), [
     ("Better", "better", False), ("About the same", "same", True), ("Worse", "hard", True)])
 def test_the_care_check_in_compares_with_yesterday(dialogues: DialogueSet, label: str,
