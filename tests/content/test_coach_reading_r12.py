@@ -97,6 +97,14 @@ def test_declining_a_new_target_still_gets_the_whole_review_next_week(
         assert said[-2] == "What is one action you will commit to for the coming week?"
 
 
+def test_after_a_low_mood_the_commitment_can_be_skipped(dialogues: DialogueSet) -> None:
+    said, outcome = play(dialogues, "daily_checkin", ["3", "No", "Yes", "/skip"])
+    assert said[-2] == ("If you like, what is one small thing you could do today towards "
+                        "“\u2068Run 5 km\u2069”? You can send /skip.")
+    assert said[-1] == "Thank you for checking in, \u2068Ana\u2069."
+    assert outcome.state.variables["checkin.commitment"] is None
+
+
 @pytest.mark.parametrize(("label", "key", "help_lines"), [
     ("Better", "better", False), ("About the same", "same", True), ("Worse", "hard", True)])
 def test_the_care_check_in_compares_with_yesterday(dialogues: DialogueSet, label: str,
@@ -108,6 +116,20 @@ def test_the_care_check_in_compares_with_yesterday(dialogues: DialogueSet, label
         assert said[-1] == ("Until tomorrow, I will not send you anything else. Then I will "
                             "only ask how you are. If you want to talk before then, just write "
                             "to me.")
+
+
+GOAL_SETTING = ["Run 5 km", "Health", "Lighter", "3", "Some runs", "/skip", "8"]
+PLAN_REST = ["/skip", "/skip", "Run, walk", "/skip", "Run 1 km", "2026-12-07", "8"]
+
+
+@pytest.mark.parametrize(("due", "target"), [
+    ("2027-03-01", "your target is 8, by March 1, 2027. First step"),
+    ("/skip", "your target is 8. First step")])
+def test_the_plan_names_the_date_chosen_for_the_goal(dialogues: DialogueSet, due: str,
+                                                     target: str) -> None:
+    said, _ = play(dialogues, "goal_setting", [*GOAL_SETTING, due, *PLAN_REST],
+                   variables={})
+    assert said[-2].startswith("Here is your plan") and target in said[-2]
 
 
 def test_a_no_to_the_safety_question_does_not_push_on(dialogues: DialogueSet) -> None:
