@@ -61,9 +61,11 @@ def ask_notice(baseline: int) -> str:
 
 
 def plan(goal: Mapping[str, Any]) -> str:
+    """The plan played back, with the date for the goal when the client gave one."""
+    due = f", by {long_date(goal['due'])}" if goal.get("due") else ""
     return (f"Here is your plan, in your own words. Goal: “{goal['title']}”. Today you are at "
-            f"{goal['baseline']} out of 10, and your target is {goal['target']}. First step: "
-            f"“{goal['first_step']}”, by {long_date(goal['first_step_date'])}.")
+            f"{goal['baseline']} out of 10, and your target is {goal['target']}{due}. First "
+            f"step: “{goal['first_step']}”, by {long_date(goal['first_step_date'])}.")
 
 
 

@@ -26,7 +26,7 @@ The care check-in's answer acts (:func:`apply_care_answer`):
 
 * "Better": nothing more to do. The pause is over by then, so everything planned comes back
   at its usual time, and the dialogue says so.
-* "About the same" or "Very hard": the day after a crisis, "the same" means as bad as the day
+* "About the same" or "Worse": the day after a crisis, "the same" means as bad as the day
   the help lines were needed, so both are still in need. The dialogue shows the help lines
   themselves, and the pause is extended by another day, with another care check-in at its
   end. Coming back first still ends it, as after the crisis itself.
@@ -141,7 +141,7 @@ def care_start(ref: str) -> dict[str, Value]:
 
 
 def still_in_need(outcome: Outcome) -> bool:
-    """The client answered the care check-in with "about the same" or "very hard"."""
+    """The client answered the care check-in with "about the same" or "worse"."""
     return any(a.variable == CARE_ANSWER and a.value in STILL_IN_NEED for a in outcome.saved)
 
 

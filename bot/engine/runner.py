@@ -296,11 +296,13 @@ def _helplines(ctx: Context) -> list[str]:
     tr = ctx.translator
     number = emergency_number(ctx.country)
     if number is None:
-        lines = [tr.gettext("If you are in immediate danger, call your local emergency number "
-                            "now (112 in the EU, 911 in North America, 999 in the UK).")]
+        lines = [tr.gettext("If you or someone else is in immediate danger, call your local "
+                            "emergency number now (112 in the EU, 911 in North America, 999 in "
+                            "the UK).")]
     else:
-        lines = [tr.gettext("If you are in immediate danger, call the emergency number now: "
-                            "{number}.").format(number=tr.isolate(number))]
+        lines = [tr.gettext("If you or someone else is in immediate danger, call the "
+                            "emergency number now: {number}.").format(
+                                number=tr.isolate(number))]
     for line in helplines_for(ctx.country):
         contact = line.phone or line.url
         if contact and (number is None or line.phone != number):
@@ -442,7 +444,7 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
         if answer is False:
             thanks = Reply(ctx.translator.gettext(
                 "Thank you for answering. If that changes at any point, /sos shows who you can "
-                "talk to. Let's go on."))
+                "talk to."))
             resumed = resume(dialogues, state, ctx)
             return replace(resumed, replies=(thanks, *resumed.replies))
     outcome = _answer(dialogues, state, turn, ctx) if turn.answers \

@@ -1,6 +1,6 @@
 """After an urgent crisis: what was scheduled pauses for a day (in the same transaction as the
 help lines), a caring check-in follows the next day, and nothing of the words is kept. An
-answer still in need ("about the same", "very hard") shows the help lines and extends the
+answer still in need ("about the same", "worse") shows the help lines and extends the
 pause with another caring check-in, a bounded number of days in a row; "better" resumes."""
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def test_after_a_low_mood_the_check_in_is_as_short_as_it_says(dialogues: Dialogu
     said = walk(dialogues, "daily_checkin", ["3", "No", "Yes", "Walk to work"], STREAK)
     assert "Okay. We will keep it short, and you can stop at any time with /cancel." in said
     assert not any("in a row" in text or "longest run" in text for text in said)
-    assert said[-2].startswith("What is one thing you would like to do today")  # at once
+    assert said[-2].startswith("If you like, what is one small thing you could do today")
     assert "What helped you move forward?" not in said
     assert said[-1] == ("Noted: “\u2068Walk to work\u2069”. Thank you for checking in, "
                         "\u2068Ana\u2069.")
@@ -77,7 +77,8 @@ def test_a_low_mood_that_stops_names_sos(dialogues: DialogueSet) -> None:
 @pytest.mark.parametrize(("briefed", "end"), [
     (True, "Thank you, \u2068Ana\u2069. Your coach will see your answers an hour before the "
            "session."),
-    (False, "Thank you, \u2068Ana\u2069. Your answers stay with you. /brief changes that."),
+    (False, "Thank you, \u2068Ana\u2069. Your answers stay with you. If you ever want your "
+            "coach to see them before a session, send /brief."),
 ])
 def test_the_preparation_ends_by_saying_who_sees_it(dialogues: DialogueSet, briefed: bool,
                                                     end: str) -> None:
@@ -90,8 +91,8 @@ def test_an_open_goal_goes_on_to_the_week_without_a_second_closing(
         dialogues: DialogueSet) -> None:
     said = walk(dialogues, "weekly_review", ["8", "No", "A steady pace"])
     at = said.index("Your goal stays open, and I will keep asking about it in your check-ins.")
-    assert said[at + 1:] == ["Let's plan the coming week.",
-                             "What is one action you will commit to for the coming week?"]
+    assert said[at + 1:] == ["Let's look at the week.",
+                             "What, if anything, helped you this week?"]
 
 
 def _named_in_code() -> set[str]:

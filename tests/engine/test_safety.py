@@ -60,8 +60,7 @@ def test_no_goes_on_exactly_where_the_dialogue_stands(dialogues: DialogueSet,
     assert texts(outcome) != ["What is on your mind?"]
     answered = handle(dialogues, outcome.state, Turn(button=runner.SAFETY_NO), ctx)
     assert texts(answered) == [
-        "Thank you for answering. If that changes at any point, /sos shows who you can talk to. "
-        "Let's go on.",
+        "Thank you for answering. If that changes at any point, /sos shows who you can talk to.",
         "What is on your mind?"]
     assert not answered.state.safety_asked and not answered.crisis
     assert answered.state.variables["m.mood"] == 2
@@ -163,15 +162,18 @@ def test_sos_ends_on_the_help_and_says_a_question_can_wait_only_when_one_is_open
         waiting)
 
 
+_DANGER = "If you or someone else is in immediate danger,"
+
+
 @pytest.mark.parametrize(("country", "first_line"), [
-    ("IT", "If you are in immediate danger, call the emergency number now: 112."),
-    ("CA", "If you are in immediate danger, call the emergency number now: 911."),
-    ("uk", "If you are in immediate danger, call the emergency number now: 999."),
-    ("AU", "If you are in immediate danger, call the emergency number now: 000."),
-    (None, "If you are in immediate danger, call your local emergency number now (112 in the "
-           "EU, 911 in North America, 999 in the UK)."),
-    ("ZA", "If you are in immediate danger, call your local emergency number now (112 in the "
-           "EU, 911 in North America, 999 in the UK)."),
+    ("IT", f"{_DANGER} call the emergency number now: 112."),
+    ("CA", f"{_DANGER} call the emergency number now: 911."),
+    ("uk", f"{_DANGER} call the emergency number now: 999."),
+    ("AU", f"{_DANGER} call the emergency number now: 000."),
+    (None, f"{_DANGER} call your local emergency number now (112 in the EU, 911 in North "
+           "America, 999 in the UK)."),
+    ("ZA", f"{_DANGER} call your local emergency number now (112 in the EU, 911 in North "
+           "America, 999 in the UK)."),
 ])
 def test_the_emergency_number_is_the_clients_countrys_when_it_is_known(
     ctx: Context, country: str | None, first_line: str
