@@ -113,9 +113,11 @@ def test_the_care_check_in_compares_with_yesterday(dialogues: DialogueSet, label
     assert outcome.state.variables["care.today"] == key
     assert ("immediate danger" in "\n".join(said)) is help_lines
     if help_lines:
+        # Writing to the bot would resume coaching, not reach a person: it points to people.
         assert said[-1] == ("Until tomorrow, I will not send you anything else. Then I will "
-                            "only ask how you are. If you want to talk before then, just write "
-                            "to me.")
+                            "only ask how you are. If you need someone to talk to before then, "
+                            "the people above are there, day or night, and /sos shows them "
+                            "again.")
 
 
 GOAL_SETTING = ["Run 5 km", "Health", "Lighter", "3", "Some runs", "/skip", "8"]
