@@ -14,7 +14,6 @@ from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from . import sqlite_async
-from .pg_async import PostgresDBAPI
 from .sqlite_async import SQLiteConnection, SQLiteDBAPI, sqlite_connector
 from .types import install_cipher, make_cipher
 
@@ -84,9 +83,8 @@ def make_engine(url: str, *, encryption_key: str | None = None,
         # connection opened past the pool is closed again when returned, so under load each
         # turn past the pool paid for a new connection; waiting for a pooled one is cheaper
         # (docs/performance.md, items 20 and 24).
-        # The adapter lets a turn's BEGIN carry its lock (bot/store/pg_async.py).
         engine = create_async_engine(url, pool_size=connections, max_overflow=0,
-                                     hide_parameters=True, module=PostgresDBAPI())
+                                     hide_parameters=True)
         if pre_ping:
             _ping_on_checkout(engine)
     cipher = make_cipher(encryption_key) if encryption_key else None

@@ -23,7 +23,6 @@ from sqlalchemy import (
     Table,
     bindparam,
     delete,
-    exists,
     func,
     insert,
     or_,
@@ -32,7 +31,6 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy import cast as sql_cast
-from sqlalchemy import true as sql_true
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
@@ -63,7 +61,6 @@ from .models import (
     User,
     undelivered,
 )
-from .pg_async import execute_after_begin
 from .types import utcnow
 
 T = TypeVar("T")
@@ -179,8 +176,7 @@ _WRITE_STATE = (update(_CONVERSATIONS)
                 .values(state=bindparam("state"), version=bindparam("new_version"),
                         updated_at=bindparam("updated_at")))
 # The user with their conversation, locked (on SQLite the turn's BEGIN IMMEDIATE locks).
-# Prepared once: building the statement costs more than running it. PostgreSQL locks with it
-# only on first contact, and reads again after (its snapshot may predate the lock's wait).
+# Prepared once: building the statement costs more than running it.
 _LOCK_USER = (select(*(_USERS.c[name] for name in _USER_FIELDS),
                      _CONVERSATIONS.c.state, _CONVERSATIONS.c.version)
               .join(_CONVERSATIONS, _CONVERSATIONS.c.user_id == _USERS.c.id)
@@ -216,42 +212,13 @@ _CREATE_USER = {d: _insert(d, User.__table__).on_conflict_do_nothing(index_eleme
 _CREATE_CONVERSATION = {
     d: _insert(d, _CONVERSATIONS).values(state=None, version=0)
     .on_conflict_do_nothing(index_elements=["user_id"]) for d in _DIALECTS}
-# SQLite: marks the update processed and, in the same statement, says whether the chat is
-# busy; no row back: the update was processed already.
-_PROCESSED = cast(Table, ProcessedUpdate.__table__)
-_MARK_PROCESSED = (sqlite.insert(_PROCESSED)
-                   .on_conflict_do_nothing(index_elements=["update_id"])
-                   .returning(_CHAT_BUSY.exists().label("chat_busy")))
-# PostgreSQL: the lock alone, sent with the turn's BEGIN (bot/store/pg_async.py); the user's
-# id is an int, formatted with :d. Its snapshot may predate a wait for the lock, so it reads
-# nothing: the turn's reads come after, in _OPEN_TURN.
-_LOCK_ONLY = (f"SELECT 1 FROM {_CONVERSATIONS.name} WHERE user_id = {{:d}} "
-              "FOR UPDATE")
-
-
-def _open_turn_statement(*, mark: bool) -> Any:
-    """PostgreSQL, once the turn holds the lock: the user with their conversation, whether
-    the chat is busy and (``mark``) whether marking the update processed found it new, in
-    one statement whose snapshot follows the lock. A duplicate inserts nothing (the unique
-    key sees every committed or concurrent insert, whatever the snapshot)."""
-    fresh: Any = sql_true().label("fresh")
-    if mark:
-        names = ("update_id", "user_id", "processed_at")
-        # Only for a user who exists (first contact reads nothing, and creates them after).
-        marked = (postgresql.insert(_PROCESSED)
-                  .from_select(names, select(*(bindparam(n, type_=_PROCESSED.c[n].type)
-                                               for n in names))
-                               .where(exists().where(_USERS.c.id == bindparam("user_id"))))
-                  .on_conflict_do_nothing(index_elements=["update_id"])
-                  .returning(_PROCESSED.c.update_id).cte("marked"))
-        fresh = exists(select(marked.c.update_id)).label("fresh")
-    return (select(*(_USERS.c[name] for name in _USER_FIELDS), _CONVERSATIONS.c.state,
-                   _CONVERSATIONS.c.version, _CHAT_BUSY.exists().label("chat_busy"), fresh)
-            .join(_CONVERSATIONS, _CONVERSATIONS.c.user_id == _USERS.c.id)
-            .where(_USERS.c.id == bindparam("user_id")))
-
-
-_OPEN_TURN = {True: _open_turn_statement(mark=True), False: _open_turn_statement(mark=False)}
+# Marks the update processed and, in the same round trip, says whether the chat is busy;
+# no row back: the update was processed already. (Not merged into _LOCK_USER: on
+# PostgreSQL that statement's snapshot predates the lock it may wait for.)
+_MARK_PROCESSED = {
+    d: _insert(d, ProcessedUpdate.__table__).on_conflict_do_nothing(index_elements=["update_id"])
+    .returning(_CHAT_BUSY.exists().label("chat_busy"))
+    for d in _DIALECTS}
 
 
 @dataclass(frozen=True)
@@ -669,37 +636,29 @@ class Store:
     def _open_turn(self, sync: Connection, connection: AsyncConnection, user_id: int,
                    update_id: int | None, hold_for: timedelta | None,
                    create: bool = True) -> Turn:
-        """The turn's first statements, run in one go by ``connection.run_sync``: lock the
-        user's conversation, then read the user, the conversation and whether the chat is
-        busy, and mark the update processed. On PostgreSQL two round trips (the BEGIN
-        carries the lock, one statement the rest); on SQLite the database's write lock,
-        taken by the BEGIN, is the lock."""
+        """The turn's first statements, run in one go by ``connection.run_sync``."""
         now = utcnow()
-        if self.engine.dialect.name == "postgresql":
-            *columns, state, version, chat_busy, fresh = self._lock_and_read(
-                sync, user_id, update_id, now, create)
-            user = TurnUser(*columns)
-            if not fresh:
+        dialect = self.engine.dialect.name
+        found = sync.execute(_LOCK_USER, {"user_id": user_id}).one_or_none()
+        if found is None:  # first contact: create both rows, race-safe, then lock
+            if create:
+                sync.execute(_CREATE_USER[dialect], {"id": user_id, "created_at": now})
+            elif sync.execute(select(_USERS.c.id).where(_USERS.c.id == user_id)).first() is None:
+                raise UserGone(user_id)
+            sync.execute(_CREATE_CONVERSATION[dialect], {"user_id": user_id, "updated_at": now})
+            found = sync.execute(_LOCK_USER, {"user_id": user_id}).one()
+        *columns, state, version = found
+        user = TurnUser(*columns)
+        chat_busy: bool | None = None
+        if update_id is not None:
+            marked = sync.execute(_MARK_PROCESSED[dialect], {
+                "update_id": update_id, "user_id": user_id, "processed_at": now,
+                "chat_id": user_id}).first()
+            if marked is None:
                 return Turn(connection, user, state=None, version=0, duplicate=True, now=now)
-        else:
-            found = sync.execute(_LOCK_USER, {"user_id": user_id}).one_or_none()
-            if found is None:
-                self._create_rows(sync, user_id, now, create)
-                found = sync.execute(_LOCK_USER, {"user_id": user_id}).one()
-            *columns, state, version = found
-            user = TurnUser(*columns)
-            chat_busy = None
-            if update_id is not None:
-                marked = sync.execute(_MARK_PROCESSED, {
-                    "update_id": update_id, "user_id": user_id, "processed_at": now,
-                    "chat_id": user_id}).first()
-                if marked is None:
-                    return Turn(connection, user, state=None, version=0, duplicate=True,
-                                now=now)
-                chat_busy = marked.chat_busy
-        if update_id is not None and chat_busy and _rowcount(
-                sync.execute(_SUPERSEDE_REPLIES, {"of_chat": user_id})):
-            chat_busy = None  # look again: what was waiting may all be superseded
+            chat_busy = marked.chat_busy
+            if chat_busy and _rowcount(sync.execute(_SUPERSEDE_REPLIES, {"of_chat": user_id})):
+                chat_busy = None  # look again: what was waiting may all be superseded
         hold_until = None
         if hold_for is not None:
             if chat_busy is None:
@@ -712,36 +671,6 @@ class Store:
                 user.last_seen_at is None or user.last_seen_at < now - _SEEN_PRECISION):
             user.last_seen_at = now  # a change: written with the turn's others
         return turn
-
-    def _lock_and_read(self, sync: Connection, user_id: int, update_id: int | None,
-                       now: datetime, create: bool) -> Any:
-        """PostgreSQL: the turn's BEGIN with the lock (:data:`_LOCK_ONLY`), then
-        :data:`_OPEN_TURN`: its row. When the lock found no conversation (first contact),
-        what was read and marked may predate someone else's first turn and their lock: it is
-        rolled back, and the rows are created, locked and read again in a new transaction."""
-        statement = _OPEN_TURN[update_id is not None]
-        params = {"user_id": user_id, "chat_id": user_id, "update_id": update_id,
-                  "processed_at": now}
-        result, locked = execute_after_begin(sync, _LOCK_ONLY.format(user_id), statement,
-                                             params)
-        row = result.one_or_none()
-        if locked and row is not None:
-            return row
-        sync.rollback()
-        self._create_rows(sync, user_id, now, create)
-        sync.execute(_LOCK_USER, {"user_id": user_id})
-        return sync.execute(statement, params).one()
-
-    def _create_rows(self, sync: Connection, user_id: int, now: datetime,
-                     create: bool) -> None:
-        """First contact: create the user (unless ``create`` is False: :class:`UserGone`
-        when there is none) and their conversation, race-safe."""
-        dialect = self.engine.dialect.name
-        if create:
-            sync.execute(_CREATE_USER[dialect], {"id": user_id, "created_at": now})
-        elif sync.execute(select(_USERS.c.id).where(_USERS.c.id == user_id)).first() is None:
-            raise UserGone(user_id)
-        sync.execute(_CREATE_CONVERSATION[dialect], {"user_id": user_id, "updated_at": now})
 
     async def prune_processed_updates(self, before: datetime) -> int:
         """Forget processed update ids older than ``before`` (Telegram stops redelivering

@@ -207,116 +207,6 @@ async def test_concurrent_redelivery_is_processed_once(store: Store) -> None:
     assert await count(store, "processed_updates") == 1
 
 
-async def test_concurrent_redelivery_to_a_new_user_across_processes_is_processed_once(
-        db_url: str) -> None:
-    """First contact, the same update delivered to two processes at once, several times:
-    on PostgreSQL the turns that found no conversation to lock read and mark again once
-    they created and locked it."""
-    stores = [Store(db_url), Store(db_url)]
-    for s in stores:
-        await s.start()
-    try:
-        async def handle(t: Turn) -> None:
-            await asyncio.sleep(0.01)
-            t.set_state({"seen": True})
-            t.enqueue(16, {"text": "once"})
-
-        await asyncio.gather(*(s.run_turn(16, handle, update_id=77, hold_for=timedelta(
-            seconds=30)) for s in stores for _ in range(3)))
-        assert await count(stores[0], "outbox") == 1
-        assert await count(stores[0], "processed_updates") == 1
-        assert await count(stores[0], "users", "id = 16") == 1
-    finally:
-        for s in stores:
-            await s.close()
-
-
-async def test_a_turn_that_waited_for_the_lock_reads_what_the_turn_before_committed(
-        db_url: str) -> None:
-    """Two updates of one chat at once, in two processes: the second turn waits for the
-    first's lock, then sees everything the first committed: the user's columns (which the
-    conversation's lock does not cover), the state, and its held reply in flight (so its
-    own reply is not sent past it)."""
-    a, b = Store(db_url), Store(db_url)
-    await a.start()
-    await b.start()
-    try:
-        async with a.turn(17, update_id=1):
-            pass
-        first_holds = asyncio.Event()
-        release = asyncio.Event()
-
-        async def first(t: Turn) -> None:
-            t.user.first_name = "Ada"
-            t.set_state({"step": 1})
-            t.enqueue(17, {"text": "first"})
-            first_holds.set()
-            await release.wait()
-
-        seen: dict[str, Any] = {}
-
-        async def second(t: Turn) -> Turn:
-            seen.update(name=t.user.first_name, state=t.state)
-            t.set_state({"step": 2})
-            t.enqueue(17, {"text": "second"})
-            return t
-
-        hold = timedelta(seconds=30)
-        one = asyncio.create_task(a.run_turn(17, first, update_id=2, hold_for=hold,
-                                             attempts=1))
-        await first_holds.wait()
-        two = asyncio.create_task(b.run_turn(17, second, update_id=3, hold_for=hold,
-                                             attempts=1))
-        await asyncio.sleep(0.3)  # the second turn is waiting for the lock
-        assert not two.done()
-        release.set()
-        await one
-        t = await two
-        assert seen == {"name": "Ada", "state": {"step": 1}}
-        assert t is not None and not t.held and t.waiting == 1  # behind the first's reply
-    finally:
-        await a.close()
-        await b.close()
-
-
-async def test_a_turn_cancelled_while_waiting_for_the_lock_leaves_no_lock_behind(
-        pg_url: str) -> None:
-    """PostgreSQL, where the wait is inside the turn's BEGIN (bot/store/pg_async.py):
-    cancelled there, the connection goes back to the pool with no transaction (nor lock)
-    open. (On SQLite a cancelled turn's wait for the write lock goes on in the connection's
-    thread, up to the busy timeout.)"""
-    a, b = Store(pg_url), Store(pg_url)
-    await a.start()
-    await b.start()
-    try:
-        async with a.turn(18, update_id=1):
-            pass
-        holding, release = asyncio.Event(), asyncio.Event()
-
-        async def hold(t: Turn) -> None:
-            holding.set()
-            await release.wait()
-
-        async def note(t: Turn) -> None:
-            t.set_state({"noted": True})
-
-        first = asyncio.create_task(a.run_turn(18, hold, update_id=2))
-        await holding.wait()
-        waiting = asyncio.create_task(b.run_turn(18, note, update_id=3))
-        await asyncio.sleep(0.3)
-        waiting.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await waiting
-        release.set()
-        await first
-        await asyncio.wait_for(b.run_turn(18, note, update_id=4), timeout=10)
-        await asyncio.wait_for(a.run_turn(18, note, update_id=5), timeout=10)
-        assert await count(a, "processed_updates", "user_id = 18") == 4  # not update 3
-    finally:
-        await a.close()
-        await b.close()
-
-
 async def _increment(t: Turn) -> int:
     state = t.state or {"counter": 0}
     await asyncio.sleep(0)  # let the other task run between read and write
@@ -395,11 +285,8 @@ async def test_a_usual_turn_writes_state_answer_and_message_in_one_statement_on_
             t.enqueue(19, {"text": "Why does it matter?"})
     finally:
         event.remove(store.engine.sync_engine, "before_cursor_execute", record)
-    postgres = store.engine.dialect.name == "postgresql"
-    # After the opening: on PostgreSQL one statement (its BEGIN carries the lock), on
-    # SQLite the locking SELECT and the processed update.
-    writes = statements[1 if postgres else 2:]
-    if postgres:
+    writes = statements[2:]  # after the locking SELECT and the processed update
+    if store.engine.dialect.name == "postgresql":
         assert writes == [["WITH", "written_answer", "AS"]]
     else:
         assert len(writes) == 3
