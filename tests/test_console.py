@@ -34,8 +34,10 @@ def test_a_scripted_goal_setting_completes_and_exits_0(tmp_path: Path) -> None:
     assert out.startswith("Let's give your goal some shape, \u2068Ana\u2069.")
     assert "Please answer with a whole number from 1 to 10." in out
     assert "Please send a date such as" in out
+    # The goal's own date (December 31) is read back with its target.
     assert ("Goal: “\u2068Run a 10k race\u2069”. Today you are at 3 out of 10, and your target is "
-            "8. First step: “\u2068Buy running shoes\u2069”, by December 24, 2026.") in out
+            "8, by December 31, 2026. First step: “\u2068Buy running shoes\u2069”, by December 24, "
+            "2026.") in out
     assert out.rstrip().endswith("I will ask how it goes in your daily check-ins. You make it "
                                  "happen; I am here to ask the questions.")
     assert result.stderr == ""
