@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.dialogue.expr import Value
 from bot.engine import Outcome
 from bot.i18n import Translator
-from bot.store import ActionSource, ActionStatus, CommitmentAction, Turn
+from bot.store import ActionSource, ActionStatus, CommitmentAction, Turn, rowcount
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ async def set_status(session: AsyncSession, user_id: int, action_id: int,
                CommitmentAction.status == ActionStatus.OPEN)
         .values(status=status, closed_at=now)
         .execution_options(synchronize_session=False))
-    return bool(getattr(result, "rowcount", 0))
+    return bool(rowcount(result))
 
 
 def action_line(action: CommitmentAction, today: date, tr: Translator) -> str:

@@ -57,6 +57,7 @@ from bot.store import (
     SessionStatus,
     User,
     Visibility,
+    rowcount,
 )
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import CheckinKind, CheckinStatus, ProgrammeStatus
@@ -480,7 +481,7 @@ async def unlink_chat(session: AsyncSession, chat_id: int) -> bool:
     done = await session.execute(update(Group).where(Group.chat_id == chat_id)
                                  .values(chat_id=None)
                                  .execution_options(synchronize_session=False))
-    return bool(getattr(done, "rowcount", 0))
+    return bool(rowcount(done))
 
 
 async def move_chat(session: AsyncSession, old_chat_id: int, new_chat_id: int) -> bool:
@@ -488,7 +489,7 @@ async def move_chat(session: AsyncSession, old_chat_id: int, new_chat_id: int) -
     done = await session.execute(update(Group).where(Group.chat_id == old_chat_id)
                                  .values(chat_id=new_chat_id)
                                  .execution_options(synchronize_session=False))
-    return bool(getattr(done, "rowcount", 0))
+    return bool(rowcount(done))
 
 
 async def session_attendees(session: AsyncSession, coach_id: int, group_id: int) -> list[int]:

@@ -26,6 +26,7 @@ from bot.store import (
     PlannedCheckin,
     SessionStatus,
     User,
+    rowcount,
 )
 from bot.store.kinds import SESSION_KINDS, CheckinKind, CheckinStatus
 
@@ -190,18 +191,13 @@ async def accept_invite(session: AsyncSession, code: str, client_id: int, now: d
         .values(used_by=client_id, used_at=now)
         .execution_options(synchronize_session=False)
     )
-    if _rowcount(claimed) != 1:  # someone else used it since we looked
+    if rowcount(claimed) != 1:  # someone else used it since we looked
         raise InviteError(InviteProblem.USED)
     session.add(
         CoachLink(coach_id=check.coach_id, client_id=client_id, created_at=now, consent_at=now)
     )
     await session.flush()
     return check.coach_id
-
-
-def _rowcount(result: Any) -> int:
-    count: int = result.rowcount
-    return count
 
 
 # -- links --------------------------------------------------------------------------------

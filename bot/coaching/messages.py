@@ -26,7 +26,7 @@ from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import translator_for
 from bot.schedule.planning import in_quiet, zone_of
-from bot.store import CoachLink, CoachMessage, Outbox, User, UserView
+from bot.store import CoachLink, CoachMessage, Outbox, User, UserView, rowcount
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import OutboxStatus
 
@@ -116,7 +116,7 @@ async def deliver_waiting(session: AsyncSession, now: datetime,
             update(CoachMessage)
             .where(CoachMessage.id == message.id, CoachMessage.delivered_at.is_(None))
             .values(delivered_at=now).execution_options(synchronize_session=False))
-        if getattr(claimed, "rowcount", 0) != 1:
+        if rowcount(claimed) != 1:
             continue
         session.add(Outbox(user_id=message.coach_id, chat_id=client.id,
                            subject_user_id=client.id, created_at=now, next_attempt_at=now,

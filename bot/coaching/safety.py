@@ -56,7 +56,7 @@ from bot.dialogue.expr import Value
 from bot.engine import Outcome, Turn
 from bot.engine.crisis import CrisisSignal
 from bot.observability import CRISIS_SIGNALS
-from bot.store import Outbox, PlannedCheckin, UserView
+from bot.store import Outbox, PlannedCheckin, UserView, rowcount
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import CheckinKind, CheckinStatus, OutboxKind, OutboxStatus
 
@@ -199,7 +199,7 @@ async def release_held(session: AsyncSession, user_id: int, now: datetime) -> in
         update(Outbox).where(Outbox.chat_id == user_id, Outbox.status == OutboxStatus.HELD)
         .values(status=OutboxStatus.PENDING, next_attempt_at=now)
         .execution_options(synchronize_session=False))
-    return int(getattr(released, "rowcount", 0) or 0)
+    return rowcount(released)
 
 
 def paused_by_crisis(user: UserView, now: datetime) -> bool:

@@ -34,7 +34,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
 
-from bot.store import PlannedCheckin, Store
+from bot.store import PlannedCheckin, Store, rowcount
 from bot.store.kinds import CheckinStatus
 
 DEFAULT_LEASE = timedelta(minutes=5)
@@ -63,7 +63,7 @@ async def release_expired(store: Store, now: datetime, lease: timedelta) -> int:
             .values(status=CheckinStatus.PLANNED, claimed_by=None, claimed_at=None)
             .execution_options(synchronize_session=False)
         )
-        return int(getattr(result, "rowcount", 0) or 0)
+        return rowcount(result)
 
 
 async def claim(store: Store, now: datetime, *, worker_id: str, batch: int) -> list[Claimed]:

@@ -56,6 +56,7 @@ from .store import (
     UserView,
     is_outage,
     is_retryable,
+    rowcount,
 )
 from .types import DecryptionError
 
@@ -114,6 +115,7 @@ __all__ = [
     "is_outage",
     "is_retryable",
     "off_the_loop",
+    "rowcount",
     "undelivered",
     "upgrade",
 ]

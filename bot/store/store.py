@@ -442,7 +442,7 @@ class Turn:
                                .values(changed))
             self._user_as_stored = columns
         if self._state_set:
-            self._state_written(_rowcount(connection.execute(_WRITE_STATE, self._state_params())))
+            self._state_written(rowcount(connection.execute(_WRITE_STATE, self._state_params())))
 
     def _queued(self, ids: Sequence[int]) -> None:
         """The turn's messages were inserted as rows ``ids``."""
@@ -657,7 +657,7 @@ class Store:
             if marked is None:
                 return Turn(connection, user, state=None, version=0, duplicate=True, now=now)
             chat_busy = marked.chat_busy
-            if chat_busy and _rowcount(sync.execute(_SUPERSEDE_REPLIES, {"of_chat": user_id})):
+            if chat_busy and rowcount(sync.execute(_SUPERSEDE_REPLIES, {"of_chat": user_id})):
                 chat_busy = None  # look again: what was waiting may all be superseded
         hold_until = None
         if hold_for is not None:
@@ -681,7 +681,7 @@ class Store:
                 .where(ProcessedUpdate.processed_at < before)
                 .execution_options(synchronize_session=False)
             )
-            return _rowcount(result)
+            return rowcount(result)
 
     async def prune(self, now: datetime, retention: Retention, *,
                     batch: int = 100) -> dict[str, int]:
@@ -726,7 +726,7 @@ class Store:
             ):
                 result = await session.execute(
                     statement.execution_options(synchronize_session=False))
-                done[kind] = _rowcount(result)
+                done[kind] = rowcount(result)
         done["client_history"] = await self._erase_departed(now - retention.client_history,
                                                             batch)
         return done
@@ -792,7 +792,7 @@ class Store:
                        or_(User.exported_at.is_(None), User.exported_at <= now - every))
                 .values(exported_at=now)
                 .execution_options(synchronize_session=False))
-            if _rowcount(result):
+            if rowcount(result):
                 return None
             last = await session.scalar(select(User.exported_at).where(User.id == user_id))
             return None if last is None else last + every
@@ -953,7 +953,8 @@ def is_outage(exc: BaseException) -> bool:
     return False
 
 
-def _rowcount(result: Any) -> int:
+def rowcount(result: Any) -> int:
+    """How many rows an UPDATE, INSERT or DELETE changed."""
     count: int = result.rowcount
     return count
 

@@ -57,7 +57,7 @@ from telegram.warnings import PTBUserWarning
 from bot.coaching.reachability import blocked_the_bot
 from bot.loops import backoff_delay, loop_failed
 from bot.observability import Heartbeats, record_send
-from bot.store import Outbox, Store, is_outage, undelivered
+from bot.store import Outbox, Store, is_outage, rowcount, undelivered
 from bot.store import Turn as StoreTurn
 from bot.store.engine import unpinged
 from bot.store.kinds import OutboxKind
@@ -375,7 +375,7 @@ class Sender:
                 .where(Outbox.status == "sending", Outbox.next_attempt_at <= utcnow())
                 .values(status="pending")
                 .execution_options(synchronize_session=False))
-            return int(getattr(result, "rowcount", 0) or 0)
+            return rowcount(result)
 
     async def claim(self, limit: int, *, user_id: int | None = None,
                     replying: int | None = None) -> list[Claimed]:
