@@ -20,6 +20,20 @@ from bot.store.migrate import current_revision, head_revision, upgrade
 from tests.store.store_helpers import count, raw
 
 
+async def upgrade_with(url: str, revision: str, *statements: str) -> None:
+    """The database at ``revision`` with ``statements`` run on it (the rows a migration must
+    keep), then upgraded to the head."""
+    await upgrade(url, revision)
+    engine = make_engine(url)
+    try:
+        async with engine.begin() as conn:
+            for sql in statements:
+                await conn.exec_driver_sql(sql)
+    finally:
+        await engine.dispose()
+    await upgrade(url)
+
+
 def _diff(connection: Connection) -> list[Any]:
     ctx = MigrationContext.configure(
         connection, opts={"compare_type": True, "compare_server_default": True}
@@ -87,19 +101,13 @@ async def test_default_sqlite_url_is_relative_to_cwd(tmp_path: Path, monkeypatch
 async def test_0004_keeps_rows_and_adds_minutes_kinds_and_cancelled(empty_db_url: str) -> None:
     """0003 -> 0004: users keep their hour (minute 0), outbox rows become 'message' rows with
     no part sent, and 'cancelled' is a status from then on."""
-    await upgrade(empty_db_url, "0003")
-    engine = make_engine(empty_db_url)
-    try:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql(
-                "INSERT INTO users (id, checkin_hour, created_at) VALUES "
-                "(1, 7, '2026-12-01 00:00:00')")
-            await conn.exec_driver_sql(
-                "INSERT INTO outbox (user_id, chat_id, payload, created_at, next_attempt_at) "
-                "VALUES (1, 1, '{}', '2026-12-01 00:00:00', '2026-12-01 00:00:00')")
-    finally:
-        await engine.dispose()
-    await upgrade(empty_db_url)
+    await upgrade_with(
+        empty_db_url, "0003",
+        "INSERT INTO users (id, checkin_hour, created_at) VALUES "
+        "(1, 7, '2026-12-01 00:00:00')",
+        "INSERT INTO outbox (user_id, chat_id, payload, created_at, next_attempt_at) "
+        "VALUES (1, 1, '{}', '2026-12-01 00:00:00', '2026-12-01 00:00:00')",
+    )
     store = Store(empty_db_url)
     await store.start()
     try:
@@ -120,18 +128,12 @@ async def test_0004_keeps_rows_and_adds_minutes_kinds_and_cancelled(empty_db_url
 async def test_0006_keeps_rows_and_allows_the_caring_check_in(empty_db_url: str) -> None:
     """0004 -> 0006: users and their planned check-ins stay (users is never recreated, which
     on SQLite would cascade-delete every row referring to it); 'care' is a kind from then on."""
-    await upgrade(empty_db_url, "0004")
-    engine = make_engine(empty_db_url)
-    try:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql(
-                "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00')")
-            await conn.exec_driver_sql(
-                "INSERT INTO planned_checkins (user_id, kind, ref, due_at, status) "
-                "VALUES (1, 'daily', '', '2026-12-02 09:00:00', 'planned')")
-    finally:
-        await engine.dispose()
-    await upgrade(empty_db_url)
+    await upgrade_with(
+        empty_db_url, "0004",
+        "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00')",
+        "INSERT INTO planned_checkins (user_id, kind, ref, due_at, status) "
+        "VALUES (1, 'daily', '', '2026-12-02 09:00:00', 'planned')",
+    )
     store = Store(empty_db_url)
     await store.start()
     try:
@@ -158,30 +160,23 @@ async def test_0007_keeps_rows_hashes_invites_and_marks_answers(empty_db_url: st
     from bot.coaching import links
     from bot.store import Answer, Goal
 
-    await upgrade(empty_db_url, "0006")
-    engine = make_engine(empty_db_url)
-    try:
-        async with engine.begin() as conn:
-            for sql in (
-                "INSERT INTO users (id, created_at, consent_at, is_coach) VALUES "
-                "(1, '2026-12-01 00:00:00', '2026-12-01 00:00:00', true), "
-                "(2, '2026-12-01 00:00:00', '2026-12-01 00:00:00', false)",
-                "INSERT INTO goals (user_id, title, baseline, current, target, status, "
-                "created_at) VALUES (2, 'Run', 3, 4, 8, 'active', '2026-12-01 00:00:00')",
-                "INSERT INTO answers (user_id, dialogue_id, step_id, variable, value, "
-                "answered_at) VALUES (2, 'daily_checkin', 'mood', 'checkin.mood', '3', "
-                "'2026-12-02 08:00:00'), (2, 'daily_checkin', 'low_mood', "
-                "'checkin.stop_today', 'true', '2026-12-02 08:01:00')",
-                "INSERT INTO invites (code, coach_id, created_at, expires_at) VALUES "
-                "('the-code', 1, '2026-12-01 00:00:00', '2099-01-01 00:00:00')",
-                "INSERT INTO coach_events (coach_id, client_id, kind, created_at, notified_at) "
-                "VALUES (1, 2, 'crisis', '2026-12-01 00:00:00', '2026-12-01 00:01:00'), "
-                "(1, 2, 'exercise_done', '2026-12-01 00:00:00', '2026-12-01 00:01:00')",
-            ):
-                await conn.exec_driver_sql(sql)
-    finally:
-        await engine.dispose()
-    await upgrade(empty_db_url)
+    await upgrade_with(
+        empty_db_url, "0006",
+        "INSERT INTO users (id, created_at, consent_at, is_coach) VALUES "
+        "(1, '2026-12-01 00:00:00', '2026-12-01 00:00:00', true), "
+        "(2, '2026-12-01 00:00:00', '2026-12-01 00:00:00', false)",
+        "INSERT INTO goals (user_id, title, baseline, current, target, status, "
+        "created_at) VALUES (2, 'Run', 3, 4, 8, 'active', '2026-12-01 00:00:00')",
+        "INSERT INTO answers (user_id, dialogue_id, step_id, variable, value, "
+        "answered_at) VALUES (2, 'daily_checkin', 'mood', 'checkin.mood', '3', "
+        "'2026-12-02 08:00:00'), (2, 'daily_checkin', 'low_mood', "
+        "'checkin.stop_today', 'true', '2026-12-02 08:01:00')",
+        "INSERT INTO invites (code, coach_id, created_at, expires_at) VALUES "
+        "('the-code', 1, '2026-12-01 00:00:00', '2099-01-01 00:00:00')",
+        "INSERT INTO coach_events (coach_id, client_id, kind, created_at, notified_at) "
+        "VALUES (1, 2, 'crisis', '2026-12-01 00:00:00', '2026-12-01 00:01:00'), "
+        "(1, 2, 'exercise_done', '2026-12-01 00:00:00', '2026-12-01 00:01:00')",
+    )
     store = Store(empty_db_url)
     await store.start()
     try:
@@ -214,23 +209,16 @@ async def test_0016_hashes_group_codes_and_plans_linked_chats_questions(empty_db
     from bot.coaching import groups
     from bot.store import Group, PlannedCheckin
 
-    await upgrade(empty_db_url, "0011")
-    engine = make_engine(empty_db_url)
-    try:
-        async with engine.begin() as conn:
-            for sql in (
-                "INSERT INTO users (id, created_at, consent_at, is_coach, time_zone) VALUES "
-                "(1, '2026-12-01 00:00:00', '2026-12-01 00:00:00', true, 'Europe/Rome'), "
-                "(2, '2026-12-01 00:00:00', '2026-12-01 00:00:00', false, 'UTC')",
-                "INSERT INTO groups (coach_id, name, kind, invite_code, created_at, chat_id, "
-                "chat_locale) VALUES (1, 'Team', 'team', 'the-code', '2026-12-01 00:00:00', "
-                "-500, 'it'), (1, 'Cohort', 'cohort', 'other-code', '2026-12-01 00:00:00', "
-                "NULL, 'en')",
-            ):
-                await conn.exec_driver_sql(sql)
-    finally:
-        await engine.dispose()
-    await upgrade(empty_db_url)
+    await upgrade_with(
+        empty_db_url, "0011",
+        "INSERT INTO users (id, created_at, consent_at, is_coach, time_zone) VALUES "
+        "(1, '2026-12-01 00:00:00', '2026-12-01 00:00:00', true, 'Europe/Rome'), "
+        "(2, '2026-12-01 00:00:00', '2026-12-01 00:00:00', false, 'UTC')",
+        "INSERT INTO groups (coach_id, name, kind, invite_code, created_at, chat_id, "
+        "chat_locale) VALUES (1, 'Team', 'team', 'the-code', '2026-12-01 00:00:00', "
+        "-500, 'it'), (1, 'Cohort', 'cohort', 'other-code', '2026-12-01 00:00:00', "
+        "NULL, 'en')",
+    )
     store = Store(empty_db_url)
     await store.start()
     try:
@@ -254,16 +242,11 @@ async def test_0017_gives_every_coach_an_hour_of_reminder_lead_and_keeps_it_in_r
     range is refused by the database."""
     from sqlalchemy.exc import IntegrityError
 
-    await upgrade(empty_db_url, "0016")
-    engine = make_engine(empty_db_url)
-    try:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql(
-                "INSERT INTO users (id, created_at, is_coach) VALUES "
-                "(1, '2026-12-01 00:00:00', true), (2, '2026-12-01 00:00:00', false)")
-    finally:
-        await engine.dispose()
-    await upgrade(empty_db_url)
+    await upgrade_with(
+        empty_db_url, "0016",
+        "INSERT INTO users (id, created_at, is_coach) VALUES "
+        "(1, '2026-12-01 00:00:00', true), (2, '2026-12-01 00:00:00', false)",
+    )
     engine = make_engine(empty_db_url)
     try:
         async with engine.begin() as conn:
@@ -283,18 +266,12 @@ async def test_0017_gives_every_coach_an_hour_of_reminder_lead_and_keeps_it_in_r
 async def test_0018_keeps_goals_with_no_day_for_their_earlier_rating(empty_db_url: str) -> None:
     """0017 -> 0018: a goal rated before keeps its row, and no day is made up for its rating
     (the look back then says "latest", never "today")."""
-    await upgrade(empty_db_url, "0017")
-    engine = make_engine(empty_db_url)
-    try:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql(
-                "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00')")
-            await conn.exec_driver_sql(
-                "INSERT INTO goals (id, user_id, title, status, created_at) VALUES "
-                "(1, 1, 'x', 'active', '2026-12-01 00:00:00')")
-    finally:
-        await engine.dispose()
-    await upgrade(empty_db_url)
+    await upgrade_with(
+        empty_db_url, "0017",
+        "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00')",
+        "INSERT INTO goals (id, user_id, title, status, created_at) VALUES "
+        "(1, 1, 'x', 'active', '2026-12-01 00:00:00')",
+    )
     engine = make_engine(empty_db_url)
     try:
         async with engine.begin() as conn:
@@ -307,18 +284,12 @@ async def test_0018_keeps_goals_with_no_day_for_their_earlier_rating(empty_db_ur
 async def test_0019_keeps_the_outbox_and_allows_held_rows(empty_db_url: str) -> None:
     """0018 -> 0019: queued rows stay as they were; 'held' is a status from then on, and
     the check still refuses any other."""
-    await upgrade(empty_db_url, "0018")
-    engine = make_engine(empty_db_url)
-    try:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql(
-                "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00')")
-            await conn.exec_driver_sql(
-                "INSERT INTO outbox (user_id, chat_id, payload, created_at, next_attempt_at) "
-                "VALUES (1, 2, '{}', '2026-12-01 00:00:00', '2026-12-01 00:00:00')")
-    finally:
-        await engine.dispose()
-    await upgrade(empty_db_url)
+    await upgrade_with(
+        empty_db_url, "0018",
+        "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00')",
+        "INSERT INTO outbox (user_id, chat_id, payload, created_at, next_attempt_at) "
+        "VALUES (1, 2, '{}', '2026-12-01 00:00:00', '2026-12-01 00:00:00')",
+    )
     store = Store(empty_db_url)
     await store.start()
     try:
