@@ -278,12 +278,10 @@ class Handlers:
             await self.on_sos(update, sos)
             return
         edited = update.edited_message is not None
-        if text is not None and (edited or message.text is None or text.startswith("/")):
-            # Not an answer, so the engine would not see these words: checked here.
-            words = _as_words(text)
-            if detect_crisis(words):
-                await self._converse(update, Turn(text=words, answers=False))
-                return
+        # Not an answer, so the engine would not see these words: checked here.
+        if text is not None and (edited or message.text is None or text.startswith("/")) \
+                and await self._crisis_in(update, _as_words(text)):
+            return
         if edited:
             return  # an edit of an earlier answer: that answer already counted
         if message.document is not None and await self._from_coach(update) \
@@ -309,11 +307,9 @@ class Handlers:
         if sos is not None and update.effective_user is not None:
             await self._sos_in_group(update, sos)
             return
-        if text is not None and update.effective_user is not None:
-            words = _as_words(text)
-            if detect_crisis(words):
-                await self._converse(update, Turn(text=words, answers=False))
-                return
+        if text is not None and update.effective_user is not None \
+                and await self._crisis_in(update, _as_words(text)):
+            return
         if not await self.groups.on_group_chat(update):
             await self._refuse_group(update, context)
 
@@ -401,8 +397,16 @@ class Handlers:
                     "{link}").format(link=f"https://t.me/{self.bot_username()}"))
             except TelegramError as exc:
                 log.warning("could not answer in a group: %s", type(exc).__name__)
-        if words and detect_crisis(words):
-            await self._converse(update, Turn(text=words, answers=False))
+        await self._crisis_in(update, words)
+
+    async def _crisis_in(self, update: Update, words: str) -> bool:
+        """Words the engine would not see as an answer (a command's, a caption's, an edit's,
+        what follows /sos): a sign of crisis in them takes the crisis path. True when it
+        did."""
+        if not words or not detect_crisis(words):
+            return False
+        await self._converse(update, Turn(text=words, answers=False))
+        return True
 
     async def _on_text(self, update: Update, text: str) -> None:
         """Free text. The engine checks it for a crisis, then takes it as the answer to the
