@@ -67,6 +67,16 @@ async def link(coach: Talker, client: Talker, *, accept: str | None = "Yes, shar
     await client.press(client.button_labels()[0] if accept is None else accept)
 
 
+async def remove_member(coach: Talker, group: str, member: str) -> list[SentMessage]:
+    """The coach removes ``member`` from ``group`` (the buttons' labels) through /groups,
+    confirming; returns the confirmation's answer."""
+    await coach.send("/groups")
+    await coach.press(group)
+    await coach.press("Remove a member")
+    await coach.press(member)
+    return await coach.press("Yes, remove")
+
+
 def forge(bot: AnyBot, user_id: int, data: str, *, first_name: str = "Eve") -> None:
     """A press of a button with ``data`` that the bot never sent (a modified client can),
     on an old message of the bot's."""

@@ -176,11 +176,7 @@ async def test_a_new_link_revokes_the_old_and_renaming_and_removing(bot: InProce
         assert len((await session.scalars(select(GroupSession))).all()) == 0
 
     # The coach removes Bo: asked first, then Bo is told kindly, in Hebrew.
-    await coach.send("/groups")
-    await coach.press("\u2068Sales & Success\u2069 (2)")
-    await coach.press("Remove a member")
-    await coach.press("\u2068Bo\u2069")
-    done = await coach.press("Yes, remove")
+    done = await flows.remove_member(coach, "\u2068Sales & Success\u2069 (2)", "\u2068Bo\u2069")
     assert "no longer in" in (done[-1].text or "")
     told = await bo.replies()
     assert "הקואצ'ר סיים את ההשתתפות שלך" in (told[-1].text or "")

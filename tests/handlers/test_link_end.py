@@ -31,7 +31,7 @@ from bot.store import (
     User,
 )
 from tests.fakes.bot_api import FakeBotApi
-from tests.flows import make_coaches, text_of
+from tests.flows import make_coaches, remove_member, text_of
 from tests.inprocess import ClientUser, InProcessBot, client_settings, in_process
 
 COACH, CLIENT = 701, 702
@@ -164,11 +164,7 @@ async def test_leaving_the_group_that_made_the_link_ends_it_and_its_sessions_too
 async def test_a_member_removed_by_the_coach_hears_the_sessions_went_as_the_coachs_doing(
         link_bot: InProcessBot) -> None:
     coach, luca, before = await shared_member(link_bot)
-    await coach.send("/groups")
-    await coach.press("\u2068Runners\u2069 (1)")
-    await coach.press("Remove a member")
-    await coach.press("\u2068Luca\u2069")
-    done = await coach.press("Yes, remove")
+    done = await remove_member(coach, "\u2068Runners\u2069 (1)", "\u2068Luca\u2069")
     assert "2 sessions with \u2068Luca\u2069 cancelled:" in text_of(done)
     assert "Coaching sessions cancelled by \u2068Marta\u2069" in text_of(await luca.replies())
     await assert_cancelled(link_bot, before)
@@ -198,10 +194,6 @@ async def test_a_coach_with_no_session_to_lose_is_told_the_client_stopped_sharin
 async def test_a_coach_who_removes_a_member_is_not_told_what_they_did(
         link_bot: InProcessBot) -> None:
     coach, _ = await joined_sharing(link_bot)
-    await coach.send("/groups")
-    await coach.press("\u2068Runners\u2069 (1)")
-    await coach.press("Remove a member")
-    await coach.press("\u2068Luca\u2069")
-    await coach.press("Yes, remove")
+    await remove_member(coach, "\u2068Runners\u2069 (1)", "\u2068Luca\u2069")
     await link_bot.pump()
     assert "stopped sharing" not in text_of(coach.messages)
