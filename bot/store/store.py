@@ -176,12 +176,15 @@ _WRITE_STATE = (update(_CONVERSATIONS)
                 .values(state=bindparam("state"), version=bindparam("new_version"),
                         updated_at=bindparam("updated_at")))
 # The user with their conversation, locked (on SQLite the turn's BEGIN IMMEDIATE locks).
+# Both rows are locked: after waiting for a lock PostgreSQL reads again only the rows it
+# locks, the others as they were before the wait, before the turn it waited for wrote them.
+# NO KEY: rows that only refer to the user (its messages, answers) are not held up.
 # Prepared once: building the statement costs more than running it.
 _LOCK_USER = (select(*(_USERS.c[name] for name in _USER_FIELDS),
                      _CONVERSATIONS.c.state, _CONVERSATIONS.c.version)
               .join(_CONVERSATIONS, _CONVERSATIONS.c.user_id == _USERS.c.id)
               .where(_USERS.c.id == bindparam("user_id"))
-              .with_for_update(of=_CONVERSATIONS))
+              .with_for_update(of=(_CONVERSATIONS, _USERS), key_share=True))
 
 
 def _write_turn(*, answer: bool) -> Any:

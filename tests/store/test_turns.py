@@ -380,3 +380,39 @@ async def test_prune_processed_updates(store: Store) -> None:
     assert await store.prune_processed_updates(utcnow() - timedelta(days=2)) == 0
     assert await store.prune_processed_updates(utcnow() + timedelta(seconds=1)) == 1
     assert await count(store, "processed_updates") == 0
+
+
+@pytest.mark.parametrize("writes_state", [False, True])
+async def test_a_turn_that_waited_for_the_lock_sees_what_the_turn_before_it_wrote(
+        db_url: str, writes_state: bool) -> None:
+    # Two processes: the second turn of a user waits for the first's lock; once it has it,
+    # it must read the user as the first turn left it (on PostgreSQL the locking statement's
+    # snapshot predates the wait; only the rows it locks are read again after it).
+    a, b = Store(db_url), Store(db_url)
+    await a.start()
+    await b.start()
+    try:
+        async with a.turn(16) as t:
+            t.user.time_zone = "Europe/Rome"
+        first_holds_the_lock, seen = asyncio.Event(), []
+
+        async def first(t: Turn) -> None:
+            t.user.time_zone = "Asia/Jerusalem"
+            if writes_state:
+                t.set_state({"step": 1})
+            first_holds_the_lock.set()
+            await asyncio.sleep(0.3)  # the second turn is now waiting for the lock
+
+        async def second(t: Turn) -> None:
+            seen.append((t.user.time_zone, t.state))
+
+        async def after_the_first_locked() -> None:
+            await first_holds_the_lock.wait()
+            await b.run_turn(16, second, update_id=2, attempts=1)
+
+        await asyncio.gather(a.run_turn(16, first, update_id=1, attempts=1),
+                             after_the_first_locked())
+        assert seen == [("Asia/Jerusalem", {"step": 1} if writes_state else None)]
+    finally:
+        await a.close()
+        await b.close()
