@@ -1,0 +1,30 @@
+"""What the coach's reading r13 asked of the shipped texts, walked through the engine: no
+text offers the bot as someone to talk to (writing to it gets a note or a check-in), a new
+client reads about /sos before anything else about safety, ..."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.dialogue import DialogueSet, load_dialogues
+from tests.content.test_coach_reading_r11 import REPO
+from tests.content.test_coach_reading_r12 import play
+
+
+@pytest.fixture(scope="module")
+def dialogues() -> DialogueSet:
+    return load_dialogues(REPO / "dialogues")
+
+
+def _dialogue_texts() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "dialogues").rglob("*.yaml"))
+
+
+def test_no_text_offers_the_bot_as_someone_to_talk_to() -> None:
+    assert "want to talk" not in _dialogue_texts()
+
+
+def test_a_new_client_reads_about_sos_with_what_the_bot_is_not(
+        dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "onboarding", [], variables={})
+    assert "not a crisis service" in said[1] and "/sos" in said[1]
