@@ -28,3 +28,14 @@ def test_a_new_client_reads_about_sos_with_what_the_bot_is_not(
         dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "onboarding", [], variables={})
     assert "not a crisis service" in said[1] and "/sos" in said[1]
+
+
+def test_the_onboarding_asks_for_the_city_once_and_leads_to_the_goal_without_judging(
+        dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "onboarding", ["Yes", "Yes", "English", "London", "08:00"],
+                   variables={})
+    city = next(text for text in said if "city" in text)
+    assert city.count("city") == 1
+    intro = said.index("Let's give your goal some shape, \u2068Ana\u2069. You choose the goal "
+                       "and you own the results. I will only ask questions.")
+    assert said[intro - 1] == "Next comes your first goal. It takes about ten minutes."
