@@ -39,3 +39,13 @@ def test_the_onboarding_asks_for_the_city_once_and_leads_to_the_goal_without_jud
     intro = said.index("Let's give your goal some shape, \u2068Ana\u2069. You choose the goal "
                        "and you own the results. I will only ask questions.")
     assert said[intro - 1] == "Next comes your first goal. It takes about ten minutes."
+
+
+def test_a_target_at_today_is_asked_about_without_hinting_at_a_mistake(
+        dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "goal_setting",
+                   ["Run 5 km", "Health", "Lighter", "8", "Some runs", "/skip", "8", "Yes"],
+                   variables={})
+    assert said[-2] == ("Today you are at 8, and your target is 8: where you are now or lower. "
+                        "Is that what you mean, for example to hold steady?")
+    assert said[-1].startswith("By what date would you like to be there?")
