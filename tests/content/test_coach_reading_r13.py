@@ -49,3 +49,12 @@ def test_a_target_at_today_is_asked_about_without_hinting_at_a_mistake(
     assert said[-2] == ("Today you are at 8, and your target is 8: where you are now or lower. "
                         "Is that what you mean, for example to hold steady?")
     assert said[-1].startswith("By what date would you like to be there?")
+
+
+def test_not_yet_and_a_skipped_exercise_ask_what_happened_not_what_got_in_the_way(
+        dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "daily_checkin", ["7", "Not yet"])
+    assert said[-1] == "What happened instead? You can send /skip."
+    # Only the weekly review asks it, after "What, if anything, helped you this week?".
+    assert [p.name for p in (REPO / "dialogues").rglob("*.yaml")
+            if "What got in the way?" in p.read_text(encoding="utf-8")] == ["weekly_review.yaml"]
