@@ -442,11 +442,10 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
             return _urgent(state, ctx, _confirmed(signal))
         state = replace(state, safety_asked=False)
         if answer is False:
-            thanks = Reply(ctx.translator.gettext(
-                "Thank you for answering. If that changes at any point, /sos shows who you can "
-                "talk to."))
+            noted = Reply(ctx.translator.gettext(
+                "Okay. If that changes at any point, /sos shows who you can talk to."))
             resumed = resume(dialogues, state, ctx)
-            return replace(resumed, replies=(thanks, *resumed.replies))
+            return replace(resumed, replies=(noted, *resumed.replies))
     outcome = _answer(dialogues, state, turn, ctx) if turn.answers \
         else Outcome(state=state, replies=())
     if outcome.state == state and signal is None:

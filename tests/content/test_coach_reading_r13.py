@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from bot.dialogue import DialogueSet, load_dialogues
+from bot.engine import Turn, handle, runner
 from tests.content.test_coach_reading_r11 import REPO
-from tests.content.test_coach_reading_r12 import play
+from tests.content.test_coach_reading_r12 import context, play
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +59,12 @@ def test_not_yet_and_a_skipped_exercise_ask_what_happened_not_what_got_in_the_wa
     # Only the weekly review asks it, after "What, if anything, helped you this week?".
     assert [p.name for p in (REPO / "dialogues").rglob("*.yaml")
             if "What got in the way?" in p.read_text(encoding="utf-8")] == ["weekly_review.yaml"]
+
+
+def test_a_no_to_the_safety_question_is_not_thanked_twice_in_a_row(
+        dialogues: DialogueSet) -> None:
+    _, asked = play(dialogues, "daily_checkin", ["2"])
+    answered = handle(dialogues, asked.state, Turn(button=runner.SAFETY_NO), context())
+    first, second = (reply.text for reply in answered.replies)
+    assert second.startswith("Thank you for telling me. It sounds like today is hard.")
+    assert not first.startswith("Thank you")

@@ -37,7 +37,7 @@ async def test_hebrew_safety_question_no_goes_on_yes_stops(bot: InProcessBot) ->
     asked = await dana.send(POSSIBLE)  # the answer to the goal question, with a possible risk
     assert len(asked) == 1 and "מחשבות לשים קץ לחייך" in (asked[0].text or "")
     went_on = await dana.press("לא")
-    assert "תודה על התשובה" in text_of(went_on)
+    assert "אם זה ישתנה בשלב כלשהו" in text_of(went_on)
     assert went_on[-1].reply_markup is None or "safety" not in str(went_on[-1].reply_markup)
     async with bot.store.sessionmaker() as session:
         kept = (await session.execute(select(Answer.variable).where(Answer.user_id == 301))
