@@ -514,7 +514,7 @@ GROUP_QUESTIONS = (
     N_("What did you learn from each other this week?"),
     N_("What is one thing the group did well this week?"),
     N_("What would make next week easier for the group?"),
-    N_("What are you proud of this week, as a group?"),
+    N_("What, if anything, are you proud of this week, as a group?"),
 )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.coaching import groups
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.engine import Turn, handle, runner
 from tests.content.test_coach_reading_r11 import REPO
@@ -68,3 +69,8 @@ def test_a_no_to_the_safety_question_is_not_thanked_twice_in_a_row(
     first, second = (reply.text for reply in answered.replies)
     assert second.startswith("Thank you for telling me. It sounds like today is hard.")
     assert not first.startswith("Thank you")
+
+
+def test_the_groups_question_about_pride_does_not_assume_a_good_week() -> None:
+    assert "What are you proud of this week, as a group?" not in groups.GROUP_QUESTIONS
+    assert "What, if anything, are you proud of this week, as a group?" in groups.GROUP_QUESTIONS
