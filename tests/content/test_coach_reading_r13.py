@@ -74,3 +74,21 @@ def test_a_no_to_the_safety_question_is_not_thanked_twice_in_a_row(
 def test_the_groups_question_about_pride_does_not_assume_a_good_week() -> None:
     assert "What are you proud of this week, as a group?" not in groups.GROUP_QUESTIONS
     assert "What, if anything, are you proud of this week, as a group?" in groups.GROUP_QUESTIONS
+
+
+# A client at their target (8) who feels the goal is reached, and looks back on it.
+REACHED = ["8", "Yes", "Running", "Mornings", "Patience", "Stretching"]
+NEW_GOAL = ["Sleep by 11", "Energy", "Rested", "4", "Some nights", "/skip", "8", "/skip",
+            "/skip", "/skip", "Phone away", "/skip", "Phone in the hall", "2026-12-06", "8"]
+WELL_DONE = ("You have a new goal. You also named what you will keep doing: "
+             "“\u2068Stretching\u2069”.")
+LATER = "That is fine. Take the time you need. When you are ready for a new goal, I am here."
+
+
+@pytest.mark.parametrize(("answers", "last"), [
+    ([*REACHED, "Yes", *NEW_GOAL], WELL_DONE), ([*REACHED, "No"], LATER)])
+def test_a_reached_goal_ends_the_review_on_goal_completions_last_words(
+        dialogues: DialogueSet, answers: list[str], last: str) -> None:
+    said, outcome = play(dialogues, "weekly_review", answers)
+    assert said[-1] == last and outcome.state.stack == ()
+    assert "Thank you, \u2068Ana\u2069." not in said
