@@ -92,3 +92,32 @@ def test_a_reached_goal_ends_the_review_on_goal_completions_last_words(
     said, outcome = play(dialogues, "weekly_review", answers)
     assert said[-1] == last and outcome.state.stack == ()
     assert "Thank you, \u2068Ana\u2069." not in said
+
+
+# At 5 (from 3, target 8), the client changes the target in the weekly review.
+ADJUST_TARGET = ["5", "Mornings", "/skip", "Patience", "Yes", "The target"]
+HOLD_CHECK = ("Today you are at 5, and your new target is 5: where you are now or lower. "
+              "Is that what you mean, for example to hold steady?")
+NEXT_ACTION = "What is one action you will commit to for the coming week?"
+
+
+def test_a_new_target_at_today_is_asked_about_and_kept_on_a_yes(
+        dialogues: DialogueSet) -> None:
+    said, outcome = play(dialogues, "weekly_review", [*ADJUST_TARGET, "5", "Yes"])
+    assert said[-2:] == [HOLD_CHECK, NEXT_ACTION]
+    assert outcome.state.variables["goal.target"] == 5
+
+
+def test_a_no_to_the_new_target_check_asks_for_the_target_again(
+        dialogues: DialogueSet) -> None:
+    said, outcome = play(dialogues, "weekly_review",
+                         [*ADJUST_TARGET, "5", "No", "4", "No", "9"])
+    again = "Where on the same scale from 1 to 10 do you want to be?"
+    assert said[-5:] == [HOLD_CHECK, again, HOLD_CHECK.replace("is 5:", "is 4:"), again,
+                         NEXT_ACTION]
+    assert outcome.state.variables["goal.target"] == 9
+
+
+def test_a_new_target_above_today_is_not_questioned(dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "weekly_review", [*ADJUST_TARGET, "7"])
+    assert said[-1] == NEXT_ACTION
