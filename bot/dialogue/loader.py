@@ -45,7 +45,7 @@ _MAX_OPTIONS = 12
 
 _DIALOGUE_KEYS = {
     "id", "title", "kind", "description", "start", "steps", "on_missing", "requires",
-    "language", "translations",
+    "fresh", "language", "translations",
 }
 _TRANSLATION_KEYS = {"title", "steps"}
 _STEP_TEXT_KEYS = {"say", "say_plural", "options"}
@@ -196,6 +196,14 @@ class _FileParser:
             return None
         return str(node.value)
 
+    def variables(self, node: Node, key: str, what: Message) -> dict[str, Position]:
+        """A list of variable names (``requires``, ``fresh``), each with where it is named."""
+        if not isinstance(node, SequenceNode):
+            self.error(node, N_("'{key}' must be a list of variable names"), key=key)
+            return {}
+        return {name: self.pos(item) for item in node.value
+                if (name := self.variable(item, what)) is not None}
+
     def number(self, node: Node, what: str, *, integer: bool = False) -> float | None:
         tags = {"tag:yaml.org,2002:int"} | (set() if integer else {"tag:yaml.org,2002:float"})
         if not isinstance(node, ScalarNode) or node.tag not in tags:
@@ -268,19 +276,19 @@ class _FileParser:
         language = None
         if "language" in fields:
             language = self.language_code(fields["language"][1])
-        requires: set[str] = set()
+        requires: dict[str, Position] = {}
         requires_pos = self.pos(root)
         if "requires" in fields:
-            requires_node = fields["requires"][1]
-            requires_pos = self.pos(requires_node)
-            if isinstance(requires_node, SequenceNode):
-                for item in requires_node.value:
-                    # TRANSLATORS: a part of the file, the {what} of other messages
-                    name = self.variable(item, message(N_("a required variable")))
-                    if name:
-                        requires.add(name)
-            else:
-                self.error(requires_node, N_("'requires' must be a list of variable names"))
+            requires_pos = self.pos(fields["requires"][1])
+            # TRANSLATORS: a part of the file, the {what} of other messages
+            what = message(N_("a required variable"))
+            requires = self.variables(fields["requires"][1], "requires", what)
+        fresh: dict[str, Position] = {}
+        if "fresh" in fields:
+            # TRANSLATORS: a part of the file, the {what} of other messages ('fresh' lists
+            # the answers a dialogue asks anew each time it runs)
+            what = message(N_("a variable under 'fresh'"))
+            fresh = self.variables(fields["fresh"][1], "fresh", what)
 
         steps: dict[str, Step] = {}
         reads: dict[str, _Reads] = {}
@@ -310,6 +318,11 @@ class _FileParser:
         elif "translations" in fields and language is not None:
             translations = self.translations(fields["translations"][1], language, steps,
                                              declared)
+        saved = {step.ask.save for step in steps.values()}
+        for name, where in fresh.items():
+            if name not in saved and steps:
+                self.error(where, N_("'fresh' lists '{variable}', but no step of this dialogue "
+                                     "saves it"), variable=name)
         start = self.step_ref(fields.get("start"), declared, "'start'")
         on_missing = self.step_ref(fields.get("on_missing"), declared, "'on_missing'")
         if kind == "exercise" and not any(_reports_exercise_status(s) for s in steps.values()):
@@ -327,6 +340,7 @@ class _FileParser:
             path=self.display,
             on_missing=on_missing,
             requires=frozenset(requires),
+            fresh=frozenset(fresh),
             kind=kind,  # type: ignore[arg-type]
             reads=frozenset(name for r in reads.values() for name, _ in (*r.before, *r.after)),
             language=language,
@@ -807,7 +821,7 @@ class _Flow:
     def analyse(self, dialogue_id: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
         """Return, per step, what is surely written on entry; and what is surely written at end."""
         dialogue = self.parsed[dialogue_id].dialogue
-        initial = frozenset(BUILTIN_VARIABLES | dialogue.requires)
+        initial = frozenset(BUILTIN_VARIABLES | dialogue.requires | dialogue.fresh)
         entry: dict[str, frozenset[str]] = {dialogue.start: initial}
         if dialogue.on_missing:
             entry[dialogue.on_missing] = initial

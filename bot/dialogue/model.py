@@ -141,6 +141,9 @@ class Dialogue:
     path: str
     on_missing: str | None = None
     requires: frozenset[str] = field(default_factory=frozenset)
+    # Answers it asks anew each time it runs: empty (None) from its start, so its steps
+    # read this run's answer or nothing, never an earlier run's.
+    fresh: frozenset[str] = field(default_factory=frozenset)
     kind: Literal["dialogue", "exercise"] = "dialogue"
     reads: frozenset[str] = field(default_factory=frozenset)  # variables its steps read
     # Written in one language (a coach's own, ``language: hr``): its texts are shown as

@@ -171,14 +171,20 @@ class _Run:
         frame = self.stack[-1]
         if branch.call is not None:
             self.stack[-1] = frame.at(branch.goto, remember=remember)
-            callee = self.dialogues[branch.call]
-            self.stack.append(Frame(callee.id, callee.start, callee.content_hash))
-            self.enter(callee.start)
+            self.begin(self.dialogues[branch.call])
         elif branch.goto == END:
             self.finish()
         else:
             self.stack[-1] = frame.at(branch.goto, remember=remember)
             self.enter(branch.goto)
+
+    def begin(self, dialogue: Dialogue) -> None:
+        """Enter a dialogue at its start; the answers it asks anew are empty until given."""
+        self.stack.append(Frame(dialogue.id, dialogue.start, dialogue.content_hash))
+        if dialogue.fresh:
+            self.variables.update(dict.fromkeys(dialogue.fresh))
+            self._readable = None
+        self.enter(dialogue.start)
 
     def finish(self) -> None:
         done = self.stack.pop()
@@ -259,9 +265,7 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
         run.say(ctx.translator.gettext(
             "Before we start: I hope you have been doing okay since we last spoke. If things "
             "feel heavy, /sos shows who you can talk to, day or night."))
-    dialogue = dialogues[dialogue_id]
-    run.stack.append(Frame(dialogue.id, dialogue.start, dialogue.content_hash))
-    run.enter(dialogue.start)
+    run.begin(dialogues[dialogue_id])
     return run.outcome()
 
 

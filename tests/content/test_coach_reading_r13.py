@@ -9,7 +9,7 @@ import pytest
 from bot.coaching import groups
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.engine import Turn, handle, runner
-from tests.content.test_coach_reading_r11 import REPO
+from tests.content.test_coach_reading_r11 import GOAL, REPO
 from tests.content.test_coach_reading_r12 import context, play
 
 
@@ -121,3 +121,25 @@ def test_a_no_to_the_new_target_check_asks_for_the_target_again(
 def test_a_new_target_above_today_is_not_questioned(dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "weekly_review", [*ADJUST_TARGET, "7"])
     assert said[-1] == NEXT_ACTION
+
+
+YESTERDAY = {"commitment.last": "Stretch", "commitment.last_days_ago": 1}
+SINCE = "Since we last talked, have you moved forward with “\u2068Run 5 km\u2069”?"
+BESIDES = "Apart from that step, have you moved forward with “\u2068Run 5 km\u2069”?"
+
+
+@pytest.mark.parametrize("rating", ["Done", "Part of it", "Not started yet"])
+@pytest.mark.parametrize("mood", ["7", "3"])
+def test_right_after_the_last_commitment_progress_is_asked_apart_from_it(
+        dialogues: DialogueSet, rating: str, mood: str) -> None:
+    answers = [rating, mood] + (["No"] if mood == "3" else [])  # a low mood: go on
+    said, _ = play(dialogues, "daily_checkin", answers, provided=YESTERDAY)
+    assert said[-1] == BESIDES and SINCE not in said
+
+
+def test_without_a_commitment_to_rate_progress_is_asked_as_usual_whatever_was_rated_before(
+        dialogues: DialogueSet) -> None:
+    rated_before = {**GOAL, "commitment.status": "done"}  # an earlier day's answer, still saved
+    said, outcome = play(dialogues, "daily_checkin", ["7", "Yes"], variables=rated_before)
+    assert said[-2:] == [SINCE, "What helped you move forward?"]
+    assert outcome.state.variables["commitment.status"] is None

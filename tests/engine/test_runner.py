@@ -221,3 +221,16 @@ def test_a_crisis_stops_coaching_and_points_to_real_help(
     again = handle(dialogues, crisis.state, Turn(text="I want to die"), ctx)
     assert again.crisis
     assert "findahelpline.com" in again.replies[0].text
+
+
+def test_a_fresh_answer_is_empty_each_time_the_dialogue_starts_or_is_called(
+    dialogues: DialogueSet, ctx: Context
+) -> None:
+    rated = say(dialogues, start(dialogues, ConversationState(), "anew", ctx), ctx, "yes", "4")
+    assert texts(rated) == ["Rated 4 this time."]
+    assert rated.state.variables["anew.rating"] == 4
+    for dialogue in ("anew", "anew_caller"):  # last time's 4 is still saved
+        outcome = say(dialogues, start(dialogues, rated.state, dialogue, ctx), ctx, "no")
+        assert texts(outcome) == ["Not rated this time."]
+        assert outcome.state.variables["anew.rating"] is None
+        assert [a.variable for a in outcome.saved] == ["anew.offer"]
