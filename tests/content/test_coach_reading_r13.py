@@ -1,6 +1,10 @@
 """What the coach's reading r13 asked of the shipped texts, walked through the engine: no
 text offers the bot as someone to talk to (writing to it gets a note or a check-in), a new
-client reads about /sos before anything else about safety, ..."""
+client reads about /sos where the bot says what it is not, no opening judges or repeats,
+"not yet" and a skipped exercise ask what happened instead, a no to the safety question is
+not thanked twice, progress right after the last commitment is asked apart from it, a new
+target at or below today is asked about in the weekly review too, a reached goal does not
+get three closings, and the groups' weekly question about pride does not assume a good week."""
 
 from __future__ import annotations
 
