@@ -66,7 +66,7 @@ def test_two_reviews_at_the_target_not_reached_reopen_the_target(
         dialogues: DialogueSet) -> None:
     said, first = play(dialogues, "weekly_review", [*AT_TARGET, "Yes", "9", "Run twice"],
                        provided=ACTIONS)
-    at = said.index("Your goal stays open, and I will keep asking about it in your check-ins.")
+    at = said.index("Thank you. Your goal stays open.")
     assert said[at + 1:at + 3] == ["Let's look at the week.",
                                    "What, if anything, helped you this week?"]
     assert "What did you learn this week, about your goal or about yourself?" in said

@@ -1,14 +1,19 @@
 """What the coach's reading r14 asked of the shipped texts, walked through the engine: the
-onboarding promises to notice a crisis only from what the client writes, and a client who
-has just done their step (or part of it) is not asked what happened instead of more."""
+onboarding promises to notice a crisis only from what the client writes; a client who has
+just done their step (or part of it) is not asked what happened instead of more; a yes to
+the safety question is not thanked with the question's own opener; an open goal does not
+promise what the review promises again; a goal left for later says how to come back; a
+holiday asks its question last; the last care check-in ends on the people who can help;
+and a coach's own exercise promises no coach who may not see it."""
 
 from __future__ import annotations
 
 import pytest
 
 from bot.dialogue import DialogueSet, load_dialogues
+from bot.engine import Turn, handle, runner
 from tests.content.test_coach_reading_r11 import REPO
-from tests.content.test_coach_reading_r12 import play
+from tests.content.test_coach_reading_r12 import context, play
 
 
 @pytest.fixture(scope="module")
@@ -40,3 +45,47 @@ def test_a_step_not_started_still_asks_what_happened_instead(dialogues: Dialogue
     said, _ = play(dialogues, "daily_checkin", ["Not started yet", "7", "Not yet"],
                    provided=YESTERDAY)
     assert said[-1] == INSTEAD
+
+
+def test_a_yes_to_the_safety_question_is_not_thanked_with_the_questions_opener(
+        dialogues: DialogueSet) -> None:
+    _, asked = play(dialogues, "daily_checkin", ["2"])
+    opener = "Thank you for telling me."
+    assert asked.replies[-1].text.startswith(opener)
+    answered = handle(dialogues, asked.state, Turn(button=runner.SAFETY_YES), context())
+    assert answered.crisis
+    assert answered.replies[0].text.startswith("Thank you for trusting me with this.")
+
+
+def test_an_open_goal_is_kept_without_a_second_promise_of_check_ins(
+        dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "weekly_review", ["8", "No", "A steady pace"])
+    assert "Thank you. Your goal stays open." in said
+    assert not any("keep asking" in text for text in said)
+
+
+def test_a_goal_left_for_later_says_check_ins_stop_and_how_to_come_back(
+        dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "weekly_review", ["8", "Yes", "Running", "Mornings",
+                                                "Patience", "Stretching", "No"])
+    assert "without one they stop" in said[-1] and "/goal" in said[-1]
+
+
+def test_the_holiday_tells_what_stops_before_asking_until_when(
+        dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "reminders", ["Pause everything until a date"], variables={})
+    assert said[-1].endswith("Until which day would you like to pause?")
+    assert "from your coach" not in said[-1]
+
+
+def test_the_last_care_check_in_ends_on_the_people_above(dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "care_checkin", ["Worse"], variables={"care.last": True})
+    assert said[-1].startswith("From now on, I will not ask you this every day.")
+    assert said[-1].endswith("The people above are there for you, day or night, and /sos "
+                             "shows them again.")
+
+
+def test_a_coachs_own_exercise_promises_no_coach_who_may_not_see_it() -> None:
+    for source in (REPO / "dialogues" / "exercises" / "custom_exercise.yaml",
+                   REPO / "bot" / "coaching" / "coach_dialogues.py"):
+        assert "Your coach will see how it" not in source.read_text(encoding="utf-8")
