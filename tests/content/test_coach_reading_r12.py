@@ -99,8 +99,8 @@ def test_declining_a_new_target_still_gets_the_whole_review_next_week(
 
 def test_after_a_low_mood_the_commitment_can_be_skipped(dialogues: DialogueSet) -> None:
     said, outcome = play(dialogues, "daily_checkin", ["3", "No", "Yes", "/skip"])
-    assert said[-2] == ("If you like, what is one small thing you could do today towards "
-                        "“\u2068Run 5 km\u2069”? You can send /skip.")
+    assert said[-2] == ("If you like, what is one small thing you could do towards "
+                        "“\u2068Run 5 km\u2069” before we next talk? You can send /skip.")
     assert said[-1] == "Thank you for checking in, \u2068Ana\u2069."
     assert outcome.state.variables["checkin.commitment"] is None
 

@@ -30,8 +30,8 @@ def test_the_onboarding_notices_a_crisis_only_from_what_the_client_writes(
 
 YESTERDAY = {"commitment.last": "Stretch", "commitment.last_days_ago": 1}
 INSTEAD = "What happened instead? You can send /skip."
-COMMIT = ("What is one thing you would like to do today towards “\u2068Run 5 km\u2069”? "
-          "It can be small.")
+COMMIT = ("What is one thing you would like to do towards “\u2068Run 5 km\u2069” before we "
+          "next talk? It can be small.")
 
 
 @pytest.mark.parametrize("rating", ["Done", "Part of it"])
@@ -89,3 +89,13 @@ def test_a_coachs_own_exercise_promises_no_coach_who_may_not_see_it() -> None:
     for source in (REPO / "dialogues" / "exercises" / "custom_exercise.yaml",
                    REPO / "bot" / "coaching" / "coach_dialogues.py"):
         assert "Your coach will see how it" not in source.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("answers", "asked"), [
+    (["7", "Yes", "Mornings"], COMMIT),
+    (["3", "No", "Yes"], "If you like, what is one small thing you could do towards "
+                         "“\u2068Run 5 km\u2069” before we next talk? You can send /skip.")])
+def test_the_commitment_runs_until_the_next_check_in_not_to_the_end_of_today(
+        dialogues: DialogueSet, answers: list[str], asked: str) -> None:
+    said, _ = play(dialogues, "daily_checkin", answers)
+    assert said[-1] == asked and "today" not in said[-1]
