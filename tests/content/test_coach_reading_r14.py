@@ -99,3 +99,29 @@ def test_the_commitment_runs_until_the_next_check_in_not_to_the_end_of_today(
         dialogues: DialogueSet, answers: list[str], asked: str) -> None:
     said, _ = play(dialogues, "daily_checkin", answers)
     assert said[-1] == asked and "today" not in said[-1]
+
+
+# At 10, the top of the scale, a goal the client does not feel is complete.
+NEXT_ACTION = "What is one action you will commit to for the coming week?"
+AT_TEN = ["10", "No", "Running without stopping", "Mornings", "/skip", "Patience"]
+TOP = ("You are at 10, the top of the scale, and this goal does not feel complete yet. "
+       "Would you like to reword it, so the scale can show what is still ahead?")
+
+
+def test_at_ten_the_goal_is_reworded_and_rated_anew_before_its_target(
+        dialogues: DialogueSet) -> None:
+    said, outcome = play(dialogues, "weekly_review",
+                         [*AT_TEN, "Yes", "Run 10 km", "6", "9", "Run twice"])
+    assert TOP in said and NEXT_ACTION in said
+    assert "Your target is 8 out of 10 and you are at 6. What would you like your target to " \
+           "be now, from 1 to 10?" in said
+    assert not any(text.startswith("Today you are at") for text in said)
+    variables = outcome.state.variables
+    assert (variables["goal.title"], variables["review.current"], variables["goal.target"]) \
+        == ("Run 10 km", 6, 9)
+
+
+def test_at_ten_a_no_to_rewording_goes_on_to_the_weeks_action(dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "weekly_review", [*AT_TEN, "No"])
+    assert said[-2:] == [TOP, NEXT_ACTION]
+
