@@ -73,7 +73,7 @@ def test_a_goal_left_for_later_says_check_ins_stop_and_how_to_come_back(
 
 def test_the_holiday_tells_what_stops_before_asking_until_when(
         dialogues: DialogueSet) -> None:
-    said, _ = play(dialogues, "reminders", ["Pause everything until a date"], variables={})
+    said, _ = play(dialogues, "reminders", ["Pause until a date"], variables={})
     assert said[-1].endswith("Until which day would you like to pause?")
     assert "from your coach" not in said[-1]
 
@@ -125,3 +125,16 @@ def test_at_ten_a_no_to_rewording_goes_on_to_the_weeks_action(dialogues: Dialogu
     said, _ = play(dialogues, "weekly_review", [*AT_TEN, "No"])
     assert said[-2:] == [TOP, NEXT_ACTION]
 
+
+
+def test_a_pause_for_some_days_says_it_stops_everything_like_a_holiday(
+        dialogues: DialogueSet) -> None:
+    _, menu = play(dialogues, "reminders", [], variables={})
+    labels = [b.label for r in menu.replies for b in r.buttons]
+    assert "Pause for some days" in labels and "Pause until a date" in labels
+    said, outcome = play(dialogues, "reminders", ["Pause for some days", "3"], variables={})
+    assert said[-2].startswith("Until the pause ends, nothing comes from me: no check-ins, "
+                               "no reviews and no exercises.")
+    assert said[-1] == ("Done. Nothing comes from me for 3 days. You can write to me "
+                        "whenever you like.")
+    assert outcome.state.variables["profile.pause_days"] == 3
