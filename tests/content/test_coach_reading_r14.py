@@ -138,3 +138,20 @@ def test_a_pause_for_some_days_says_it_stops_everything_like_a_holiday(
     assert said[-1] == ("Done. Nothing comes from me for 3 days. You can write to me "
                         "whenever you like.")
     assert outcome.state.variables["profile.pause_days"] == 3
+
+
+HOLDING = {"goal.title": "Run 5 km", "goal.baseline": 8, "goal.target": 8}
+
+
+@pytest.mark.parametrize("today", ["8", "9"])
+def test_a_goal_to_hold_is_not_asked_every_week_whether_it_is_reached(
+        dialogues: DialogueSet, today: str) -> None:
+    said, outcome = play(dialogues, "weekly_review",
+                         [today, "Mornings", "/skip", "Patience", "No", "Run twice"],
+                         variables=HOLDING)
+    assert said[2] == (f"You chose to hold at 8 or above, and today you are at {today}. "
+                       "Let's look at the week.")
+    assert not any("reached this goal" in text for text in said)
+    assert "Looking at all this, would you like to change your goal?" in said
+    assert said[-1].startswith("Your action for this week: “\u2068Run twice\u2069”.")
+    assert outcome.state.variables.get("goal.completed") is None
