@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -49,6 +50,9 @@ COMMITMENT_STATUS = "commitment.status"
 _ANSWERED_STATUS = {"done": ActionStatus.DONE, "partly": ActionStatus.PARTLY}
 #: How far back the daily check-in looks for the last commitment it asks about.
 LAST_LOOKBACK_DAYS = 7
+#: The commitments the daily check-in asks about once their date has passed: the weekly
+#: action has its own review a week later.
+FOLLOWED_UP = (ActionSource.DAILY, ActionSource.FIRST_STEP, ActionSource.SESSION)
 #: Variables the platform provides about commitments (see ``commitment_variables``).
 COMMITMENT_VARIABLES = frozenset({
     "commitment.last", "commitment.last_days_ago", "actions.open", "actions.overdue",
@@ -106,11 +110,12 @@ async def record_commitments(t: Turn, outcome: Outcome, today: date,
 
 async def last_commitment(session: AsyncSession, user_id: int,
                           today: date) -> CommitmentAction | None:
-    """The latest open daily commitment from before today (within a week)."""
+    """The latest open commitment followed up in the check-in whose date has passed (within
+    a week)."""
     return (await session.execute(
         select(CommitmentAction)
         .where(CommitmentAction.user_id == user_id,
-               CommitmentAction.source == ActionSource.DAILY,
+               CommitmentAction.source.in_(FOLLOWED_UP),
                CommitmentAction.status == ActionStatus.OPEN,
                CommitmentAction.due_on < today,
                CommitmentAction.due_on >= today - timedelta(days=LAST_LOOKBACK_DAYS))
@@ -156,13 +161,16 @@ def action_lines(actions: Iterable[CommitmentAction], today: date, tr: Translato
 
 
 async def commitment_variables(session: AsyncSession, user_id: int, today: date,
-                               tr: Translator) -> Mapping[str, Value]:
+                               zone: ZoneInfo, tr: Translator) -> Mapping[str, Value]:
     """What the dialogues read of the client's commitments (absent when there is none)."""
     provided: dict[str, Value] = {}
     last = await last_commitment(session, user_id, today)
     if last is not None:
+        # "… days ago you said": a first step or a session's commitment was said before
+        # its date (a daily one on its date).
+        said_on = min(last.due_on, last.created_at.astimezone(zone).date())
         provided["commitment.last"] = last.words
-        provided["commitment.last_days_ago"] = (today - last.due_on).days
+        provided["commitment.last_days_ago"] = (today - said_on).days
     pending = await open_actions(session, user_id)
     provided["actions.open"] = len(pending)
     provided["actions.overdue"] = sum(a.due_on < today for a in pending)

@@ -228,8 +228,7 @@ def own_exercise_source(title: str, instructions: str,
         steps[f"q{number}"] = {"say": _literal(text), "ask": ask,
                                "next": f"q{number + 1}" if number < len(questions)
                                else "closing"}
-    steps["closing"] = {"say": tr.gettext("Thank you, {name}. Your coach will see how it "
-                                          "went."), "next": "end"}
+    steps["closing"] = {"say": tr.gettext("Thank you, {name}."), "next": "end"}
     source = {"id": f"own_{secrets.token_hex(5)}", "title": title, "kind": "exercise",
               "language": locale, "start": "intro", "steps": steps}
     return yaml.safe_dump(source, allow_unicode=True, sort_keys=False).encode("utf-8")

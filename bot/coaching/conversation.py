@@ -106,7 +106,7 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
         current, best = streak(await checkin_days(session, user, zone), today)
         provided.update({"streak.days": current, "streak.best": best})
     if session is not None and COMMITMENT_VARIABLES in groups:
-        provided.update(await commitment_variables(session, user.id, today, translator))
+        provided.update(await commitment_variables(session, user.id, today, zone, translator))
     if session is not None and PREP_VARIABLES in groups:
         provided.update(await session_notes.notes_variables(session, user.id, now, translator))
         goal = await _active_goal(session, user)

@@ -318,9 +318,10 @@ def crisis_reply(ctx: Context) -> Reply:
     """Care and real help instead of coaching; what the client wrote is not repeated."""
     tr = ctx.translator
     lines = [
-        tr.gettext("Thank you for telling me. What you are going through matters more than "
-                   "any goal, so I am pausing our coaching here. I am a coaching companion, "
-                   "not a crisis service, and you deserve to talk to a person right now."),
+        tr.gettext("Thank you for trusting me with this. What you are going through matters "
+                   "more than any goal, so I am pausing our coaching here. I am a coaching "
+                   "companion, not a crisis service, and you deserve to talk to a person right "
+                   "now."),
         "",
         *_helplines(ctx)[:1],
         tr.gettext("You can talk to someone now:"),

@@ -575,8 +575,8 @@ class Handlers:
         # cancelled after its title left the title behind, but no goal.
         if not await has_active_goal(t.session, t.user_id):
             t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(
-                "A check-in looks at your goal, and you have not set one yet. "
-                "Let's start there.")).to_payload())
+                "A check-in looks at a goal in progress, and you have none at the "
+                "moment. Let's set one now; you can stop at any time with /cancel.")).to_payload())
             action = Start(GOAL_SETTING)
         outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
         enqueue_replies(t, outcome)

@@ -1,5 +1,6 @@
 """Commitments as rows: collected from the dialogues, asked about the next day in the
-client's words, listed for the weekly review and the coach, marked by the client."""
+client's words (a first step or a session's commitment the day after its date), listed for
+the weekly review and the coach, marked by the client."""
 
 from __future__ import annotations
 
@@ -161,3 +162,52 @@ async def test_only_the_clients_own_open_actions_can_be_marked(store: Store) -> 
         assert await set_status(s, USER, mine.id, ActionStatus.DROPPED, MONDAY)
         assert not await set_status(s, USER, mine.id, ActionStatus.DONE, MONDAY)  # not open
         assert await open_actions(s, USER) == []
+
+
+async def test_the_first_step_is_asked_about_in_the_check_in_once_its_date_has_passed(
+        store: Store, dialogues: DialogueSet) -> None:
+    await say(store, dialogues, Start("goal_setting"), Turn(text="Speak Italian"),
+              Turn(text="family"), Turn(text="chatting"), Turn(text="2"),
+              Turn(text="a few words"), SKIP, Turn(text="7"),
+              SKIP, SKIP, SKIP,
+              Turn(text="lessons"), SKIP, Turn(text="Book a lesson"),
+              Turn(text="2026-12-10"), Turn(text="9"))
+    on_its_date = await say(store, dialogues, Start("daily_checkin"),
+                            now=MONDAY + timedelta(days=3))
+    assert "How are you feeling today" in on_its_date.replies[0].text
+    await say(store, dialogues, Turn(text="7"), Turn(text="Yes"), Turn(text="practice"),
+              Turn(text="Listen to a podcast"), now=MONDAY + timedelta(days=3))
+    async with store.sessionmaker() as s, s.begin():  # the daily one rated already
+        daily = (await s.execute(select(CommitmentAction).where(
+            CommitmentAction.source == ActionSource.DAILY))).scalar_one()
+        daily.status = ActionStatus.DONE
+    friday = MONDAY + timedelta(days=4)
+    asked = await say(store, dialogues, Start("daily_checkin"), now=friday)
+    # Said on Monday, due on Thursday: asked on Friday, counted from when it was said.
+    assert "4 days ago you said you would do this: “\u2068Book a lesson\u2069”." \
+        in asked.replies[0].text
+    await say(store, dialogues, Turn(text="Done"), now=friday)
+    first_step = next(a for a in await _actions(store) if a.source == ActionSource.FIRST_STEP)
+    assert first_step.status == ActionStatus.DONE
+
+
+async def test_a_session_commitment_is_asked_about_once_its_date_has_passed(
+        store: Store, dialogues: DialogueSet) -> None:
+    await _with_goal(store)
+    async with store.sessionmaker() as s, s.begin():
+        s.add(CommitmentAction(user_id=USER, words="Ask for feedback",
+                               source=ActionSource.SESSION, due_on=date(2026, 12, 6),
+                               created_at=MONDAY - timedelta(days=5)))
+    asked = await say(store, dialogues, Start("daily_checkin"))
+    assert "5 days ago you said you would do this: “\u2068Ask for feedback\u2069”." \
+        in asked.replies[0].text
+
+
+async def test_the_weekly_action_is_left_to_the_weekly_review(
+        store: Store, dialogues: DialogueSet) -> None:
+    await _with_goal(store)
+    async with store.sessionmaker() as s, s.begin():
+        s.add(CommitmentAction(user_id=USER, words="Run twice", source=ActionSource.WEEKLY,
+                               due_on=date(2026, 12, 6), created_at=MONDAY - timedelta(days=8)))
+    asked = await say(store, dialogues, Start("daily_checkin"))
+    assert "How are you feeling today" in asked.replies[0].text

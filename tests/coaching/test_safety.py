@@ -211,7 +211,7 @@ async def test_care_check_ins_in_a_row_are_bounded_then_the_pause_ends(
         at = at + CRISIS_PAUSE + timedelta(minutes=1)
         said = await care_answer(store, dialogues, at, "hard" if day % 2 else "same")
         assert "Telefono Amico" in said
-    assert "I will not keep asking every day" in said
+    assert "I will not ask you this every day" in said
     assert "Your check-ins come back at their usual time" in said and "/sos" in said
     assert "Until tomorrow" not in said
     user = await store.get_user(CLIENT)

@@ -57,7 +57,7 @@ def test_after_a_low_mood_the_check_in_is_as_short_as_it_says(dialogues: Dialogu
     said = walk(dialogues, "daily_checkin", ["3", "No", "Yes", "Walk to work"], STREAK)
     assert "Okay. We will keep it short, and you can stop at any time with /cancel." in said
     assert not any("in a row" in text or "longest run" in text for text in said)
-    assert said[-2].startswith("If you like, what is one small thing you could do today")
+    assert said[-2].startswith("If you like, what is one small thing you could do towards")
     assert "What helped you move forward?" not in said
     assert said[-1] == ("Noted: “\u2068Walk to work\u2069”. Thank you for checking in, "
                         "\u2068Ana\u2069.")
@@ -90,7 +90,7 @@ def test_the_preparation_ends_by_saying_who_sees_it(dialogues: DialogueSet, brie
 def test_an_open_goal_goes_on_to_the_week_without_a_second_closing(
         dialogues: DialogueSet) -> None:
     said = walk(dialogues, "weekly_review", ["8", "No", "A steady pace"])
-    at = said.index("Your goal stays open, and I will keep asking about it in your check-ins.")
+    at = said.index("Thank you. Your goal stays open.")
     assert said[at + 1:] == ["Let's look at the week.",
                              "What, if anything, helped you this week?"]
 

@@ -66,7 +66,7 @@ def test_two_reviews_at_the_target_not_reached_reopen_the_target(
         dialogues: DialogueSet) -> None:
     said, first = play(dialogues, "weekly_review", [*AT_TARGET, "Yes", "9", "Run twice"],
                        provided=ACTIONS)
-    at = said.index("Your goal stays open, and I will keep asking about it in your check-ins.")
+    at = said.index("Thank you. Your goal stays open.")
     assert said[at + 1:at + 3] == ["Let's look at the week.",
                                    "What, if anything, helped you this week?"]
     assert "What did you learn this week, about your goal or about yourself?" in said
@@ -99,8 +99,8 @@ def test_declining_a_new_target_still_gets_the_whole_review_next_week(
 
 def test_after_a_low_mood_the_commitment_can_be_skipped(dialogues: DialogueSet) -> None:
     said, outcome = play(dialogues, "daily_checkin", ["3", "No", "Yes", "/skip"])
-    assert said[-2] == ("If you like, what is one small thing you could do today towards "
-                        "“\u2068Run 5 km\u2069”? You can send /skip.")
+    assert said[-2] == ("If you like, what is one small thing you could do towards "
+                        "“\u2068Run 5 km\u2069” before we next talk? You can send /skip.")
     assert said[-1] == "Thank you for checking in, \u2068Ana\u2069."
     assert outcome.state.variables["checkin.commitment"] is None
 

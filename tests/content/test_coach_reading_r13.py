@@ -52,8 +52,8 @@ def test_a_target_at_today_is_asked_about_without_hinting_at_a_mistake(
     said, _ = play(dialogues, "goal_setting",
                    ["Run 5 km", "Health", "Lighter", "8", "Some runs", "/skip", "8", "Yes"],
                    variables={})
-    assert said[-2] == ("Today you are at 8, and your target is 8: where you are now or lower. "
-                        "Is that what you mean, for example to hold steady?")
+    assert said[-2] == ("Today you are at 8, and the target you chose is 8, no higher than where "
+                        "you are now. Is that what you intend, for example to hold steady?")
     assert said[-1].startswith("By what date would you like to be there?")
 
 
@@ -86,7 +86,8 @@ NEW_GOAL = ["Sleep by 11", "Energy", "Rested", "4", "Some nights", "/skip", "8",
             "/skip", "/skip", "Phone away", "/skip", "Phone in the hall", "2026-12-06", "8"]
 WELL_DONE = ("You have a new goal. You also named what you will keep doing: "
              "“\u2068Stretching\u2069”.")
-LATER = "That is fine. Take the time you need. When you are ready for a new goal, I am here."
+LATER = ("That is fine. Take the time you need. Check-ins follow a goal in progress, and "
+         "without one they stop. When you are ready, send /goal and we will start from there.")
 
 
 @pytest.mark.parametrize(("answers", "last"), [
@@ -100,8 +101,8 @@ def test_a_reached_goal_ends_the_review_on_goal_completions_last_words(
 
 # At 5 (from 3, target 8), the client changes the target in the weekly review.
 ADJUST_TARGET = ["5", "Mornings", "/skip", "Patience", "Yes", "The target"]
-HOLD_CHECK = ("Today you are at 5, and your new target is 5: where you are now or lower. "
-              "Is that what you mean, for example to hold steady?")
+HOLD_CHECK = ("Today you are at 5, and the new target you chose is 5, no higher than where "
+              "you are now. Is that what you intend, for example to hold steady?")
 NEXT_ACTION = "What is one action you will commit to for the coming week?"
 
 
@@ -117,7 +118,7 @@ def test_a_no_to_the_new_target_check_asks_for_the_target_again(
     said, outcome = play(dialogues, "weekly_review",
                          [*ADJUST_TARGET, "5", "No", "4", "No", "9"])
     again = "Where on the same scale from 1 to 10 do you want to be?"
-    assert said[-5:] == [HOLD_CHECK, again, HOLD_CHECK.replace("is 5:", "is 4:"), again,
+    assert said[-5:] == [HOLD_CHECK, again, HOLD_CHECK.replace("chose is 5,", "chose is 4,"), again,
                          NEXT_ACTION]
     assert outcome.state.variables["goal.target"] == 9
 

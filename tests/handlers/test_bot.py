@@ -74,7 +74,7 @@ async def test_a_check_in_with_buttons(bot: InProcessBot) -> None:
     ana = bot.user(102)
     await bot.agree(102)
     await ana.send("/checkin")  # no goal yet: it starts with the goal
-    assert "you have not set one yet" in (ana.messages[0].text or "")
+    assert "you have none at the moment" in (ana.messages[0].text or "")
     await answer_until_idle(bot, ana, {"goal": "Read more books", "commitment": "8"})
     await ana.send("/checkin")
     await answer_until_idle(bot, ana, {"mood": "7"})

@@ -67,6 +67,7 @@ async def test_checkin_without_a_goal_offers_to_set_one(bot: InProcessBot) -> No
     await ana.send("Run a marathon")
     await ana.send("/cancel")
     replies = await ana.send("/checkin")
-    assert replies[0].text == ("A check-in looks at your goal, and you have not set one yet. "
-                               "Let's start there.")
+    assert replies[0].text == ("A check-in looks at a goal in progress, and you have none "
+                               "at the moment. Let's set one now; you can stop at any time "
+                               "with /cancel.")
     assert replies[-1].text == "In your own words: what would you like to achieve?"
