@@ -264,7 +264,7 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
     if state.safety_asked:
         run.say(ctx.translator.gettext(
             "Before we start: I hope you have been doing okay since we last spoke. If things "
-            "feel heavy, /sos shows who you can talk to, day or night."))
+            "feel heavy, /sos shows who you can talk to."))
     run.begin(dialogues[dialogue_id])
     return run.outcome()
 
@@ -324,7 +324,7 @@ def crisis_reply(ctx: Context) -> Reply:
                    "now."),
         "",
         *_helplines(ctx)[:1],
-        tr.gettext("You can talk to someone now:"),
+        tr.gettext("Here is where you can find a person to talk to right now:"),
         *_helplines(ctx)[1:],
         "",
         tr.gettext("When you are ready, I am here. It may also help to tell someone you trust, "

@@ -336,7 +336,7 @@ class GroupHandlers:
         if member is not None:
             mtr = translator_for(member.locale)
             t.enqueue(member_id, {"text": mtr.gettext(
-                "Your coach has closed your place in the group “{group}”. Its exercises and "
+                "Your coach has taken you off the group “{group}”. Its exercises and "
                 "sessions stop for you; what you wrote to me stays private, as before. Thank "
                 "you for taking part, and all the best.").format(group=mtr.words(group.name))})
             await group_sessions.tell_members(t, group, cancelled, t.now,

@@ -115,8 +115,9 @@ def test_the_care_check_in_compares_with_yesterday(dialogues: DialogueSet, label
     if help_lines:
         # Writing to the bot would resume coaching, not reach a person: it points to people.
         assert said[-1] == ("Until tomorrow, I will not send you anything else. Then I will "
-                            "only ask how you are. If you need someone to talk to before then, "
-                            "the people above are there, day or night, and /sos shows them "
+                            "only ask how you are. If you need someone before then, please "
+                            "contact one of the lines above; if you are in danger, call the "
+                            "emergency number, which answers at any hour. /sos shows them "
                             "again.")
 
 

@@ -81,7 +81,8 @@ def test_the_holiday_tells_what_stops_before_asking_until_when(
 def test_the_last_care_check_in_ends_on_the_people_above(dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "care_checkin", ["Worse"], variables={"care.last": True})
     assert said[-1].startswith("From now on, I will not ask you this every day.")
-    assert said[-1].endswith("The people above are there for you, day or night, and /sos "
+    assert said[-1].endswith("please contact one of the lines above; if you are in danger, "
+                             "call the emergency number, which answers at any hour. /sos "
                              "shows them again.")
 
 
@@ -155,3 +156,13 @@ def test_a_goal_to_hold_is_not_asked_every_week_whether_it_is_reached(
     assert "Looking at all this, would you like to change your goal?" in said
     assert said[-1].startswith("Your action for this week: “\u2068Run twice\u2069”.")
     assert outcome.state.variables.get("goal.completed") is None
+
+
+def test_no_text_promises_that_help_lines_answer_day_or_night() -> None:
+    # r16-en: several national lines keep office hours and an unknown country's list is
+    # web directories; only the emergency number answers at any hour.
+    from pathlib import Path
+    root = Path(__file__).parents[2]
+    sources = [*(root / "dialogues").rglob("*.yaml"), *(root / "bot").rglob("*.py")]
+    promising = [str(p) for p in sources if "day or night" in p.read_text(encoding="utf-8")]
+    assert sources and promising == []

@@ -59,7 +59,7 @@ async def test_onboarding_and_goal_setting_with_keyboards(bot: InProcessBot) -> 
     await ana.send("8:00")
     await answer_until_idle(bot, ana, {
         "goal": "Run a 10k race", "baseline": "3", "target": "8", "commitment": "9"})
-    assert "We are ready" in (ana.messages[-1].text or "")
+    assert "You are all set" in (ana.messages[-1].text or "")
     user = await bot.store.get_user(101)
     assert user is not None
     assert (user.time_zone, user.checkin_hour, user.consent_at is not None) == (

@@ -69,7 +69,7 @@ async def test_a_new_person_gets_the_groups_offer_when_the_onboarding_ends(
     assert "invites you to join" not in text_of(first)
     await onboarded(link_bot, ana)
     texts = [m.text or "" for m in ana.messages]
-    closing = next(i for i, t in enumerate(texts) if "We are ready" in t)
+    closing = next(i for i, t in enumerate(texts) if "You are all set" in t)
     assert "\u2068Marta\u2069 invites you to join the group “\u2068Runners\u2069”" \
         in texts[closing + 1]
     assert sum("invites you to join" in t for t in texts) == 1
