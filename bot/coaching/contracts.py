@@ -53,6 +53,8 @@ REVIEW_CURRENT = "review.current"  # and at each weekly review
 EXERCISE_STATUS = "exercise.status"
 CARE_ANSWER = "care.today"  # how the client is, the day(s) after a crisis: a CareAnswer
 STREAK_VARIABLES = frozenset({"streak.days", "streak.best"})
+#: True once the client's local today is on or after the active goal's date (false without one).
+GOAL_DUE_VARIABLES = frozenset({"goal.date_passed"})
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,9 @@ CONTRACTS: tuple[Contract, ...] = (
               "commitment.status": "choice"}),
     Contract(WEEKLY_REVIEW, "the scheduler starts it every week",
              {REVIEW_CURRENT: "scale", "review.next_action": "text"}),
-    Contract(GOAL_COMPLETION, "the scheduler starts it when a goal falls due",
+    Contract(GOAL_COMPLETION, "the weekly review calls it when the client's rating reaches "
+             "the target, or when the goal's date has come and the client feels it is "
+             "reached; a yes marks the goal reached",
              {"goal.completed": "yes_no"}),
     Contract(SET_TIMEZONE, "/timezone starts it", {TIME_ZONE: "timezone"}),
     Contract(REMINDERS, "/reminders starts it", {

@@ -33,6 +33,7 @@ from bot.coaching.contracts import (
     CUSTOM_EXERCISE,
     ENGAGEMENT_CLOSE,
     EXERCISE_STATUS,
+    GOAL_DUE_VARIABLES,
     GOAL_SETTING,
     NEW_EXERCISE,
     NEW_MEASURE,
@@ -66,7 +67,7 @@ from bot.store.kinds import AddressForm, CoachEventKind, GoalStatus
 #: their coach will see the answers.
 PREP_VARIABLES = session_notes.NOTES_VARIABLES | {"goal.active", "prep.briefed"}
 #: Variables the platform computes from the record (a query each), by group.
-PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES, PREP_VARIABLES)
+PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES, PREP_VARIABLES, GOAL_DUE_VARIABLES)
 
 #: Dialogues whose answers are input for the platform (a message to the other person, a
 #: coach's note, a schedule), with the prefix of their variables: they are carried where they
@@ -113,6 +114,10 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
         if goal is not None:
             provided["goal.active"] = goal.title
         provided["prep.briefed"] = await shares_briefs(session, user.id)
+    if session is not None and GOAL_DUE_VARIABLES in groups:
+        goal = await _active_goal(session, user)
+        provided["goal.date_passed"] = goal is not None and goal.due_on is not None \
+            and goal.due_on <= today
     return Context(
         translator=translator,
         today=today,
@@ -217,7 +222,7 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
     Opens the turn's ORM session only when there is something to do (opening one costs)."""
     for answer in outcome.saved:
         review = answer.dialogue == WEEKLY_REVIEW and answer.variable in (
-            "review.current", "goal.target", "goal.title")
+            "review.current", "goal.target", "goal.title", "goal.due")
         completed = answer.variable == "goal.completed" and answer.value is True
         if not (review or completed):
             continue
@@ -229,6 +234,8 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
             await noticing.goal_completed(t.session, t.user_id, goal.created_at, now)
         elif answer.variable == "goal.title" and isinstance(answer.value, str):
             goal.title = answer.value
+        elif answer.variable == "goal.due":  # a new date, or none (skipped)
+            goal.due_on = _date(answer.value)
         else:
             number = _int(answer.value)
             if answer.variable == "review.current" and number is not None:

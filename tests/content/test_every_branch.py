@@ -61,6 +61,8 @@ PROVIDED: list[Mapping[str, Value]] = [
     {"goal.active": "Run 10 km", "notes.count": 2, "notes.list": "• Call Ana\n• [a photo]",
      "prep.briefed": True},
     {"notes.count": 1, "notes.list": "• Call Ana", "prep.briefed": False},
+    # The date of the client's goal has come.
+    {"goal.date_passed": True},
 ]
 #: What the platform hands to a dialogue it starts, where a name is not the only kind: whether
 #: the client has a coach, the first goal and the scale then and now (or none), a count, whether
