@@ -179,7 +179,7 @@ async def test_a_new_link_revokes_the_old_and_renaming_and_removing(bot: InProce
     done = await flows.remove_member(coach, "\u2068Sales & Success\u2069 (2)", "\u2068Bo\u2069")
     assert "no longer in" in (done[-1].text or "")
     told = await bo.replies()
-    assert "הקואצ'ר סיים את ההשתתפות שלך" in (told[-1].text or "")
+    assert "הקואצ'ר שלך הסיר אותך מהקבוצה" in (told[-1].text or "")
     assert await forge(bot, bo, f"gcontrib:{group_id}") == "You are not in that group."
     # Removing someone who is no member any more: said so, nothing else.
     assert await forge(bot, coach, f"grm:{group_id}:{BO}:y") == (
