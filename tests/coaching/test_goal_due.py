@@ -116,16 +116,18 @@ async def test_a_new_date_is_kept_and_not_brought_up_again(store: Store,
 async def test_reached_goes_to_goal_completion(store: Store, dialogues: DialogueSet) -> None:
     await play(store, dialogues, "goal_setting", GOAL, SET_ON)
     asked, _ = await play(store, dialogues, "weekly_review",
-                          {"current": "6", "date_come": "reached", "confirm": "yes",
+                          {"current": "6", "date_come": "reached", "mark": "yes",
                            "next_goal": "no"}, AFTER)
-    assert "confirm" in asked and (await goal(store)).status == "done"
+    # Chosen already: not asked again whether it feels reached, only whether to mark it.
+    assert "mark" in asked and "confirm" not in asked
+    assert (await goal(store)).status == "done"
 
 
 async def test_not_complete_after_all_asks_for_a_new_date(store: Store,
                                                           dialogues: DialogueSet) -> None:
     await play(store, dialogues, "goal_setting", GOAL, SET_ON)
     asked, _ = await play(store, dialogues, "weekly_review",
-                          {"current": "6", "date_come": "reached", "confirm": "no",
+                          {"current": "6", "date_come": "reached", "mark": "no",
                            "new_due": "2027-02-01"}, AFTER)
     assert asked.index("not_complete") < asked.index("new_due") < asked.index("helped")
     stored = await goal(store)
@@ -160,4 +162,4 @@ async def test_at_the_target_goal_completion_runs_as_before(store: Store,
     await play(store, dialogues, "goal_setting", GOAL, SET_ON)
     asked, _ = await play(store, dialogues, "weekly_review",
                           {"current": "8", "confirm": "yes", "next_goal": "no"}, AFTER)
-    assert "date_come" not in asked and "confirm" in asked
+    assert "date_come" not in asked and "confirm" in asked and "mark" not in asked

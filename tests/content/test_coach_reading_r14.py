@@ -114,8 +114,10 @@ def test_at_ten_the_goal_is_reworded_and_rated_anew_before_its_target(
     said, outcome = play(dialogues, "weekly_review",
                          [*AT_TEN, "Yes", "Run 10 km", "6", "9", "Run twice"])
     assert TOP in said and NEXT_ACTION in said
-    assert "Your target is 8 out of 10 and you are at 6. What would you like your target to " \
-           "be now, from 1 to 10?" in said
+    # The old target measured the old wording (r16-en): it is not shown again.
+    at = said.index("With this wording, where do you stand today, from 1 to 10?")
+    assert said[at + 1] == "And with this wording, where do you want to be, from 1 to 10?"
+    assert not any(text.startswith("Your target is") for text in said)
     assert not any(text.startswith("Today you are at") for text in said)
     variables = outcome.state.variables
     assert (variables["goal.title"], variables["review.current"], variables["goal.target"]) \
