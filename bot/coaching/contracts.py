@@ -50,11 +50,14 @@ CHECKIN_HOUR = "profile.checkin_hour"
 CHECKIN_MARKER = "checkin.mood"  # answered once per check-in, so it marks the day
 GOAL_BASELINE = "goal.baseline"  # the goal's place on its 1-10 scale when it is set
 REVIEW_CURRENT = "review.current"  # and at each weekly review
+GOAL_HOLD = "goal.hold"  # goal setting: a target at or below the start is to hold steady
+REVIEW_HOLD = "review.hold"  # the same, for a new target at a weekly review
 EXERCISE_STATUS = "exercise.status"
 CARE_ANSWER = "care.today"  # how the client is, the day(s) after a crisis: a CareAnswer
 STREAK_VARIABLES = frozenset({"streak.days", "streak.best"})
-#: True once the client's local today is on or after the active goal's date (false without one).
-GOAL_DUE_VARIABLES = frozenset({"goal.date_passed"})
+#: Of the active goal (false without one): ``goal.date_passed`` once the client's local today
+#: is on or after its date; ``goal.holding`` while the client holds it at its target.
+GOAL_VARIABLES = frozenset({"goal.date_passed", "goal.holding"})
 
 
 @dataclass(frozen=True)
@@ -72,13 +75,13 @@ CONTRACTS: tuple[Contract, ...] = (
         TIME_ZONE: "timezone", CHECKIN_HOUR: "time"}),
     Contract(GOAL_SETTING, "/goal starts it, and a new goal is made of its answers", {
         "goal.title": "text", "goal.why": "text", GOAL_BASELINE: "scale",
-        "goal.target": "scale", "goal.due": "date", "goal.first_step": "text",
+        "goal.target": "scale", "goal.due": "date", GOAL_HOLD: "yes_no", "goal.first_step": "text",
         "goal.first_step_date": "date"}),
     Contract(DAILY_CHECKIN, "/checkin and the daily check-ins start it",
              {CHECKIN_MARKER: "scale", "checkin.commitment": "text",
               "commitment.status": "choice"}),
     Contract(WEEKLY_REVIEW, "the scheduler starts it every week",
-             {REVIEW_CURRENT: "scale", "review.next_action": "text"}),
+             {REVIEW_CURRENT: "scale", "review.next_action": "text", REVIEW_HOLD: "yes_no"}),
     Contract(GOAL_COMPLETION, "the weekly review calls it when the client's rating reaches "
              "the target, or when the goal's date has come and the client feels it is "
              "reached; a yes marks the goal reached",

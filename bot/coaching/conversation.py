@@ -33,10 +33,12 @@ from bot.coaching.contracts import (
     CUSTOM_EXERCISE,
     ENGAGEMENT_CLOSE,
     EXERCISE_STATUS,
-    GOAL_DUE_VARIABLES,
+    GOAL_HOLD,
     GOAL_SETTING,
+    GOAL_VARIABLES,
     NEW_EXERCISE,
     NEW_MEASURE,
+    REVIEW_HOLD,
     SESSION_CANT,
     SESSION_NOTE,
     STREAK_VARIABLES,
@@ -67,7 +69,7 @@ from bot.store.kinds import AddressForm, CoachEventKind, GoalStatus
 #: their coach will see the answers.
 PREP_VARIABLES = session_notes.NOTES_VARIABLES | {"goal.active", "prep.briefed"}
 #: Variables the platform computes from the record (a query each), by group.
-PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES, PREP_VARIABLES, GOAL_DUE_VARIABLES)
+PROVIDED_GROUPS = (STREAK_VARIABLES, COMMITMENT_VARIABLES, PREP_VARIABLES, GOAL_VARIABLES)
 
 #: Dialogues whose answers are input for the platform (a message to the other person, a
 #: coach's note, a schedule), with the prefix of their variables: they are carried where they
@@ -114,10 +116,11 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
         if goal is not None:
             provided["goal.active"] = goal.title
         provided["prep.briefed"] = await shares_briefs(session, user.id)
-    if session is not None and GOAL_DUE_VARIABLES in groups:
+    if session is not None and GOAL_VARIABLES in groups:
         goal = await _active_goal(session, user)
         provided["goal.date_passed"] = goal is not None and goal.due_on is not None \
             and goal.due_on <= today
+        provided["goal.holding"] = goal is not None and goal.holding
     return Context(
         translator=translator,
         today=today,
@@ -222,7 +225,7 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
     Opens the turn's ORM session only when there is something to do (opening one costs)."""
     for answer in outcome.saved:
         review = answer.dialogue == WEEKLY_REVIEW and answer.variable in (
-            "review.current", "goal.target", "goal.title", "goal.due")
+            "review.current", "goal.target", "goal.title", "goal.due", REVIEW_HOLD)
         completed = answer.variable == "goal.completed" and answer.value is True
         if not (review or completed):
             continue
@@ -236,12 +239,14 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
             goal.title = answer.value
         elif answer.variable == "goal.due":  # a new date, or none (skipped)
             goal.due_on = _date(answer.value)
+        elif answer.variable == REVIEW_HOLD:  # asked right after a target at or below today
+            goal.holding = answer.value is True
         else:
             number = _int(answer.value)
             if answer.variable == "review.current" and number is not None:
                 goal.current, goal.current_at = number, now
-            elif number is not None:
-                goal.target = number
+            elif number is not None:  # a new target ends a hold, unless chosen again
+                goal.target, goal.holding = number, False
         await t.session.flush()
     variables = outcome.state.variables
     if GOAL_SETTING in outcome.finished and isinstance(variables.get("goal.title"), str):
@@ -252,7 +257,7 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
             baseline=_int(variables.get("goal.baseline")),
             current=_int(variables.get("goal.baseline")), current_at=now,
             target=_int(variables.get("goal.target")), due_on=_date(variables.get("goal.due")),
-            created_at=now,
+            holding=variables.get(GOAL_HOLD) is True, created_at=now,
         ))
         await t.session.flush()
 

@@ -25,7 +25,7 @@ BUILTIN_VARIABLES = frozenset({
     "name", "today", "streak.days", "streak.best", "min_age",
     "commitment.last", "commitment.last_days_ago", "actions.open", "actions.overdue",
     "actions.list", "notes.count", "notes.list", "goal.active", "help.lines",
-    "prep.briefed", "goal.date_passed",
+    "prep.briefed", "goal.date_passed", "goal.holding",
 })
 #: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
 #: lists them under `requires`, and no dialogue saves them.

@@ -132,6 +132,9 @@ class Goal(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     due_on: Mapped[date | None] = mapped_column(Date)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The client chose to hold the goal at its target (goal setting's or a weekly review's
+    # "to hold steady?"): reaching the target then is holding it, not completing it.
+    holding: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
 
     __table_args__ = (
         CheckConstraint(one_of("status", GoalStatus), name="status"),

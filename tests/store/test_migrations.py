@@ -63,11 +63,11 @@ async def test_no_drift_between_migrations_and_models(empty_db_url: str) -> None
 
 
 async def test_ensure_schema_is_idempotent_and_concurrency_safe(empty_db_url: str) -> None:
-    assert head_revision() == "0019"
+    assert head_revision() == "0020"
     assert await current_revision(empty_db_url) is None
     await asyncio.gather(*(ensure_schema(empty_db_url) for _ in range(4)))
     await ensure_schema(empty_db_url)
-    assert await current_revision(empty_db_url) == "0019"
+    assert await current_revision(empty_db_url) == "0020"
 
 
 async def test_start_creates_the_database_from_any_cwd(
@@ -300,5 +300,21 @@ async def test_0019_keeps_the_outbox_and_allows_held_rows(empty_db_url: str) -> 
         with pytest.raises(IntegrityError):
             async with store.engine.begin() as conn:
                 await conn.exec_driver_sql("UPDATE outbox SET status = 'waiting'")
+    finally:
+        await store.close()
+
+
+async def test_0020_keeps_the_goals_none_of_them_held(empty_db_url: str) -> None:
+    """0019 -> 0020: every goal stays; none is held until the client chooses it."""
+    await upgrade_with(
+        empty_db_url, "0019",
+        "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00')",
+        "INSERT INTO goals (user_id, title, status, created_at) "
+        "VALUES (1, 'sealed', 'active', '2026-12-01 00:00:00')",
+    )
+    store = Store(empty_db_url)
+    await store.start()
+    try:
+        assert await count(store, "goals", "user_id = 1 AND NOT holding") == 1
     finally:
         await store.close()
