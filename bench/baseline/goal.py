@@ -38,8 +38,7 @@ ASK_COMMITMENT = "How committed are you to this step, from 1 to 10?"
 ASK_COMMITMENT_LIFT = ("Thank you. What would need to be different for that number to go up by "
                        "one point?")
 ASK_CHANGE_STEP = "Would you like to change your first step?"
-CLOSING = ("I will ask how it goes in your daily check-ins. You make it happen; I am here to "
-           "ask the questions.")
+CLOSING = "I will ask how it goes in your daily check-ins."
 
 SCALE_HINT = "Please answer with a whole number from 1 to 10."
 YES_NO_HINT = "Please answer yes or no."

@@ -214,7 +214,7 @@ async def mark_from_button(session: AsyncSession, user_id: int, rest: str, today
     if not marked:
         answer = tr.gettext("That action is not open any more.")
     elif status is ActionStatus.DONE:
-        answer = tr.gettext("Marked as done. You followed through.")
+        answer = tr.gettext("Marked as done.")
     else:
         answer = tr.gettext("Dropped: it is no longer on your list.")
     return [{"text": answer}, await actions_message(session, user_id, today, tr)]

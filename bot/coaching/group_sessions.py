@@ -244,7 +244,7 @@ async def apply_new_group_sessions(t: StoreTurn, outcome: Outcome, now: datetime
         group = await groups.coach_group(t.session, t.user_id, chosen.group_id)
         created, copies = await schedule_group_sessions(t.session, t.user_id, chosen, now)
     except NotYourGroup:
-        return [tr.gettext("I can't find that group among yours. Send /groups to see them.")]
+        return [tr.gettext("I cannot find that group among yours. Send /groups to see them.")]
     if not created:
         return [tr.gettext("That time has already passed. Send /schedule to choose another "
                            "one.")]

@@ -450,7 +450,7 @@ async def apply_new_sessions(t: StoreTurn, outcome: Outcome, now: datetime) -> l
         created = await schedule_sessions(t.session, t.user_id, chosen, now)
     except NotYourClient:
         return [Reply(tr.gettext(
-            "I can't find that client among yours. Send /clients to see them."))]
+            "I cannot find that client among yours. Send /clients to see them."))]
     if not created:
         return [Reply(tr.gettext("That time has already passed. Send /schedule to choose "
                                  "another one."))]
@@ -926,7 +926,7 @@ async def agree_button(t: StoreTurn, parts: Sequence[str]) -> None:
         else None
     if client is None or not await is_linked(t.session, t.user_id, client.id):
         t.enqueue(t.user_id, {"text": tr.gettext(
-            "I can't find that client among yours. Send /clients to see them.")})
+            "I cannot find that client among yours. Send /clients to see them.")})
         return
     name = client.first_name or str(client.id)
     if len(parts) == 1:

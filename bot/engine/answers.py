@@ -182,7 +182,7 @@ def _timezone(text: str, tr: Translator) -> Value | Invalid:
         return Invalid(tr.gettext("That place spans several time zones. Which city are you "
                                   "in or near?"))
     # The example in the sentence is a city the translator's readers know.
-    return Invalid(tr.gettext("I don't know that place. Please send the name of a city near "
+    return Invalid(tr.gettext("I do not know that place. Please send the name of a city near "
                               "you, for example London or New York."))
 
 

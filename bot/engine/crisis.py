@@ -790,6 +790,11 @@ class Helpline:
     checked: str = ""  # when (ISO date)
     names: tuple[tuple[str, str], ...] = ()  # (language, the service's name in it)
 
+    @property
+    def around_the_clock(self) -> bool:
+        """Open at every hour of every day, as its ``hours`` say ("24/7", "24/7, free")."""
+        return self.hours is not None and self.hours.startswith("24/7")
+
     def name_in(self, language: str) -> str:
         """The service's name as speakers of ``language`` know it, else its default name."""
         return dict(self.names).get(language, self.name)

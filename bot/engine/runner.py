@@ -191,7 +191,7 @@ class _Run:
         self.finished.append(done.dialogue)
         if not self.stack:
             if not self.replies:  # it ended on a question: never leave an answer unacknowledged
-                self.say(self.tr.gettext("Thank you. That's all for now."))
+                self.say(self.tr.gettext("Thank you. That is all for now."))
             return
         caller = self.stack[-1]
         if caller.step == END:
@@ -247,7 +247,7 @@ class _Run:
 
     def skip(self, dialogue: Dialogue, step: Step) -> None:
         if not step.ask.optional:
-            self.say(self.tr.gettext("This question can't be skipped: it matters for what "
+            self.say(self.tr.gettext("This question cannot be skipped: it matters for what "
                                      "comes next. To stop for now, send /cancel."))
             self.show(dialogue.id, step)
             return
@@ -263,8 +263,9 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
     run = _Run(dialogues, replace(state, stack=(), safety_asked=False), ctx)
     if state.safety_asked:
         run.say(ctx.translator.gettext(
-            "Before we start: I hope you have been doing okay since we last spoke. If things "
-            "feel heavy, /sos shows who you can talk to."))
+            "Before we start: the last time we spoke, I asked how you were, and I did not hear "
+            "back. If things feel heavy, /sos shows who you can talk to, and /cancel stops here "
+            "for today."))
     run.begin(dialogues[dialogue_id])
     return run.outcome()
 
@@ -288,7 +289,7 @@ def cancel(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Ou
         run.say(ctx.translator.gettext("There is nothing to cancel right now."))
     else:
         run.stack.clear()
-        run.say(ctx.translator.gettext("Okay, we'll stop here. Everything you said so far is "
+        run.say(ctx.translator.gettext("Okay, we will stop here. Everything you said so far is "
                                        "kept."))
     return run.outcome()
 
@@ -296,7 +297,8 @@ def cancel(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Ou
 def _helplines(ctx: Context) -> list[str]:
     """The emergency line and the help lines for the client's country, one per line: the
     country's emergency number when it is known (not repeated among its lines), else the
-    numbers that hold in most of the world."""
+    numbers that hold in most of the world. A line open around the clock says so; no text
+    promises that of the others, some of which keep office hours."""
     tr = ctx.translator
     number = emergency_number(ctx.country)
     if number is None:
@@ -310,7 +312,10 @@ def _helplines(ctx: Context) -> list[str]:
     for line in helplines_for(ctx.country):
         contact = line.phone or line.url
         if contact and (number is None or line.phone != number):
-            lines.append(f"• {tr.isolate(line.name_in(tr.locale))}: {tr.isolate(contact)}")
+            entry = f"• {tr.isolate(line.name_in(tr.locale))}: {tr.isolate(contact)}"
+            if line.around_the_clock:
+                entry = tr.gettext("{line} (at any hour)").format(line=entry)
+            lines.append(entry)
     return lines
 
 
@@ -320,11 +325,10 @@ def crisis_reply(ctx: Context) -> Reply:
     lines = [
         tr.gettext("Thank you for trusting me with this. What you are going through matters "
                    "more than any goal, so I am pausing our coaching here. I am a coaching "
-                   "companion, not a crisis service, and you deserve to talk to a person right "
-                   "now."),
+                   "companion, not a crisis service, and you deserve to talk to a person."),
         "",
         *_helplines(ctx)[:1],
-        tr.gettext("Here is where you can find a person to talk to right now:"),
+        tr.gettext("Here is where you can find people to talk to:"),
         *_helplines(ctx)[1:],
         "",
         tr.gettext("When you are ready, I am here. It may also help to tell someone you trust, "
@@ -337,7 +341,7 @@ def sos_reply(ctx: Context, state: ConversationState) -> Reply:
     """The help lines on request (/sos), whatever is going on; nothing else changes. It ends
     on the help: only when a question is open does one line say it can wait."""
     tr = ctx.translator
-    lines = [tr.gettext("Here is where you can find a person to talk to right now:"), "",
+    lines = [tr.gettext("Here is where you can find people to talk to:"), "",
              *_helplines(ctx)]
     if state.active or state.safety_asked:
         lines += ["", tr.gettext("Whenever you want, we can pick up where we left off. There "
@@ -448,7 +452,8 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
         state = replace(state, safety_asked=False)
         if answer is False:
             noted = Reply(ctx.translator.gettext(
-                "Okay. If that changes at any point, /sos shows who you can talk to."))
+                "Thank you for answering. If that changes at any point, /sos shows who you can "
+                "talk to."))
             resumed = resume(dialogues, state, ctx)
             return replace(resumed, replies=(noted, *resumed.replies))
     outcome = _answer(dialogues, state, turn, ctx) if turn.answers \

@@ -93,10 +93,10 @@ C, CO = Audience.CLIENT, Audience.COACH
 REFUSALS: dict[Audience, str] = {
     Audience.COACH: N_("Only coaches can do this. If you are a coach, ask the bot's "
                        "administrator to set you up."),
-    Audience.ADMIN: N_("I don't know that command. Send /help to see what I can do."),
+    Audience.ADMIN: N_("I do not know that command. Send /help to see what I can do."),
 }
-NOT_YOUR_CLIENT = N_("I can't find that client among yours. Send /clients to see them.")
-NOT_YOUR_GROUP = N_("I can't find that group among yours. Send /groups to see them.")
+NOT_YOUR_CLIENT = N_("I cannot find that client among yours. Send /clients to see them.")
+NOT_YOUR_GROUP = N_("I cannot find that group among yours. Send /groups to see them.")
 NOT_YOUR_ASSIGNMENT = N_("That assignment is not one of yours any more. Send /assignments to "
                          "see them.")
 

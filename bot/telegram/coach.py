@@ -176,7 +176,7 @@ class CoachHandlers:
             progress = await reports.client_progress(t.session, t.user_id, client_id, t.now)
             chart = await reports.client_trend_png(t.session, t.user_id, client_id, t.now, tr)
         except coach_errors.NotYourClient:
-            say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
+            say(t, tr.gettext("I cannot find that client among yours. Send /clients to see "
                               "them."))
             return None
         private = notes.note_lines(await notes.notes_about(t.session, t.user_id, client_id), tr)
@@ -218,7 +218,7 @@ class CoachHandlers:
             return None
         clients = {c.user_id: c for c in await links.clients_of(t.session, t.user_id)}
         if client_id not in clients:
-            say(t, tr.gettext("I can't find that client among yours. Send /clients to see "
+            say(t, tr.gettext("I cannot find that client among yours. Send /clients to see "
                               "them."))
             return None
         client = await t.session.get(User, client_id)

@@ -47,7 +47,7 @@ PressStep = Callable[[StoreTurn, str], Awaitable[Outcome | None]]  # (turn, data
 
 def _not_yours(t: StoreTurn) -> None:
     say(t, translator_for(t.user.locale).gettext(
-        "I can't find that client among yours. Send /clients to see them."))
+        "I cannot find that client among yours. Send /clients to see them."))
 
 
 def _name(tr: Translator, name: str | None, user_id: int) -> str:

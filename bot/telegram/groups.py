@@ -120,7 +120,7 @@ class GroupHandlers:
                 raise coach_errors.NotYourGroup()
             return await groups.coach_group(t.session, t.user_id, group_id)
         except coach_errors.NotYourGroup:
-            say(t, tr.gettext("I can't find that group among yours. Send /groups to see "
+            say(t, tr.gettext("I cannot find that group among yours. Send /groups to see "
                               "them."))
             return None
 
@@ -180,7 +180,7 @@ class GroupHandlers:
                   if group.code_expires_at > t.now else
                   tr.gettext("The join link has expired. Make a new one to invite people."),
                   "", tr.gettext("By week (a figure shows only when at least 3 members "
-                                 "whose own progress you don't see contributed to it; — "
+                                 "whose own progress you do not see contributed to it; — "
                                  "means withheld):")]
         lines += [_week_line(w, tr) for w in weeks]
         buttons = [Button(tr.gettext("Schedule a group session"),

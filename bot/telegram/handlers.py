@@ -393,7 +393,7 @@ class Handlers:
             tr = translator_for(user.language_code)
             try:
                 await self.sender.say_now(chat.id, tr.gettext(
-                    "To see who you can talk to right now, send /sos to me in a private chat: "
+                    "To see who you can talk to, send /sos to me in a private chat: "
                     "{link}").format(link=f"https://t.me/{self.bot_username()}"))
             except TelegramError as exc:
                 log.warning("could not answer in a group: %s", type(exc).__name__)
@@ -495,7 +495,7 @@ class Handlers:
         command = COMMANDS.find(name.split("@")[0].lower())
         if command is None:
             await self._say(update, lambda t: Reply(translator_for(t.user.locale).gettext(
-                "I don't know that command. Send /help to see what I can do.")))
+                "I do not know that command. Send /help to see what I can do.")))
             return
         if not await self.admitted(update, command.audience):
             await self.refuse(update, command.refusal or REFUSALS[command.audience])
@@ -576,7 +576,7 @@ class Handlers:
         if not await has_active_goal(t.session, t.user_id):
             t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(
                 "A check-in looks at a goal in progress, and you have none at the "
-                "moment. Let's set one now; you can stop at any time with /cancel.")).to_payload())
+                "moment. We can set one now, if you like; if not, send /cancel.")).to_payload())
             action = Start(GOAL_SETTING)
         outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
         enqueue_replies(t, outcome)

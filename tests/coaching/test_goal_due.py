@@ -128,8 +128,10 @@ async def test_not_complete_after_all_asks_for_a_new_date(store: Store,
     await play(store, dialogues, "goal_setting", GOAL, SET_ON)
     asked, _ = await play(store, dialogues, "weekly_review",
                           {"current": "6", "date_come": "reached", "mark": "no",
-                           "new_due": "2027-02-01"}, AFTER)
-    assert asked.index("not_complete") < asked.index("new_due") < asked.index("helped")
+                           "due_again": "2027-02-01"}, AFTER)
+    # It felt reached to them: not asked what would make it feel complete (r18-en).
+    assert "not_complete" not in asked
+    assert asked.index("before_marking") < asked.index("due_again") < asked.index("helped")
     stored = await goal(store)
     assert (stored.status, stored.due_on) == ("active", date(2027, 2, 1))
 

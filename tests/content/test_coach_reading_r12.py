@@ -75,7 +75,7 @@ def test_two_reviews_at_the_target_not_reached_reopen_the_target(
     assert said.index(RETARGET) == said.index("Your target is 8 out of 10 and you are at 8. "
                                               "What would you like your target to be now, "
                                               "from 1 to 10?") - 1
-    assert said[-1].startswith("Your action for this week: “\u2068Run twice\u2069”.")
+    assert said[-1].startswith("Your action for the coming week: “\u2068Run twice\u2069”.")
     assert first.state.stack == () and first.state.variables["goal.target"] == 9
     # The next week, with the new target the platform kept: the usual review, no loop.
     said, second = play(dialogues, "weekly_review", ["8", "Fewer", "/skip", "Patience", "No",
@@ -142,5 +142,5 @@ def test_a_no_to_the_safety_question_does_not_push_on(dialogues: DialogueSet) ->
     answered = handle(dialogues, asked.state, Turn(button=runner.SAFETY_NO),
                       context())
     assert answered.replies[0].text == (
-        "Okay. If that changes at any point, /sos shows who you can talk to.")
-    assert answered.replies[1].text.startswith("Thank you for telling me. It sounds like today")
+        "Thank you for answering. If that changes at any point, /sos shows who you can talk to.")
+    assert answered.replies[1].text.startswith("It sounds like today is hard.")

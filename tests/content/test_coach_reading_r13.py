@@ -61,7 +61,7 @@ def test_a_target_at_today_is_asked_about_without_hinting_at_a_mistake(
 def test_not_yet_and_a_skipped_exercise_ask_what_happened_not_what_got_in_the_way(
         dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "daily_checkin", ["7", "Not yet"])
-    assert said[-1] == "What happened instead? You can send /skip."
+    assert said[-1] == "What came up instead? You can send /skip."
     # Only the weekly review asks it, after "What, if anything, helped you this week?".
     assert [p.name for p in (REPO / "dialogues").rglob("*.yaml")
             if "What got in the way?" in p.read_text(encoding="utf-8")] == ["weekly_review.yaml"]
@@ -72,7 +72,7 @@ def test_a_no_to_the_safety_question_is_not_thanked_twice_in_a_row(
     _, asked = play(dialogues, "daily_checkin", ["2"])
     answered = handle(dialogues, asked.state, Turn(button=runner.SAFETY_NO), context())
     first, second = (reply.text for reply in answered.replies)
-    assert second.startswith("Thank you for telling me. It sounds like today is hard.")
+    assert second.startswith("It sounds like today is hard.")
     assert not first.startswith("Thank you")
 
 
@@ -87,8 +87,9 @@ NEW_GOAL = ["Sleep by 11", "Energy", "Rested", "4", "Some nights", "/skip", "8",
             "/skip", "/skip", "Phone away", "/skip", "Phone in the hall", "2026-12-06", "8"]
 WELL_DONE = ("You have a new goal. You also named what you will keep doing: "
              "“\u2068Stretching\u2069”.")
-LATER = ("That is fine. Take the time you need. Check-ins follow a goal in progress, and "
-         "without one they stop. When you are ready, send /goal and we will start from there.")
+LATER = ("That is fine. Take the time you need. Your daily check-ins are about a goal in "
+         "progress, so they pause until you set a new one. When you are ready, send /goal and "
+         "we will start from there.")
 
 
 @pytest.mark.parametrize(("answers", "last"), [

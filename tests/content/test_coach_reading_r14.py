@@ -29,7 +29,7 @@ def test_the_onboarding_notices_a_crisis_only_from_what_the_client_writes(
 
 
 YESTERDAY = {"commitment.last": "Stretch", "commitment.last_days_ago": 1}
-INSTEAD = "What happened instead? You can send /skip."
+INSTEAD = "What came up instead? You can send /skip."
 COMMIT = ("What is one thing you would like to do towards “\u2068Run 5 km\u2069” before we "
           "next talk? It can be small.")
 
@@ -68,7 +68,7 @@ def test_a_goal_left_for_later_says_check_ins_stop_and_how_to_come_back(
         dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "weekly_review", ["8", "Yes", "Running", "Mornings",
                                                 "Patience", "Stretching", "No"])
-    assert "without one they stop" in said[-1] and "/goal" in said[-1]
+    assert "they pause until you set a new one" in said[-1] and "/goal" in said[-1]
 
 
 def test_the_holiday_tells_what_stops_before_asking_until_when(
@@ -79,8 +79,8 @@ def test_the_holiday_tells_what_stops_before_asking_until_when(
 
 
 def test_the_last_care_check_in_ends_on_the_people_above(dialogues: DialogueSet) -> None:
-    said, _ = play(dialogues, "care_checkin", ["Worse"], variables={"care.last": True})
-    assert said[-1].startswith("From now on, I will not ask you this every day.")
+    said, _ = play(dialogues, "care_checkin", ["Worse", "No"], variables={"care.last": True})
+    assert said[-1].startswith("Whenever you need someone")
     assert said[-1].endswith("please contact one of the lines above; if you are in danger, "
                              "call the emergency number, which answers at any hour. /sos "
                              "shows them again.")
@@ -116,7 +116,7 @@ def test_at_ten_the_goal_is_reworded_and_rated_anew_before_its_target(
     assert TOP in said and NEXT_ACTION in said
     # The old target measured the old wording (r16-en): it is not shown again.
     at = said.index("With this wording, where do you stand today, from 1 to 10?")
-    assert said[at + 1] == "And with this wording, where do you want to be, from 1 to 10?"
+    assert said[at + 1] == "And where would you like to be, from 1 to 10?"
     assert not any(text.startswith("Your target is") for text in said)
     assert not any(text.startswith("Today you are at") for text in said)
     variables = outcome.state.variables
@@ -156,7 +156,7 @@ def test_a_goal_to_hold_is_not_asked_every_week_whether_it_is_reached(
                        "Let's look at the week.")
     assert not any("reached this goal" in text for text in said)
     assert "Looking at all this, would you like to change your goal?" in said
-    assert said[-1].startswith("Your action for this week: “\u2068Run twice\u2069”.")
+    assert said[-1].startswith("Your action for the coming week: “\u2068Run twice\u2069”.")
     assert outcome.state.variables.get("goal.completed") is None
 
 

@@ -116,7 +116,7 @@ def test_timezone_from_a_city_or_country(raw: str, expected: str) -> None:
 
 def test_timezone_asks_for_a_city_when_unsure() -> None:
     assert "several time zones" in parse(Ask("timezone", "z"), "Espanya").hint  # type: ignore[attr-defined]
-    assert "don't know that place" in parse(Ask("timezone", "z"), "Atlantis").hint  # type: ignore[attr-defined]
+    assert "do not know that place" in parse(Ask("timezone", "z"), "Atlantis").hint  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(("raw", "locale", "expected"), [

@@ -96,7 +96,7 @@ def test_skip_only_where_allowed(dialogues: DialogueSet, ctx: Context) -> None:
     outcome = start(dialogues, ConversationState(), "all_types", ctx)
     refused = handle(dialogues, outcome.state, Turn(command="skip"), ctx)
     assert refused.state == outcome.state
-    assert "can't be skipped" in refused.replies[0].text
+    assert "cannot be skipped" in refused.replies[0].text
     outcome = say(dialogues, outcome, ctx, "1", "1", "red", "no", "7", "today")
     outcome = handle(dialogues, outcome.state, Turn(command="skip"), ctx)
     assert outcome.state.variables["t.text"] is None

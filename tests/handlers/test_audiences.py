@@ -79,7 +79,7 @@ async def test_only_an_admin_makes_a_coach(bot: InProcessBot) -> None:
     client = bot.user(CLIENT)
     await bot.agree(CLIENT)
     answer = await client.send(f"/makecoach {CLIENT}")
-    assert answer[0].text == "I don't know that command. Send /help to see what I can do."
+    assert answer[0].text == "I do not know that command. Send /help to see what I can do."
     assert await counts(bot) == (0, 0, 0, 0)
 
 
@@ -94,7 +94,7 @@ async def test_a_coach_passes_the_gate(bot: InProcessBot) -> None:
     coach = bot.user(COACH)
     answer = await coach.send("/clients")
     assert answer[0].text == "You have no linked clients yet. Send /invite to invite one."
-    assert "can't find that client" in await pressed(coach, f"client:{CLIENT}")
+    assert "cannot find that client" in await pressed(coach, f"client:{CLIENT}")
 
 
 def test_routes_find_their_prefix_and_nothing_else() -> None:

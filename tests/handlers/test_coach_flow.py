@@ -65,8 +65,8 @@ async def test_invite_consent_progress_assign_and_unlink(bot: InProcessBot) -> N
             "message": {"message_id": 1, "date": 0, "text": "x",
                         "chat": {"id": OTHER_COACH, "type": "private"}}}})
         refused = await other.replies()
-        assert "can't find that client" in (refused[0].text or "")
-    assert "can't find that client" in ((await other.send("/progress Luca"))[0].text or "")
+        assert "cannot find that client" in (refused[0].text or "")
+    assert "cannot find that client" in ((await other.send("/progress Luca"))[0].text or "")
     assert "no linked clients" in ((await other.send("/clients"))[0].text or "")
 
     # The client stops sharing: the coach loses access at once.
@@ -75,7 +75,7 @@ async def test_invite_consent_progress_assign_and_unlink(bot: InProcessBot) -> N
     gone = await client.press("\u2068Marta\u2069")
     assert "no longer sees your progress" in (gone[0].text or "")
     assert "has stopped sharing their progress with you" in text_of(await coach.replies())
-    assert "can't find that client" in ((await coach.send("/progress Luca"))[0].text or "")
+    assert "cannot find that client" in ((await coach.send("/progress Luca"))[0].text or "")
     async with bot.store.sessionmaker() as session:
         link = (await session.execute(select(CoachLink))).scalar_one()
         assignment = (await session.execute(select(Assignment))).scalar_one()
@@ -87,7 +87,7 @@ async def test_only_coaches_invite(bot: InProcessBot) -> None:
     await bot.agree(405)
     answer = (await someone.send("/invite"))[0].text or ""
     assert "Only coaches can invite clients" in answer
-    assert "can't find that client" in ((await someone.send("/progress 402"))[0].text or "")
+    assert "cannot find that client" in ((await someone.send("/progress 402"))[0].text or "")
 
 
 async def test_a_coach_writes_an_exercise_and_the_client_gets_it(

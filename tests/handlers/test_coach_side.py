@@ -54,9 +54,9 @@ async def test_a_coach_writes_and_the_client_replies(bot: InProcessBot) -> None:
     for data in (f"message:{CLIENT}", f"note:{CLIENT}", f"asg:{CLIENT}", "message:abc",
                  f"message:{CLIENT}:x", "asg:-1"):
         forge(bot, OTHER_COACH, data)
-        assert "can't find that client" in ((await other.replies())[0].text or "")
+        assert "cannot find that client" in ((await other.replies())[0].text or "")
     for command in ("/message Luca", f"/note {CLIENT}", "/assignments Luca"):
-        assert "can't find that client" in ((await other.send(command))[0].text or "")
+        assert "cannot find that client" in ((await other.send(command))[0].text or "")
     # A client who forges a reply to a coach they do not share with reaches no one.
     forge(bot, CLIENT, f"coachreply:{OTHER_COACH}")
     refused = await client.replies()
@@ -95,7 +95,7 @@ async def test_assignments_are_paused_changed_and_cancelled(bot: InProcessBot) -
     assert (listed[2].text or "").startswith("Three good things\nEvery day at 8:00\u202fAM")
     assert (await coach.press("7"))[0].text == "Done: I tell you after 7 quiet days."
     forge(bot, OTHER_COACH, f"quiet:{CLIENT}:1")
-    assert "can't find that client" in ((await other.replies())[0].text or "")
+    assert "cannot find that client" in ((await other.replies())[0].text or "")
     async with bot.store.sessionmaker() as session:
         assert (await session.execute(select(CoachLink.silent_days))).scalar_one() == 7
     for data in (f"asgdo:pause:{assignment.id}", f"asgdo:cancel:{assignment.id}",

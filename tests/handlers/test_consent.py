@@ -52,7 +52,7 @@ async def test_a_crisis_before_consent_is_answered_and_not_kept(
     assert detect_crisis(words)
     ana = bot.user(7002, first_name=NAME)
     replies = await ana.send(words)
-    assert "deserve to talk to a person right now" in " ".join(m.text or "" for m in replies)
+    assert "deserve to talk to a person." in " ".join(m.text or "" for m in replies)
     rows = await stored(bot, 7002, NAME, *TYPED)
     assert not [r for rows_ in rows.values() for r in rows_ if words in r]
     assert await users_row(bot, 7002) == [(None, "en", None)]

@@ -160,10 +160,10 @@ async def stopped(bot: InProcessBot, user_id: int) -> bool:
 async def test_sos_before_consent_and_through_invisible_characters(bot: InProcessBot) -> None:
     new = bot.user(305)
     first = await new.send("/sos")  # the very first message
-    assert "a person to talk to right now" in text_of(first) and "112" in text_of(first)
+    assert "where you can find people to talk to:" in text_of(first) and "112" in text_of(first)
     await new.send("/start")  # the consent question is open, not answered
     for sos in ("/sos", "S\u200bOS", "SOS\u200b"):
-        assert "a person to talk to right now" in text_of(await new.send(sos)), sos
+        assert "where you can find people to talk to:" in text_of(await new.send(sos)), sos
     user = await bot.store.get_user(305)
     assert user is not None and user.consent_at is None
 
@@ -179,7 +179,7 @@ async def test_a_text_starting_with_a_slash_is_checked_whole(
     await ana.send("/goal")
     helped = await ana.send(command)
     assert "pausing our coaching" in text_of(helped)
-    assert "don't know that command" not in text_of(helped)
+    assert "do not know that command" not in text_of(helped)
     assert await stopped(bot, 306)
 
 
@@ -192,9 +192,9 @@ async def test_words_after_sos_take_the_crisis_path(
     await bot.agree(307)
     await ana.send("/goal")
     plain = await ana.send("/sos hello")  # no sign in them: the help lines, nothing else
-    assert len(plain) == 1 and "a person to talk to right now" in text_of(plain)
+    assert len(plain) == 1 and "where you can find people to talk to:" in text_of(plain)
     asked = await ana.send(f"/sos {POSSIBLE}")  # a possible sign: asked about after them
-    assert "a person to talk to right now" in (asked[0].text or "")
+    assert "where you can find people to talk to:" in (asked[0].text or "")
     assert "thoughts of ending your life" in (asked[-1].text or "")
     helped = await ana.send(f"/sos {URGENT}")
     # The crisis path's reply carries the help lines: said once, not twice.

@@ -269,7 +269,7 @@ async def test_forged_buttons_of_another_group_get_nowhere(group_bot: InProcessB
     await coach.press("Yes")
     await ana.replies()
 
-    not_yours = "I can't find that group among yours. Send /groups to see them."
+    not_yours = "I cannot find that group among yours. Send /groups to see them."
     # Another coach: the group's view, assigning to it, its goal, its chat link, its kind.
     for data in (f"grp:{team_id}", f"gas:{team_id}:action_sprint:d7:8", f"ggoal:{team_id}",
                  f"gchat:{team_id}", f"gkind:{team_id}:cohort", f"gdone:{team_id}",
@@ -305,7 +305,7 @@ async def test_sos_in_a_group_is_answered_in_private_or_with_a_pointer(
     private_before = len(fake.messages_to(ANA))
     fake.send_text(ANA, "/sos", chat_type="group", chat_id=UNLINKED, first_name="Ana")
     helped = await messages_in(group_bot, ANA, private_before + 1)
-    assert "a person to talk to right now" in (helped[-1].text or "")
+    assert "where you can find people to talk to:" in (helped[-1].text or "")
     await quiet(group_bot, UNLINKED, 0)
     # Words of crisis after it: the crisis path, in private too.
     fake.send_text(ANA, f"/sos@{fake.bot_username} i want to kill myself tonight, i have "

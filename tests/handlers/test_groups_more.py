@@ -158,7 +158,7 @@ async def test_a_new_link_revokes_the_old_and_renaming_and_removing(bot: InProce
         assert (await session.scalars(select(Group.name))).all() == ["Sales & Success"]
 
     # Members and another coach pressing the coach's buttons, or a forged group id.
-    not_yours = "I can't find that group among yours. Send /groups to see them."
+    not_yours = "I cannot find that group among yours. Send /groups to see them."
     stranger = bot.user(STRANGER, first_name="Oz")
     await stranger.send("/groups")
     for who, refusal in ((ana, not_yours), (stranger, not_yours)):
@@ -201,7 +201,7 @@ async def test_a_coach_gives_the_whole_group_a_programme_and_no_one_else_can(
     assert runs == [(ANA, "values_and_goals"), (BO, "values_and_goals")]
 
     # A member, or another coach, forging the button: refused, nothing given.
-    not_yours = "I can't find that group among yours. Send /groups to see them."
+    not_yours = "I cannot find that group among yours. Send /groups to see them."
     stranger = bot.user(STRANGER, first_name="Oz")
     await stranger.send("/groups")
     for who in (ana, stranger):
@@ -233,7 +233,7 @@ async def test_reaching_the_goal_is_celebrated_in_the_chats_language_without_nam
     assert not any(name in posted[0] for name in ("Ana", "Bo", "Marta"))
     # Once reached, the button is gone; a forged press by a member changes nothing.
     assert await forge(bot, ana, f"gdone:{group_id}") == (
-        "I can't find that group among yours. Send /groups to see them.")
+        "I cannot find that group among yours. Send /groups to see them.")
     assert len(bot.fake.messages_to(chat)) == 1
     # Without a linked chat, each member hears it in private, in their own language.
     async with bot.store.sessionmaker() as session, session.begin():

@@ -61,11 +61,11 @@ async def test_a_measure_is_set_asked_on_schedule_answered_and_charted(
     forged(bot, CLIENT, f"measure:{CLIENT}", "it")  # refused at the gate, in their language
     assert "Non trovo questa persona" in ((await client.replies())[0].text or "")
     forged(bot, OTHER_COACH, f"measure:{CLIENT}")
-    assert "can't find that client" in ((await other.replies())[0].text or "")
+    assert "cannot find that client" in ((await other.replies())[0].text or "")
     for data in (f"measure:{COACH}", "measure:", "measure:abc", "measure:99999999999999999999"):
         forged(bot, OTHER_COACH, data)
-        assert "can't find that client" in ((await other.replies())[0].text or ""), data
-    assert "can't find that client" in ((await other.send("/measure Luca"))[0].text or "")
+        assert "cannot find that client" in ((await other.replies())[0].text or ""), data
+    assert "cannot find that client" in ((await other.send("/measure Luca"))[0].text or "")
 
     async with bot.store.sessionmaker() as session:
         [assignment] = (await session.execute(select(Assignment))).scalars()

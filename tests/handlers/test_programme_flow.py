@@ -64,7 +64,7 @@ async def test_a_coach_gives_a_programme_and_both_see_where_the_client_is(
                                  (COACH, coach, f"prg:{CLIENT}:nonsense:8")):
         forged(bot, user, data)
         reply = (await bot_user.replies())[0].text or ""
-        assert "can't find that client" in reply or "no longer valid" in reply, data
+        assert "cannot find that client" in reply or "no longer valid" in reply, data
     for user, bot_user in ((OTHER_COACH, other), (CLIENT, client)):
         forged(bot, user, f"prgdo:cancel:{run.id}")
         reply = (await bot_user.replies())[0].text or ""
