@@ -211,14 +211,36 @@ async def test_care_check_ins_in_a_row_are_bounded_then_the_pause_ends(
         at = at + CRISIS_PAUSE + timedelta(minutes=1)
         said = await care_answer(store, dialogues, at, "hard" if day % 2 else "same")
         assert "Telefono Amico" in said
-    assert "I will not ask you this every day" in said
-    assert "Your check-ins come back at their usual time" in said and "/sos" in said
+    assert "This was the last of these daily questions" in said
+    assert said.endswith("Would you like them to stay paused for a while?")
     assert "Until tomorrow" not in said
     user = await store.get_user(CLIENT)
     assert user is not None and not paused_by_crisis(user, at)
     assert [due for status, due in await care_rows(store) if status == "planned"] == []
     later = at + CRISIS_PAUSE + timedelta(minutes=1)
     assert await claim_and_start(store, dialogues, later, worker_id="w") == {}
+
+
+async def test_still_hard_at_the_last_care_check_in_the_client_may_keep_the_pause(
+    store: Store, dialogues: DialogueSet
+) -> None:
+    await client(store)
+    await crisis(store, dialogues)
+    at = NOW
+    for _ in range(MAX_CARE_CHECKINS):
+        at = at + CRISIS_PAUSE + timedelta(minutes=1)
+        said = await care_answer(store, dialogues, at, "hard")
+    for answer in ("yes", "4"):
+        async def run(t, answer: str = answer):  # type: ignore[no-untyped-def]
+            outcome = await converse(t, dialogues, Turn(text=answer), at)
+            await end_pause_when_client_comes_back(t, outcome, at)
+            return outcome
+
+        said = "\n".join(r.text for r in (await store.run_turn(CLIENT, run)).replies)
+    assert said.startswith("Done. Nothing comes from me for 4 days.")
+    assert "/sos shows them again" in said
+    user = await store.get_user(CLIENT)
+    assert user is not None and user.paused_until == at + timedelta(days=4)
 
 
 async def test_better_resumes_as_usual_and_says_so(store: Store,
