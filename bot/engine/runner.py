@@ -263,8 +263,8 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
     run = _Run(dialogues, replace(state, stack=(), safety_asked=False), ctx)
     if state.safety_asked:
         run.say(ctx.translator.gettext(
-            "Before we start: the last time we spoke, I asked how you were, and I did not hear "
-            "back. If things feel heavy, /sos shows who you can talk to, and /cancel stops here "
+            "Before we start: the last time we spoke, I asked you something important, and I "
+            "did not hear back. If things feel heavy, /sos shows who you can talk to, and /cancel stops here "
             "for today."))
     run.begin(dialogues[dialogue_id])
     return run.outcome()
@@ -331,8 +331,8 @@ def crisis_reply(ctx: Context) -> Reply:
         tr.gettext("Here is where you can find people to talk to:"),
         *_helplines(ctx)[1:],
         "",
-        tr.gettext("When you are ready, I am here. It may also help to tell someone you trust, "
-                   "or your coach if you have one."),
+        tr.gettext("Please also tell someone you trust, or your coach if you have one. Our "
+                   "coaching can wait until you want it back."),
     ]
     return Reply("\n".join(lines))
 

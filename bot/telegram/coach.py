@@ -397,7 +397,7 @@ class CoachHandlers:
         tr = translator_for(t.user.locale)
         answer, _, code = rest.partition(":")
         if answer != "yes":
-            say(t, tr.gettext("Fine, nothing is shared."))
+            say(t, tr.gettext("All right, nothing is shared."))
             return None
         try:
             coach_id = await links.accept_invite(t.session, code, t.user_id, t.now)

@@ -515,7 +515,7 @@ class GroupHandlers:
             "private: your coach sees only the group's figures, and only when at least three "
             "members contributed, never yours alone. You can also let {coach} follow your own "
             "progress (goals, check-ins, exercise reflections), as a personal coach would. "
-            "You can leave at any time with /leave.").format(
+            "You can leave at any time with /leave. Would you like to join?").format(
                 coach=coach_name, group=tr.words(group.name)), (
             Button(tr.gettext("Join: group figures only"), f"gjoin:f:{code}"),
             Button(tr.gettext("Join and share my progress"), f"gjoin:p:{code}"),
@@ -527,7 +527,7 @@ class GroupHandlers:
         answer, _, code = rest.partition(":")
         visibility = {"f": Visibility.FIGURES, "p": Visibility.PROGRESS}.get(answer)
         if visibility is None:
-            say(t, tr.gettext("Fine, you have not joined."))
+            say(t, tr.gettext("All right, you have not joined."))
             return None
         try:
             group = await groups.join(t.session, code, t.user_id, visibility, t.now)

@@ -392,9 +392,13 @@ class Handlers:
         if chat is not None:
             tr = translator_for(user.language_code)
             try:
-                await self.sender.say_now(chat.id, tr.gettext(
-                    "To see who you can talk to, send /sos to me in a private chat: "
-                    "{link}").format(link=f"https://t.me/{self.bot_username()}"))
+                # Nothing here names the person or their country: the worldwide numbers.
+                await self.sender.say_now(chat.id, "\n\n".join((
+                    tr.gettext("If you or someone else is in immediate danger, call your local "
+                               "emergency number now (112 in the EU, 911 in North America, "
+                               "999 in the UK)."),
+                    tr.gettext("To see who else you can talk to, send /sos to me in a private "
+                               "chat: {link}").format(link=f"https://t.me/{self.bot_username()}"))))
             except TelegramError as exc:
                 log.warning("could not answer in a group: %s", type(exc).__name__)
         await self._crisis_in(update, words)
@@ -459,7 +463,7 @@ class Handlers:
         open, gets a request for words."""
         message = update.message
         jotted = None if message is None else _jotted(message)
-        note = N_("I can only read text messages for now. Could you write it in words? If you "
+        note = N_("I can only read text. Could you write it in words? If you "
                   "need someone right now, /sos shows who you can talk to.")
         if jotted is None:
             await self._converse(update, Resume(), note=note)
