@@ -264,8 +264,8 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
     if state.safety_asked:
         run.say(ctx.translator.gettext(
             "Before we start: the last time we spoke, I asked you something important, and I "
-            "did not hear back. If things feel heavy, /sos shows who you can talk to, and /cancel stops here "
-            "for today."))
+            "did not hear back. If things feel heavy, /sos shows who you can talk to, and "
+            "/cancel stops here for today."))
     run.begin(dialogues[dialogue_id])
     return run.outcome()
 
@@ -452,7 +452,7 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
         state = replace(state, safety_asked=False)
         if answer is False:
             noted = Reply(ctx.translator.gettext(
-                "Thank you for answering. If that changes at any point, /sos shows who you can "
+                "I am glad to hear that. If that changes at any point, /sos shows who you can "
                 "talk to."))
             resumed = resume(dialogues, state, ctx)
             return replace(resumed, replies=(noted, *resumed.replies))

@@ -44,8 +44,9 @@ def test_the_onboarding_asks_for_the_city_once_and_leads_to_the_goal_without_jud
     assert city.count("city") == 1
     intro = said.index("Let's give your goal some shape, \u2068Ana\u2069. You choose the goal "
                        "and you own the results. I will only ask questions.")
-    assert said[intro - 1] == ("Next comes your first goal. It takes about ten minutes. If now "
-                               "is not a good time, send /cancel and start it later with /goal.")
+    assert said[intro - 1] == ("Next comes your first goal. It takes about ten minutes. /back "
+                               "takes you to the previous question. If now is not a good time, "
+                               "send /cancel and start it later with /goal.")
 
 
 def test_a_target_at_today_is_asked_about_without_hinting_at_a_mistake(
@@ -87,9 +88,9 @@ NEW_GOAL = ["Sleep by 11", "Energy", "Rested", "4", "Some nights", "/skip", "8",
             "/skip", "/skip", "Phone away", "/skip", "Phone in the hall", "2026-12-06", "8"]
 WELL_DONE = ("You have a new goal. You also named what you will keep doing: "
              "“\u2068Stretching\u2069”.")
-LATER = ("That is fine. Take the time you need. Your daily check-ins are about a goal in "
-         "progress, so they pause until you set a new one. When you are ready, send /goal and "
-         "we will start from there.")
+LATER = ("Take the time you need. Your daily check-ins are about a goal in progress, so they "
+         "pause until you set a new one. When you are ready, send /goal and we will start from "
+         "there.")
 
 
 @pytest.mark.parametrize(("answers", "last"), [

@@ -137,9 +137,9 @@ def test_a_pause_for_some_days_says_it_stops_everything_like_a_holiday(
     assert "Pause for some days" in labels and "Pause until a date" in labels
     said, outcome = play(dialogues, "reminders", ["Pause for some days", "3"], variables={})
     assert said[-2].startswith("Until the pause ends, nothing comes from me: no check-ins, "
-                               "no reviews and no exercises.")
-    assert said[-1] == ("Done. Nothing comes from me for 3 days. You can write to me "
-                        "whenever you like.")
+                               "reviews, exercises or session reminders.")
+    assert said[-1] == ("Done. Nothing comes from me for 3 days. If you would like to start "
+                        "again sooner, send /reminders.")
     assert outcome.state.variables["profile.pause_days"] == 3
 
 

@@ -60,7 +60,7 @@ def test_no_goes_on_exactly_where_the_dialogue_stands(dialogues: DialogueSet,
     assert texts(outcome) != ["What is on your mind?"]
     answered = handle(dialogues, outcome.state, Turn(button=runner.SAFETY_NO), ctx)
     assert texts(answered) == [
-        "Thank you for answering. If that changes at any point, /sos shows who you can talk to.",
+        "I am glad to hear that. If that changes at any point, /sos shows who you can talk to.",
         "What is on your mind?"]
     assert not answered.state.safety_asked and not answered.crisis
     assert answered.state.variables["m.mood"] == 2
@@ -110,7 +110,7 @@ def test_another_message_moves_on_and_an_unanswered_question_opens_gently(
     assert not moved_on.state.safety_asked
     assert moved_on.state.variables["m.note"] == "work, mostly"
     later = start(dialogues, asked.state, "mood", ctx)  # the next check-in
-    assert "I asked how you were, and I did not hear back" in texts(later)[0]
+    assert "I asked you something important, and I did not hear back" in texts(later)[0]
     assert texts(later)[1] == "How are you feeling, from 1 to 10?"
     assert not later.state.safety_asked
 
