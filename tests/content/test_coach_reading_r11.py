@@ -71,8 +71,8 @@ def test_on_a_good_day_the_check_in_follows_up_on_progress(dialogues: DialogueSe
 
 def test_a_low_mood_that_stops_names_sos(dialogues: DialogueSet) -> None:
     said = walk(dialogues, "daily_checkin", ["3", "Yes"])
-    assert ("/sos shows who you can talk to, and the emergency number answers at any hour"
-            in said[-1])
+    assert ("/sos shows who you can talk to, including the emergency number, which answers at "
+            "any hour" in said[-1])
 
 
 @pytest.mark.parametrize(("briefed", "end"), [

@@ -18,8 +18,8 @@ from bot.engine import Context, ConversationState, Outcome, Turn, handle, runner
 from bot.i18n import translator_for
 from tests.content.test_coach_reading_r11 import GOAL, REPO
 
-REACHED = ("You are at 8, and the target you set was 8. Does “\u2068Run 5 km\u2069” feel reached "
-           "to you?")
+REACHED = ("You are at 8, and the target you set was 8. Do you feel you have reached "
+           "“\u2068Run 5 km\u2069”?")
 RETARGET = ("You are at or above your target, and this goal does not feel complete to you yet. "
             "Would you like to set a new target that shows what is still ahead?")
 ACTIONS = {"actions.open": 1, "actions.overdue": 0, "actions.list": "• Stretch"}
