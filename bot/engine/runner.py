@@ -332,7 +332,7 @@ def crisis_reply(ctx: Context) -> Reply:
         *_helplines(ctx)[1:],
         "",
         tr.gettext("Please also tell someone you trust, or your coach if you have one. Our "
-                   "coaching can wait until you want it back."),
+                   "coaching can wait until you would like to pick it up again."),
     ]
     return Reply("\n".join(lines))
 
