@@ -332,7 +332,7 @@ def crisis_reply(ctx: Context) -> Reply:
         *_helplines(ctx)[1:],
         "",
         tr.gettext("Please also tell someone you trust, or your coach if you have one. Until "
-                   "tomorrow, nothing about coaching comes from me."),
+                   "tomorrow, I will not send you anything about coaching."),
     ]
     return Reply("\n".join(lines))
 
