@@ -331,8 +331,8 @@ def crisis_reply(ctx: Context) -> Reply:
         tr.gettext("Here is where you can find people to talk to:"),
         *_helplines(ctx)[1:],
         "",
-        tr.gettext("Please also tell someone you trust, or your coach if you have one. Our "
-                   "coaching can wait until you would like to pick it up again."),
+        tr.gettext("Please also tell someone you trust, or your coach if you have one. Until "
+                   "tomorrow, I will not send you anything about coaching."),
     ]
     return Reply("\n".join(lines))
 

@@ -44,6 +44,7 @@ from bot.store import (
 from bot.telegram.sessions import SessionFlows
 
 REPO = Path(__file__).parents[2]
+STAY = "Would you like to stay linked with \u2068Marta\u2069?"
 NOW = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)
 COACH, CLIENT = 1, 2
 
@@ -137,7 +138,7 @@ async def test_the_agreed_number_counts_down_and_the_last_held_invites_a_look_ba
     assert "The goal you are working on now: “\u2068Lead the team\u2069”." in said
     assert started.replies[-1].text.startswith("Looking at this, what do you take with you")
     took = await db.run_turn(CLIENT, lambda t: run(t, Turn(text="I can say no now")))
-    assert took.replies[-1].text.startswith("Would you like to stay linked")
+    assert took.replies[-1].text.endswith(STAY)
     async with db.sessionmaker() as s:
         [kept] = [a for a in (await s.execute(select(Answer))).scalars()
                   if a.variable == "look_back.take_away"]
@@ -182,7 +183,7 @@ async def test_a_client_who_stays_stays_linked(db: Store, dialogues: DialogueSet
 
     await db.run_turn(CLIENT, lambda t: run(t, Start("engagement_close", variables)))
     skipped = await db.run_turn(CLIENT, lambda t: run(t, Turn(command="skip")))
-    assert skipped.replies[-1].text.startswith("Would you like to stay linked")
+    assert skipped.replies[-1].text.endswith(STAY)
     stayed = await db.run_turn(CLIENT, lambda t: run(t, Turn(text="yes")))
     assert "you stay linked" in stayed.replies[-1].text
     async with db.sessionmaker() as s:

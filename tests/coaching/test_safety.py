@@ -130,7 +130,7 @@ async def test_nothing_scheduled_starts_during_the_pause_and_care_comes_after(
     async with store.sessionmaker() as session:
         last = (await session.execute(select(Outbox.payload).order_by(Outbox.id.desc())
                                       .limit(1))).scalar_one()
-    assert "check in with you after yesterday" in last["text"]
+    assert "I wanted to check in with you. How are you today?" in last["text"]
 
 
 async def test_quiet_hours_hold_the_caring_check_in(store: Store,
@@ -351,7 +351,7 @@ async def test_a_client_who_does_not_come_back_gets_nothing_until_the_care_check
     later = NOW + CRISIS_PAUSE + timedelta(minutes=1)
     assert await claim_and_start(store, dialogues, later, worker_id="w") == {
         "started": 1, "cancelled": 2}
-    assert "check in with you after yesterday" in await said_last(store)
+    assert "I wanted to check in with you. How are you today?" in await said_last(store)
 
 
 def test_only_coming_back_to_a_dialogue_ends_the_pause() -> None:

@@ -294,9 +294,10 @@ async def test_forged_buttons_of_another_group_get_nowhere(group_bot: InProcessB
 async def test_sos_in_a_group_is_answered_in_private_or_with_a_pointer(
     group_bot: InProcessBot
 ) -> None:
-    """/sos in a group: never the help lines there, which would name who asked. Someone the
-    bot can write to in private gets them there and nothing is said in the group; anyone
-    else gets only a pointer to /sos in a private chat."""
+    """/sos in a group: never the help lines of a country there, which would say something
+    of who asked. Someone the bot can write to in private gets them there and nothing is said
+    in the group; anyone else gets the worldwide emergency numbers and a pointer to /sos in a
+    private chat."""
     fake = group_bot.fake
     fake.bot_membership(UNLINKED, ANA, "member")
     ana = group_bot.user(ANA, first_name="Ana")
@@ -316,8 +317,12 @@ async def test_sos_in_a_group_is_answered_in_private_or_with_a_pointer(
 
     fake.send_text(STRANGER, "/SOS", chat_type="group", chat_id=UNLINKED, first_name="Eve")
     pointer = await messages_in(group_bot, UNLINKED, 1)
-    assert "send /sos to me in a private chat" in (pointer[0].text or "")
-    assert f"https://t.me/{fake.bot_username}" in (pointer[0].text or "")
-    assert "112" not in (pointer[0].text or "") and "Eve" not in (pointer[0].text or "")
+    said = pointer[0].text or ""
+    assert said.startswith("If you or someone else is in immediate danger, call your local "
+                           "emergency number now (112 in the EU, 911 in North America, 999 in "
+                           "the UK).")
+    assert "send /sos to me in a private chat" in said
+    assert f"https://t.me/{fake.bot_username}" in said and "Eve" not in said
+    assert "Telefono Amico" not in said and "Samaritans" not in said  # no country's lines
     await quiet(group_bot, UNLINKED, 1)
     assert fake.messages_to(STRANGER) == []
