@@ -15,7 +15,9 @@ listed forms, words within a negation's reach marked so) among its features. Bel
 model's "sure" threshold a message is flagged only when a word of risk is there, which keeps
 ordinary coaching replies ("because I want to feel strong") out; a euphemism of self-harm
 next to a coached habit ("had a relapse with sugar") is no word of risk and never urgent, and
-neither is a word of risk that a short reply denies ("no, never thought of killing myself").
+neither is a word of risk that a short reply denies ("no, never thought of killing myself");
+medication named alone in a reply of a few words ("took my pills") is asked about, never
+urgent, unless something says intent ("took all my pills", "took 40", "pills tonight").
 The thresholds were chosen by cross-validation for a budget of false alarms
 (``crisis_train``); ``python -m bench bench.crisis`` measures the result on text never
 trained on.
