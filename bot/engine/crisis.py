@@ -15,7 +15,9 @@ listed forms, words within a negation's reach marked so) among its features. Bel
 model's "sure" threshold a message is flagged only when a word of risk is there, which keeps
 ordinary coaching replies ("because I want to feel strong") out; a euphemism of self-harm
 next to a coached habit ("had a relapse with sugar") is no word of risk and never urgent, and
-neither is a word of risk that a short reply denies ("no, never thought of killing myself").
+neither is a word of risk that a short reply denies ("no, never thought of killing myself");
+medication named alone in a reply of a few words ("took my pills") is asked about, never
+urgent, unless something says intent ("took all my pills", "took 40", "pills tonight").
 The thresholds were chosen by cross-validation for a budget of false alarms
 (``crisis_train``); ``python -m bench bench.crisis`` measures the result on text never
 trained on.
@@ -583,7 +585,7 @@ def _denied_reply(pieces: Sequence[str]) -> bool:
 _NEUTRAL_CONCEPTS = frozenset({
     "I", "SELF", "WANT", "LIFE", "END", "NEGATION", "RESOLVED", "MEDICAL_OK", "FICTION", "WORK",
     "SPORT_FOOD", "GROOMING", "JOKE", "HYPERBOLE", "OTHER_PERSON", "HOME_PERSON", "PLAN_TIME",
-    "TOOK", "CONTRAST", "HABIT"})
+    "TOOK", "CONTRAST", "HABIT", "QUANTITY"})
 _SHORT = 2  # words
 
 
@@ -681,11 +683,21 @@ def _lexicon_hit(piece: str) -> bool:
     return phrases is not None and phrases.search(piece) is not None
 
 
-def _piece_features(piece: str) -> tuple[IntArray, bool]:
-    """A piece's features, and whether a listed phrase matched it."""
+# A lone word of risk says less in a reply of a few words ("bye", "my pills") than in a
+# sentence: in a message this short the length and every single concept are marked so
+# ("len:2", "short:c:GOODBYE"), for the model to learn how much less.
+_SHORT_MESSAGE = 6  # words
+
+
+def _piece_features(piece: str, short: int = 0) -> tuple[IntArray, bool]:
+    """A piece's features, and whether a listed phrase matched it; ``short`` is the message's
+    length in words when it is a short one, else 0."""
     phrases = _all_phrases()
     hit = phrases is not None and phrases.search(piece) is not None
-    return sentence_features(piece, concept_features(piece) + ([_LEXICON] if hit else [])), hit
+    flags = concept_features(piece) + ([_LEXICON] if hit else [])
+    if short:
+        flags += [f"len:{short}", *(f"short:{f}" for f in flags if ">" not in f)]
+    return sentence_features(piece, flags), hit
 
 
 def _pieces(text: str) -> list[str]:
@@ -708,7 +720,8 @@ def message_features(text: str) -> tuple[list[IntArray], bool]:
 
 
 def _features(pieces: list[str]) -> tuple[list[IntArray], bool]:
-    scored = [_piece_features(p) for p in pieces]
+    words = _word_count(pieces)
+    scored = [_piece_features(p, words if words <= _SHORT_MESSAGE else 0) for p in pieces]
     return [features for features, _ in scored], any(hit for _, hit in scored)
 
 
@@ -723,6 +736,31 @@ def has_telling_word(text: str) -> bool:
     "I", "want", "life", "tonight"...)."""
     pieces = _pieces(text)
     return _telling(pieces, any(_lexicon_hit(p) for p in pieces))
+
+
+def _word_count(pieces: Sequence[str]) -> int:
+    return sum(len(p.split()) for p in pieces)
+
+
+# Means that everyday replies name too ("took my pills", "my meds", "כדורים ✅"): in a message
+# of a few words with no listed phrase, where they are the only word of risk, they are asked
+# about, never urgent, unless something in it says intent: a quantity ("all", "30"), a time or
+# readiness ("tonight", "ready"), a wish or an end.
+_AMBIGUOUS_MEANS = frozenset({"PILLS"})
+_INTENT_CUES = frozenset({"WANT", "PLAN_TIME", "END", "QUANTITY"})
+_QUALIFIED_WORDS = 4
+_DIGIT = re.compile(r"\d")
+
+
+def _lone_ambiguous_means(pieces: Sequence[str], phrase_hit: bool) -> bool:
+    """Whether a short message's only word of risk is a means everyday replies name too, with
+    no listed phrase and no sign of intent: it cannot be urgent."""
+    if phrase_hit or _word_count(pieces) > _QUALIFIED_WORDS \
+            or any(_DIGIT.search(p) for p in pieces):
+        return False
+    found = frozenset().union(*(tag for p in pieces for tag in _sentence_tags(p)))
+    risky = found - _NEUTRAL_CONCEPTS
+    return bool(risky) and risky <= _AMBIGUOUS_MEANS and not found & _INTENT_CUES
 
 
 def _telling(pieces: Sequence[str], phrase_hit: bool) -> bool:
@@ -752,7 +790,7 @@ def detect_crisis(text: str) -> CrisisSignal | None:
     telling = _telling(pieces, lexicon)
     # "I", "ok", "7": too little to go on without one telling word; and once a listed idiom is
     # taken out ("I want to take my life back"), what is left without one says nothing.
-    if not telling and (idiom or sum(len(p.split()) for p in pieces) <= _SHORT):
+    if not telling and (idiom or _word_count(pieces) <= _SHORT):
         return None
     model = load_model()
     scores = model.score(sentences)
@@ -763,7 +801,8 @@ def detect_crisis(text: str) -> CrisisSignal | None:
     coaching = _coaching_euphemism(pieces)
     # A listed phrase the model is sure of and reads as urgent ("non voglio più vivere": explicit
     # and indirect wishes split the model's probability) is urgent too.
-    urgent = category is not CrisisCategory.CONCERN_OTHER and not coaching and (
+    urgent = category is not CrisisCategory.CONCERN_OTHER and not coaching \
+        and not _lone_ambiguous_means(pieces, lexicon) and (
         urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
         or (lexicon and risk >= model.thresholds["sure"] and category in URGENT_CATEGORIES))
     fired = (f"model:{category}:{risk:.2f}",) + ((_LEXICON,) if lexicon else ()) \

@@ -52,8 +52,11 @@ class Example:
     @property
     def weight(self) -> float:
         """Derived everyday talk counts less than written messages: its coaching words must
-        not teach the model that a cry mentioning a check-in is safe."""
-        return ORDINARY_WEIGHT if self.category == ORDINARY else 1.0
+        not teach the model that a cry mentioning a check-in is safe. The clients' written
+        everyday replies count more: a short one ("bye", "my pills") has few words to go on,
+        and it is what most messages are."""
+        return {ORDINARY: ORDINARY_WEIGHT, ORDINARY_ANSWER: ORDINARY_ANSWER_WEIGHT}.get(
+            self.category, 1.0)
 
     @property
     def label(self) -> int:
@@ -78,6 +81,7 @@ LOCALES = Path(__file__).parents[2] / "locales"
 ORDINARY = "ordinary"  # derived from the catalogs
 ORDINARY_WEIGHT = 0.25
 ORDINARY_ANSWER = "ordinary_answer"  # clients' everyday replies, written for the corpus
+ORDINARY_ANSWER_WEIGHT = 2.0
 # Everyday talk is not among the hard negatives the false-alarm budget is spent on; its own,
 # far smaller budget is kept on the written replies.
 EVERYDAY = frozenset({ORDINARY, ORDINARY_ANSWER})

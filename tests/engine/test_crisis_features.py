@@ -11,8 +11,10 @@ from bot.engine.crisis import (
     concept_features,
     detect_crisis,
     has_telling_word,
+    message_features,
     normalize,
 )
+from bot.engine.crisis_model import flag_bucket
 
 
 def concepts(text: str) -> set[str]:
@@ -259,3 +261,47 @@ def test_a_negation_that_is_itself_the_cry_still_tells(text: str) -> None:
 def test_hebrew_and_bulgarian_words_of_indirect_wishes_self_harm_and_means(
         text: str, concept: str) -> None:
     assert concept in concepts(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["took all of them", "m'he pres totes les pastilles", "изпих всичките", "izpih vsichkite",
+     "popila sam cijelu kutiju", "ho preso tutte le pillole", "לקחתי את כל הכדורים",
+     "lakachti et kol ha kadurim"],
+)
+def test_a_quantity_is_a_concept_in_every_language(text: str) -> None:
+    assert "c:QUANTITY" in concepts(text)
+
+
+@pytest.mark.parametrize("text", ["tablete su spremne", "le pillole sono pronte",
+                                  "הכדורים מוכנים", "les pastilles són preparades"])
+def test_means_said_ready_are_a_plan(text: str) -> None:
+    assert "c:PLAN_TIME" in concepts(text)
+
+
+def test_a_short_message_has_its_length_and_concepts_marked_short() -> None:
+    short = set(message_features("my pills")[0][0].tolist())
+    assert {flag_bucket("len:2"), flag_bucket("short:c:PILLS")} <= short
+    long = set(message_features("I finally went to the pharmacy for my pills today")[0][0]
+               .tolist())
+    assert flag_bucket("short:c:PILLS") not in long and flag_bucket("c:PILLS") in long
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["took my pills", "my pills", "pills", "yes, took my meds", "כדורים ✅",
+     "lakachti et hakadurim", "popila tablete"],
+)
+def test_a_short_reply_whose_only_cue_is_medication_is_never_urgent(text: str) -> None:
+    signal = detect_crisis(text)
+    assert signal is None or signal.level is CrisisLevel.CHECK
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["took all my pills", "took 40 pills", "pills tonight", "swallowed the whole box of pills",
+     "izpih vsichki hapcheta", "הכדורים מוכנים. הלילה", "uzela sam sve tablete"],
+)
+def test_a_short_message_of_pills_with_intent_is_still_urgent(text: str) -> None:
+    signal = detect_crisis(text)
+    assert signal is not None and signal.level is CrisisLevel.URGENT
