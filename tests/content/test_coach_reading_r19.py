@@ -62,3 +62,15 @@ def test_the_wheel_of_life_ends_on_a_step(dialogues: DialogueSet) -> None:
     steps = dialogues["wheel_of_life"].steps
     assert [b.goto for b in steps["next_step"].next] == ["small_step"]
     assert "this week" in (steps["small_step"].say or "")
+
+
+def test_a_look_back_at_the_end_of_the_sessions_ends_looking_forward(
+        dialogues: DialogueSet) -> None:
+    steps = dialogues["engagement_close"].steps
+    assert [b.goto for b in steps["take_away"].next] == ["keep_doing"]
+    assert [b.goto for b in steps["keep_doing"].next] == ["stay"]
+
+
+def test_a_skipped_exercise_promises_nothing_it_may_not_keep() -> None:
+    for path in (REPO / "dialogues" / "exercises").glob("*.yaml"):
+        assert "will still be here another day" not in path.read_text(encoding="utf-8"), path
