@@ -13,9 +13,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from bot.i18n import translator_for
 from bot.store import Answer, Conversation, Outbox, PlannedCheckin
 from tests.flows import POSSIBLE, URGENT, text_of
 from tests.inprocess import ClientUser, InProcessBot
+
+SAFETY_NO_REPLY = ("I am glad to hear that. If that changes at any point, /sos shows who you "
+                   "can talk to.")
 
 
 async def onboarded(bot: InProcessBot, user_id: int, locale: str, yes: str,
@@ -37,7 +41,7 @@ async def test_hebrew_safety_question_no_goes_on_yes_stops(bot: InProcessBot) ->
     asked = await dana.send(POSSIBLE)  # the answer to the goal question, with a possible risk
     assert len(asked) == 1 and "מחשבות לשים קץ לחייך" in (asked[0].text or "")
     went_on = await dana.press("לא")
-    assert "אם זה ישתנה בשלב כלשהו" in text_of(went_on)
+    assert translator_for("he").gettext(SAFETY_NO_REPLY) in text_of(went_on)
     assert went_on[-1].reply_markup is None or "safety" not in str(went_on[-1].reply_markup)
     async with bot.store.sessionmaker() as session:
         kept = (await session.execute(select(Answer.variable).where(Answer.user_id == 301))
