@@ -138,7 +138,9 @@ async def test_the_agreed_number_counts_down_and_the_last_held_invites_a_look_ba
     assert "The goal you are working on now: “\u2068Lead the team\u2069”." in said
     assert started.replies[-1].text.startswith("Looking at this, what do you take with you")
     took = await db.run_turn(CLIENT, lambda t: run(t, Turn(text="I can say no now")))
-    assert took.replies[-1].text.endswith(STAY)
+    assert took.replies[-1].text.startswith("What do you want to keep doing from here?")
+    kept_on = await db.run_turn(CLIENT, lambda t: run(t, Turn(text="Saying no kindly")))
+    assert kept_on.replies[-1].text.endswith(STAY)
     async with db.sessionmaker() as s:
         [kept] = [a for a in (await s.execute(select(Answer))).scalars()
                   if a.variable == "look_back.take_away"]
@@ -182,6 +184,7 @@ async def test_a_client_who_stays_stays_linked(db: Store, dialogues: DialogueSet
         return await converse(t, dialogues, action, NOW)
 
     await db.run_turn(CLIENT, lambda t: run(t, Start("engagement_close", variables)))
+    await db.run_turn(CLIENT, lambda t: run(t, Turn(command="skip")))
     skipped = await db.run_turn(CLIENT, lambda t: run(t, Turn(command="skip")))
     assert skipped.replies[-1].text.endswith(STAY)
     stayed = await db.run_turn(CLIENT, lambda t: run(t, Turn(text="yes")))

@@ -35,5 +35,5 @@ async def test_declining_consent_always_says_goodbye_and_keeps_nothing(
         running_bot: RunningBot) -> None:
     for user_id, settled in ((7005, False), (7006, True)):
         said = await decline(running_bot.user(user_id, first_name=NAME), settled=settled)
-        assert any("nothing is kept" in t for t in said), said
+        assert any("I have kept nothing" in t for t in said), said
         assert await stored(running_bot, user_id, NAME, *TYPED) == {}, user_id

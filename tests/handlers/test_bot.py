@@ -172,7 +172,7 @@ async def test_declining_consent_keeps_nothing(bot: InProcessBot) -> None:
     await ana.send("/start")
     await ana.press("Yes")  # 18 or older
     declined = await ana.press("No")
-    assert "nothing is kept" in (declined[-1].text or "")
+    assert "I have kept nothing" in (declined[-1].text or "")
     assert await count(bot, User, 106) == 0
     assert await count(bot, Answer, 106) == 0
 

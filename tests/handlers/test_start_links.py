@@ -101,7 +101,7 @@ async def test_declining_keeps_nothing_of_the_link_and_no_offer_comes(
     await bo.send(f"/start {code}")
     await bo.press("Yes")  # 18 or older
     goodbye = await bo.press("No")  # does not agree
-    assert "nothing is kept" in text_of(goodbye)
+    assert "I have kept nothing" in text_of(goodbye)
     assert "invites you" not in text_of(bo.messages)
     async with link_bot.store.sessionmaker() as session:
         for model, column in ((User, User.id), (Conversation, Conversation.user_id)):
