@@ -74,3 +74,13 @@ def test_a_look_back_at_the_end_of_the_sessions_ends_looking_forward(
 def test_a_skipped_exercise_promises_nothing_it_may_not_keep() -> None:
     for path in (REPO / "dialogues" / "exercises").glob("*.yaml"):
         assert "will still be here another day" not in path.read_text(encoding="utf-8"), path
+
+
+def test_a_skipped_exercise_thanks_only_for_what_was_told(dialogues: DialogueSet) -> None:
+    said, told = play(dialogues, "three_good_things", ["I skipped it", "A long day at work"],
+                      variables={})
+    assert said[-1] == "Thank you for telling me."
+    # Another day, skipped without a word: last time's answer does not count (fresh).
+    said, _ = play(dialogues, "three_good_things", ["I skipped it", "/skip"],
+                   variables=told.state.variables)
+    assert said[-1] == "All right."
