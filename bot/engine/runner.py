@@ -452,7 +452,7 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
         state = replace(state, safety_asked=False)
         if answer is False:
             noted = Reply(ctx.translator.gettext(
-                "I am glad to hear that. If that changes at any point, /sos shows who you can "
+                "Thank you for answering. If that changes at any point, /sos shows who you can "
                 "talk to."))
             resumed = resume(dialogues, state, ctx)
             return replace(resumed, replies=(noted, *resumed.replies))

@@ -39,6 +39,7 @@ from bot.store import (
 )
 
 REPO = Path(__file__).parents[2]
+CARE_OPENING = "I wanted to check in with you. How are you today, compared with yesterday?"
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 CLIENT = 42
 WORDS = "MARKER I took all the pills tonight"
@@ -130,7 +131,7 @@ async def test_nothing_scheduled_starts_during_the_pause_and_care_comes_after(
     async with store.sessionmaker() as session:
         last = (await session.execute(select(Outbox.payload).order_by(Outbox.id.desc())
                                       .limit(1))).scalar_one()
-    assert "I wanted to check in with you. How are you today?" in last["text"]
+    assert CARE_OPENING in last["text"]
 
 
 async def test_quiet_hours_hold_the_caring_check_in(store: Store,
@@ -351,7 +352,7 @@ async def test_a_client_who_does_not_come_back_gets_nothing_until_the_care_check
     later = NOW + CRISIS_PAUSE + timedelta(minutes=1)
     assert await claim_and_start(store, dialogues, later, worker_id="w") == {
         "started": 1, "cancelled": 2}
-    assert "I wanted to check in with you. How are you today?" in await said_last(store)
+    assert CARE_OPENING in await said_last(store)
 
 
 def test_only_coming_back_to_a_dialogue_ends_the_pause() -> None:

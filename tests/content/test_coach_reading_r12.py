@@ -142,5 +142,5 @@ def test_a_no_to_the_safety_question_does_not_push_on(dialogues: DialogueSet) ->
     answered = handle(dialogues, asked.state, Turn(button=runner.SAFETY_NO),
                       context())
     assert answered.replies[0].text == (
-        "I am glad to hear that. If that changes at any point, /sos shows who you can talk to.")
+        "Thank you for answering. If that changes at any point, /sos shows who you can talk to.")
     assert answered.replies[1].text.startswith("It sounds like today is hard.")

@@ -70,11 +70,14 @@ def test_not_yet_and_a_skipped_exercise_ask_what_happened_not_what_got_in_the_wa
 
 def test_a_no_to_the_safety_question_is_not_thanked_twice_in_a_row(
         dialogues: DialogueSet) -> None:
+    """The answer is thanked for (r18-en, r20-en, r22-en: not judged as good news), in other
+    words than the question's own opening, and the low-mood step thanks no one again."""
     _, asked = play(dialogues, "daily_checkin", ["2"])
+    opening = asked.replies[-1].text.split(".")[0]
     answered = handle(dialogues, asked.state, Turn(button=runner.SAFETY_NO), context())
     first, second = (reply.text for reply in answered.replies)
+    assert first.startswith("Thank you for answering.") and opening not in first
     assert second.startswith("It sounds like today is hard.")
-    assert not first.startswith("Thank you")
 
 
 def test_the_groups_question_about_pride_does_not_assume_a_good_week() -> None:

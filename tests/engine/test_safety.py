@@ -60,7 +60,7 @@ def test_no_goes_on_exactly_where_the_dialogue_stands(dialogues: DialogueSet,
     assert texts(outcome) != ["What is on your mind?"]
     answered = handle(dialogues, outcome.state, Turn(button=runner.SAFETY_NO), ctx)
     assert texts(answered) == [
-        "I am glad to hear that. If that changes at any point, /sos shows who you can talk to.",
+        "Thank you for answering. If that changes at any point, /sos shows who you can talk to.",
         "What is on your mind?"]
     assert not answered.state.safety_asked and not answered.crisis
     assert answered.state.variables["m.mood"] == 2

@@ -18,7 +18,7 @@ from bot.store import Answer, Conversation, Outbox, PlannedCheckin
 from tests.flows import POSSIBLE, URGENT, text_of
 from tests.inprocess import ClientUser, InProcessBot
 
-SAFETY_NO_REPLY = ("I am glad to hear that. If that changes at any point, /sos shows who you "
+SAFETY_NO_REPLY = ("Thank you for answering. If that changes at any point, /sos shows who you "
                    "can talk to.")
 
 
