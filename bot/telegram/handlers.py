@@ -818,8 +818,9 @@ def language_reply(locale: str) -> Reply:
 #: The onboarding's question of how to address the client, and its options (the same texts:
 #: a test holds them to the onboarding's ``address`` step).
 ADDRESS_QUESTION = N_("In your language, some of my sentences can be worded for a woman or for "
-                      "a man. Without a choice, I use neutral wording, and you can change it "
-                      "at any time with /language. How would you like me to address you?")
+                      "a man. Unless you choose otherwise, I use neutral wording, and you can "
+                      "change it at any time with /language. How would you like me to address "
+                      "you?")
 ADDRESS_OPTIONS: dict[AddressForm, str] = {
     AddressForm.NEUTRAL: N_("Neutral wording"),
     AddressForm.FEMININE: N_("Feminine forms"),
