@@ -33,6 +33,7 @@ from bot.engine.state import (
     SavedAnswer,
     Turn,
 )
+from bot.i18n import Translator
 
 # Steps that only talk are passed through on their own; this bounds such a run in one turn.
 MAX_STEPS_PER_TURN = 50
@@ -294,6 +295,13 @@ def cancel(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Ou
     return run.outcome()
 
 
+def worldwide_emergency_line(tr: Translator) -> str:
+    """The emergency line for a country not known: the numbers that hold in most places."""
+    return tr.gettext("If you or someone else is in immediate danger, call your local "
+                      "emergency number now (112 in the EU, 911 in North America, 999 in "
+                      "the UK).")
+
+
 def _helplines(ctx: Context) -> list[str]:
     """The emergency line and the help lines for the client's country, one per line: the
     country's emergency number when it is known (not repeated among its lines), else the
@@ -302,9 +310,7 @@ def _helplines(ctx: Context) -> list[str]:
     tr = ctx.translator
     number = emergency_number(ctx.country)
     if number is None:
-        lines = [tr.gettext("If you or someone else is in immediate danger, call your local "
-                            "emergency number now (112 in the EU, 911 in North America, 999 in "
-                            "the UK).")]
+        lines = [worldwide_emergency_line(tr)]
     else:
         lines = [tr.gettext("If you or someone else is in immediate danger, call the "
                             "emergency number now: {number}.").format(

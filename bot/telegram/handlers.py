@@ -39,7 +39,7 @@ from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
 from bot.engine.crisis import detect_crisis
-from bot.engine.runner import sos_reply, sos_words
+from bot.engine.runner import sos_reply, sos_words, worldwide_emergency_line
 from bot.engine.state import Button, Command
 from bot.i18n import (
     N_,
@@ -394,9 +394,7 @@ class Handlers:
             try:
                 # Nothing here names the person or their country: the worldwide numbers.
                 await self.sender.say_now(chat.id, "\n\n".join((
-                    tr.gettext("If you or someone else is in immediate danger, call your local "
-                               "emergency number now (112 in the EU, 911 in North America, "
-                               "999 in the UK)."),
+                    worldwide_emergency_line(tr),
                     tr.gettext("To see who else you can talk to, send /sos to me in a private "
                                "chat: {link}").format(link=f"https://t.me/{self.bot_username()}"))))
             except TelegramError as exc:
