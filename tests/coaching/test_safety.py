@@ -165,9 +165,14 @@ async def care_answer(store: Store, dialogues: DialogueSet, at: datetime, answer
     bot said in reply (a check-in due during the pause, never claimed in these tests, is
     missed by then)."""
     assert (await claim_and_start(store, dialogues, at, worker_id="w"))["started"] == 1
+    return await client_writes(store, dialogues, at, answer)
 
+
+async def client_writes(store: Store, dialogues: DialogueSet, at: datetime, text: str) -> str:
+    """The client's message, passed on as the Telegram front end does (their writing ends a
+    pause unless the answer keeps it): what the bot said in reply."""
     async def run(t):  # type: ignore[no-untyped-def]
-        outcome = await converse(t, dialogues, Turn(text=answer), at)
+        outcome = await converse(t, dialogues, Turn(text=text), at)
         await end_pause_when_client_comes_back(t, outcome, at)
         return outcome
 
@@ -232,12 +237,7 @@ async def test_still_hard_at_the_last_care_check_in_the_client_may_keep_the_paus
         at = at + CRISIS_PAUSE + timedelta(minutes=1)
         said = await care_answer(store, dialogues, at, "hard")
     for answer in ("yes", "4"):
-        async def run(t, answer: str = answer):  # type: ignore[no-untyped-def]
-            outcome = await converse(t, dialogues, Turn(text=answer), at)
-            await end_pause_when_client_comes_back(t, outcome, at)
-            return outcome
-
-        said = "\n".join(r.text for r in (await store.run_turn(CLIENT, run)).replies)
+        said = await client_writes(store, dialogues, at, answer)
     assert said.startswith("Done. Nothing comes from me for 4 days.")
     assert "/sos shows them again" in said
     user = await store.get_user(CLIENT)
