@@ -19,13 +19,15 @@ A pause, not a loss:
 * The client comes back (:func:`end_pause_when_client_comes_back`) with a message or a
   button of a dialogue that shows no sign of crisis: the pause ends at once, what is still
   planned comes at its own time, the held session reminders now, the held messages too.
-  /sos, a message that only raised the safety question, a command, do not end it: the
-  client has not come back to coaching.
+  /sos, a message that only raised the safety question, a "no" to that question, a
+  command, do not end it: the client has not come back to coaching.
 
 The care check-in's answer acts (:func:`apply_care_answer`):
 
 * "Better": nothing more to do. The pause is over by then, so everything planned comes back
   at its usual time, and the dialogue says so.
+* "Worse" is first followed by the safety question (``safety_on`` in the dialogue): "yes" is
+  a crisis again, "no" goes on as below.
 * "About the same" or "Worse": the day after a crisis, "the same" means as bad as the day
   the help lines were needed, so both are still in need. The dialogue shows the help lines
   themselves, and the pause is extended by another day, with another care check-in at its
@@ -166,11 +168,11 @@ def comes_back(action: object) -> bool:
 
 def keeps_the_pause(outcome: Outcome | None) -> bool:
     """What the client sent does not show they came back: a crisis, a possible one (they
-    were just asked the safety question, or pointed to help for someone else), the care
-    check-in answered "still in need" (which extends the pause), or nothing a dialogue
-    took."""
+    were just asked the safety question, answered it "no" or wrote past it, or were pointed
+    to help for someone else), the care check-in answered "still in need" (which extends
+    the pause), or nothing a dialogue took."""
     return outcome is None or outcome.crisis or outcome.signal is not None \
-        or still_in_need(outcome)
+        or outcome.safety_answered or still_in_need(outcome)
 
 
 async def end_pause_when_client_comes_back(t: StoreTurn, outcome: Outcome | None,

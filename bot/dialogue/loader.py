@@ -61,7 +61,7 @@ _ASK_KEYS_BY_TYPE: dict[str, set[str]] = {
     "text": {"min_length", "max_length"},
     "number": {"min", "max"},
     "scale": {"min", "max", "safety_at_or_below"},
-    "choice": {"options"},
+    "choice": {"options", "safety_on"},
     "yes_no": set(),
     "time": set(),
     "date": set(),
@@ -603,7 +603,10 @@ class _FileParser:
                       min_length=None if low is None else int(low), max_length=int(high))
         elif answer_type == "choice":
             options = self.options(fields.get("options"), node, reads)
-            ask = Ask(type="choice", save=save, optional=bool(optional), options=options)
+            safety_on = self.option_keys(fields["safety_on"][1], options) \
+                if "safety_on" in fields and options else frozenset()
+            ask = Ask(type="choice", save=save, optional=bool(optional), options=options,
+                      safety_on=safety_on)
         return ask
 
     def options(
@@ -634,6 +637,19 @@ class _FileParser:
             self.error(node, N_("a choice can have at most {count} options"),
                        count=_MAX_OPTIONS)
         return tuple(options)
+
+    def option_keys(self, node: Node, options: tuple[Option, ...]) -> frozenset[str]:
+        """``safety_on``: one option key, or a list of them."""
+        keys = [o.key for o in options]
+        found = set()
+        for item in node.value if isinstance(node, SequenceNode) else [node]:
+            key = item.value if isinstance(item, ScalarNode) else "…"
+            if key in keys:
+                found.add(key)
+            else:
+                self.error(item, N_("unknown key '{key}' in {what}; expected one of: {keys}"),
+                           key=key, what="'safety_on'", keys=", ".join(keys))
+        return frozenset(found)
 
     def branches(self, node: Node, reads: _Reads) -> tuple[Branch, ...] | None:
         if isinstance(node, ScalarNode):

@@ -66,8 +66,10 @@ class Ask:
     max_length: int | None = None
     options: tuple[Option, ...] = ()
     optional: bool = False  # the client may answer /skip
-    # A scale answer at or below this is followed by the safety question (see the engine).
+    # A scale answer at or below this, or a choice of one of these option keys, is followed
+    # by the safety question before the dialogue goes on (see the engine).
     safety_at_or_below: int | None = None
+    safety_on: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

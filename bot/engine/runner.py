@@ -68,14 +68,15 @@ class _Run:
         self.safety: CrisisCategory | None = None  # ask the safety question about this
 
     def outcome(self) -> Outcome:
-        """What the turn did; with a safety question due, it replaces what the step said (the
-        answer is kept and the dialogue has moved on: "no" shows where it now stands)."""
+        """What the turn did; with a safety question due, it is the reply (the answer is
+        kept, and the dialogue goes on from it once the client says "no")."""
         replies = tuple(self.replies)
         if self.safety is not None:
             replies = (safety_question(self.ctx, self.safety),)
         return Outcome(
             state=ConversationState(tuple(self.stack), self.variables,
-                                    safety_asked=self.safety is not None),
+                                    safety_asked=self.safety is not None,
+                                    go_on=self.safety is not None),
             replies=replies,
             saved=tuple(self.saved),
             finished=tuple(self.finished),
@@ -230,7 +231,8 @@ class _Run:
         self._readable = None
         self.saved.append(SavedAnswer(dialogue.id, step.id, step.ask.save, value))
         low = step.ask.safety_at_or_below
-        if low is not None and isinstance(value, int | float) and value <= low:
+        if (low is not None and isinstance(value, int | float) and value <= low) \
+                or value in step.ask.safety_on:
             self.safety = CrisisCategory.INDIRECT_IDEATION
 
     # -- commands ----------------------------------------------------------------------------
@@ -273,13 +275,16 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
 
 def resume(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Outcome:
     """Show the current question again (after a restart, or when the client asks for it);
-    an unanswered safety question comes first."""
+    an unanswered safety question comes first. Once it is answered "no", a dialogue that
+    waited for it goes on from the answer that raised it."""
     if state.safety_asked:
         return Outcome(state=state, replies=(safety_question(ctx, None),))
     run = _Run(dialogues, state, ctx)
     if run.stack:
         current = run.current()
-        if current is not None:
+        if current is not None and state.go_on and current[1].ask.type != "none":
+            run.follow(current[1])
+        elif current is not None:
             run.show(current[0].id, current[1])
     return run.outcome()
 
@@ -436,7 +441,7 @@ def _confirmed(signal: CrisisSignal | None) -> CrisisSignal:
 
 
 def _urgent(state: ConversationState, ctx: Context, signal: CrisisSignal) -> Outcome:
-    return Outcome(state=replace(state, stack=(), safety_asked=False),
+    return Outcome(state=replace(state, stack=(), safety_asked=False, go_on=False),
                    replies=(crisis_reply(ctx),), crisis=True, signal=signal)
 
 
@@ -455,13 +460,23 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
         answer = _safety_answer(turn, ctx)
         if answer is True:
             return _urgent(state, ctx, _confirmed(signal))
-        state = replace(state, safety_asked=False)
         if answer is False:
             noted = Reply(ctx.translator.gettext(
                 "Thank you for answering. If that changes at any point, /sos shows who you can "
                 "talk to."))
-            resumed = resume(dialogues, state, ctx)
-            return replace(resumed, replies=(noted, *resumed.replies))
+            resumed = resume(dialogues, replace(state, safety_asked=False), ctx)
+            return replace(resumed, replies=(noted, *resumed.replies), safety_answered=True)
+        if state.go_on and turn.answers and turn.command != "cancel":
+            # The dialogue waited for this answer, so the message answers nothing else: a
+            # sign of its own asks again, anything else moves the dialogue on.
+            if signal is not None and not signal.about_someone_else:
+                return Outcome(state=state, signal=signal,
+                               replies=(safety_question(ctx, signal.category),))
+            moved = resume(dialogues, replace(state, safety_asked=False), ctx)
+            lead = () if signal is None else (concern_reply(ctx),)
+            return replace(moved, replies=(*lead, *moved.replies), signal=signal,
+                           safety_answered=True)
+        state = replace(state, safety_asked=False)
     outcome = _answer(dialogues, state, turn, ctx) if turn.answers \
         else Outcome(state=state, replies=())
     if outcome.state == state and signal is None:
@@ -519,5 +534,6 @@ def _answer(dialogues: DialogueSet, state: ConversationState, turn: Turn,
         run.say(value.hint, run.buttons(dialogue.id, step))
         return run.outcome()
     run.save(dialogue, step, value)
-    run.follow(step)
+    if run.safety is None:  # else the dialogue waits for the safety question's answer
+        run.follow(step)
     return run.outcome()

@@ -35,6 +35,9 @@ class ConversationState:
     variables: Mapping[str, Value] = field(default_factory=dict)
     # The safety question was asked and not answered yet (see runner.handle).
     safety_asked: bool = False
+    # It was asked about the answer to the top frame's step, before the dialogue went on: a
+    # "no" goes on from that step rather than showing it again.
+    go_on: bool = False
 
     @property
     def active(self) -> bool:
@@ -48,7 +51,8 @@ class ConversationState:
                 for f in self.stack
             ],
             "variables": dict(self.variables),
-        } | ({"safety_asked": True} if self.safety_asked else {})
+        } | ({"safety_asked": True} if self.safety_asked else {}) \
+            | ({"go_on": True} if self.go_on else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> ConversationState:
@@ -59,7 +63,8 @@ class ConversationState:
                   tuple(str(s) for s in f.get("trail", ())))
             for f in data.get("stack", ())
         )
-        return cls(stack, dict(data.get("variables", {})), bool(data.get("safety_asked")))
+        return cls(stack, dict(data.get("variables", {})), bool(data.get("safety_asked")),
+                   bool(data.get("go_on")))
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,9 @@ class Outcome:
     finished: tuple[str, ...] = ()  # dialogues that reached their end in this turn
     crisis: bool = False  # the urgent path was taken: coaching stopped, help lines shown
     signal: CrisisSignal | None = None  # what the detector said of this message, if anything
+    # The client answered "no" to the safety question, or wrote past it: no sign of crisis,
+    # but no return to coaching either (a pause after a crisis stays).
+    safety_answered: bool = False
     # Free text that answered nothing: no question was open (nor the safety question). The
     # front end may offer to keep it (a note for the client's next session).
     unplaced: bool = False

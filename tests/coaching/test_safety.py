@@ -39,6 +39,7 @@ from bot.store import (
 )
 
 REPO = Path(__file__).parents[2]
+SAFETY_QUESTION = "are you having thoughts of ending your life or of hurting yourself?"
 CARE_OPENING = "I wanted to check in with you. How are you today, compared with yesterday?"
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 CLIENT = 42
@@ -165,7 +166,12 @@ async def care_answer(store: Store, dialogues: DialogueSet, at: datetime, answer
     bot said in reply (a check-in due during the pause, never claimed in these tests, is
     missed by then)."""
     assert (await claim_and_start(store, dialogues, at, worker_id="w"))["started"] == 1
-    return await client_writes(store, dialogues, at, answer)
+    said = await client_writes(store, dialogues, at, answer)
+    if answer == "hard":  # "Worse" is asked about directly first; "no" goes on
+        assert said.endswith(SAFETY_QUESTION) and "Telefono Amico" not in said
+        said = await client_writes(store, dialogues, at, "no")
+        assert said.startswith("Thank you for answering.")
+    return said
 
 
 async def client_writes(store: Store, dialogues: DialogueSet, at: datetime, text: str) -> str:
@@ -273,6 +279,26 @@ async def test_a_new_crisis_during_the_care_days_counts_again_from_the_first(
         refs = (await session.execute(select(PlannedCheckin.ref).where(
             PlannedCheckin.kind == "care", PlannedCheckin.status == "planned"))).scalars().all()
     assert refs == [""]  # the first care check-in again: three more days at most
+
+
+async def test_worse_answered_yes_to_the_safety_question_is_a_crisis_again(
+    store: Store, dialogues: DialogueSet
+) -> None:
+    await client(store)
+    await crisis(store, dialogues)
+    day2 = NOW + CRISIS_PAUSE + timedelta(minutes=1)
+    await care_answer(store, dialogues, day2, "same")
+    day3 = day2 + CRISIS_PAUSE + timedelta(minutes=1)
+    assert (await claim_and_start(store, dialogues, day3, worker_id="w"))["started"] == 1
+    assert (await client_writes(store, dialogues, day3, "hard")).endswith(SAFETY_QUESTION)
+    said = await client_writes(store, dialogues, day3, "yes")
+    assert "Telefono Amico Italia: 02 2327 2327" in said and "Until tomorrow" in said
+    user = await store.get_user(CLIENT)
+    assert user is not None and user.crisis_pause_until == day3 + CRISIS_PAUSE
+    async with store.sessionmaker() as session:
+        refs = (await session.execute(select(PlannedCheckin.ref).where(
+            PlannedCheckin.kind == "care", PlannedCheckin.status == "planned"))).scalars().all()
+    assert refs == [""]  # a crisis again: the care check-ins count from the first
 
 
 # -- a pause, not a loss: what comes back when the client does (gap 3 of the audit) ------

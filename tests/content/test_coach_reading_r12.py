@@ -110,7 +110,8 @@ def test_after_a_low_mood_the_commitment_can_be_skipped(dialogues: DialogueSet) 
     ("Better", "better", False), ("About the same", "same", True), ("Worse", "hard", True)])
 def test_the_care_check_in_compares_with_yesterday(dialogues: DialogueSet, label: str,
                                                     key: str, help_lines: bool) -> None:
-    said, outcome = play(dialogues, "care_checkin", [label], variables={"care.last": False})
+    answers = [label, "No"] if key == "hard" else [label]  # "Worse": the safety question first
+    said, outcome = play(dialogues, "care_checkin", answers, variables={"care.last": False})
     assert outcome.state.variables["care.today"] == key
     assert ("immediate danger" in "\n".join(said)) is help_lines
     if help_lines:

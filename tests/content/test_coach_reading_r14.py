@@ -79,7 +79,8 @@ def test_the_holiday_tells_what_stops_before_asking_until_when(
 
 
 def test_the_last_care_check_in_ends_on_the_people_above(dialogues: DialogueSet) -> None:
-    said, _ = play(dialogues, "care_checkin", ["Worse", "No"], variables={"care.last": True})
+    said, _ = play(dialogues, "care_checkin", ["Worse", "No", "No"],
+                   variables={"care.last": True})  # "No" to the safety question first
     assert said[-1].startswith("Whenever you need someone")
     assert said[-1].endswith("please contact one of the lines above; if you are in danger, "
                              "call the emergency number, which answers at any hour. /sos "

@@ -50,7 +50,7 @@ def test_reached_but_not_to_be_marked_asks_what_they_want_first(
     assert outcome.state.variables["goal.completion_gap"] == "Another race first"
 
 
-@pytest.mark.parametrize("answers", [["Worse"], ["About the same"]])
+@pytest.mark.parametrize("answers", [["Worse", "No"], ["About the same"]])
 def test_the_last_care_check_in_still_hard_offers_to_keep_the_pause(
         dialogues: DialogueSet, answers: list[str]) -> None:
     said, outcome = play(dialogues, "care_checkin", [*answers, "Yes", "5"],

@@ -66,6 +66,56 @@ def test_no_goes_on_exactly_where_the_dialogue_stands(dialogues: DialogueSet,
     assert answered.state.variables["m.mood"] == 2
 
 
+def worse(dialogues: DialogueSet, ctx: Context) -> Outcome:
+    outcome = start(dialogues, ConversationState(), "worse", ctx)
+    return handle(dialogues, outcome.state, Turn(text="Worse"), ctx)
+
+
+def test_a_choice_in_safety_on_is_asked_about_before_anything_else(
+    dialogues: DialogueSet, ctx: Context
+) -> None:
+    asked = worse(dialogues, ctx)
+    (question,) = asked.replies
+    assert "thoughts of ending your life" in question.text
+    assert [(a.variable, a.value) for a in asked.saved] == [("w.today", "worse")]
+    restored = ConversationState.from_dict(asked.state.to_dict())
+    assert restored == asked.state and restored.safety_asked and restored.go_on
+    assert texts(resume(dialogues, restored, ctx)) == texts(asked)  # after a restart
+    better = handle(dialogues, start(dialogues, ConversationState(), "worse", ctx).state,
+                    Turn(text="Better"), ctx)
+    assert texts(better) == ["Glad to hear it."] and not better.state.safety_asked
+
+
+def test_no_to_a_choice_goes_on_with_every_text_that_follows_it(
+    dialogues: DialogueSet, ctx: Context
+) -> None:
+    answered = handle(dialogues, worse(dialogues, ctx).state, Turn(text="no"), ctx)
+    assert texts(answered) == [
+        "Thank you for answering. If that changes at any point, /sos shows who you can talk to.",
+        "I am sorry it is hard.", "Here is who you can talk to."]
+    assert not answered.state.active and not answered.state.safety_asked
+    assert not answered.state.go_on and answered.safety_answered and not answered.crisis
+    assert answered.state.variables["w.today"] == "worse"
+
+
+def test_after_a_choice_a_sign_asks_again_and_anything_else_moves_on(
+    dialogues: DialogueSet, ctx: Context
+) -> None:
+    asked = worse(dialogues, ctx)
+    again = handle(dialogues, asked.state, Turn(text=POSSIBLE), ctx)
+    assert texts(again) == texts(asked) and again.state == asked.state
+    assert again.signal == VERDICTS[POSSIBLE]
+    assert handle(dialogues, asked.state, Turn(button=runner.SAFETY_YES), ctx).crisis
+    moved_on = handle(dialogues, asked.state, Turn(text="I don't know"), ctx)
+    assert texts(moved_on) == ["I am sorry it is hard.", "Here is who you can talk to."]
+    assert moved_on.safety_answered and not moved_on.state.safety_asked
+    worried = handle(dialogues, asked.state, Turn(text=SOMEONE_ELSE), ctx)
+    assert "worried about someone close to you" in texts(worried)[0]
+    assert texts(worried)[1:] == texts(moved_on)
+    stopped = handle(dialogues, asked.state, Turn(command="cancel"), ctx)
+    assert not stopped.state.active and not stopped.state.go_on
+
+
 def test_a_mood_of_three_is_not_asked_about(dialogues: DialogueSet, ctx: Context) -> None:
     outcome = start(dialogues, ConversationState(), "mood", ctx)
     outcome = handle(dialogues, outcome.state, Turn(text="3"), ctx)
@@ -106,9 +156,12 @@ def test_another_message_moves_on_and_an_unanswered_question_opens_gently(
     asked = handle(dialogues, outcome.state, Turn(text="1"), ctx)
     again = resume(dialogues, asked.state, ctx)  # /start while it is open: asked again
     assert texts(again) == texts(asked) and again.state.safety_asked
+    # Written past it: the dialogue goes on, and the message answers no question it did not
+    # see yet.
     moved_on = handle(dialogues, asked.state, Turn(text="work, mostly"), ctx)
-    assert not moved_on.state.safety_asked
-    assert moved_on.state.variables["m.note"] == "work, mostly"
+    assert not moved_on.state.safety_asked and moved_on.safety_answered
+    assert texts(moved_on) == ["What is on your mind?"]
+    assert moved_on.saved == () and "m.note" not in moved_on.state.variables
     later = start(dialogues, asked.state, "mood", ctx)  # the next check-in
     assert "I asked you something important, and I did not hear back" in texts(later)[0]
     assert texts(later)[1] == "How are you feeling, from 1 to 10?"
