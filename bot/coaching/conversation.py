@@ -59,6 +59,7 @@ from bot.dialogue.model import DialogueSet
 from bot.engine import Context, ConversationState, Outcome, Reply, Turn, handle, resume, start
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
+from bot.engine.runner import crisis_reply
 from bot.i18n import normalize_locale, translator_for
 from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
@@ -367,7 +368,8 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
                                      now)
     record_signal(outcome.signal)
     if outcome.crisis:  # the coach hears that it happened, never what was written
-        await notify_coaches(t.session, user.id, CoachEventKind.CRISIS, now)
+        if await notify_coaches(t.session, user.id, CoachEventKind.CRISIS, now):
+            outcome = replace(outcome, replies=(crisis_reply(ctx, coach_told=True),))
         await pause_after_crisis(t, now)
     await apply_care_answer(t, outcome, now)
     await apply_goals(t, outcome, now)

@@ -177,10 +177,10 @@ def digest_text(digest: Digest, tr: Translator) -> str:
     if digest.crisis:
         names = ", ".join(tr.words(n) for n in digest.crisis_clients)
         return tr.ngettext(
-            "Please reach out soon: the bot noticed signs that {names} may be in crisis. "
-            "Nothing they wrote is shared here.",
-            "Please reach out soon: the bot noticed signs that these clients may be in "
-            "crisis: {names}. Nothing they wrote is shared here.",
+            "Please reach out soon: I noticed signs that {names} may be in crisis. Nothing "
+            "they wrote is shared here.",
+            "Please reach out soon: I noticed signs that these clients may be in crisis: "
+            "{names}. Nothing they wrote is shared here.",
             len(digest.crisis_clients),
         ).format(names=names)
     lines = [tr.gettext("News from your clients:")]

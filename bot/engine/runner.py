@@ -330,9 +330,15 @@ def _helplines(ctx: Context) -> list[str]:
     return lines
 
 
-def crisis_reply(ctx: Context) -> Reply:
-    """Care and real help instead of coaching; what the client wrote is not repeated."""
+def crisis_reply(ctx: Context, *, coach_told: bool = False) -> Reply:
+    """Care and real help instead of coaching; what the client wrote is not repeated. With
+    ``coach_told``, it says that their coach was told (the platform knows, not the engine)."""
     tr = ctx.translator
+    people = tr.gettext("I have let your coach know, without any of your words, so that they "
+                        "can reach out to you. Please also tell someone you trust. Until "
+                        "tomorrow, I will not send you anything about coaching.") if coach_told \
+        else tr.gettext("Please also tell someone you trust, or your coach if you have one. "
+                        "Until tomorrow, I will not send you anything about coaching.")
     lines = [
         tr.gettext("Thank you for trusting me with this. What you are going through matters "
                    "more than any goal, so I am pausing our coaching here. I am a coaching "
@@ -342,8 +348,7 @@ def crisis_reply(ctx: Context) -> Reply:
         tr.gettext("Here is where you can find people to talk to:"),
         *_helplines(ctx)[1:],
         "",
-        tr.gettext("Please also tell someone you trust, or your coach if you have one. Until "
-                   "tomorrow, I will not send you anything about coaching."),
+        people,
     ]
     return Reply("\n".join(lines))
 

@@ -72,8 +72,13 @@ async def test_a_reply_in_crisis_never_reaches_the_coach(bot: InProcessBot) -> N
     await client.press("Reply to my coach")
     help_lines = await client.send("I want to end my life")
     assert any("help" in (m.text or "").lower() for m in help_lines)
+    # The client is told what their coach is told, and why.
+    assert "I have let your coach know, without any of your words, so that they can reach " \
+           "out to you." in (help_lines[-1].text or "")
+    assert "or your coach if you have one" not in (help_lines[-1].text or "")
     notice = await coach.replies()  # the crisis digest, without the words
-    assert len(notice) == 1 and "may be in crisis" in (notice[0].text or "")
+    assert len(notice) == 1 and (notice[0].text or "").startswith(
+        f"Please reach out soon: I noticed signs that {LUCA} may be in crisis.")
     assert all("end my life" not in (m.text or "") for m in coach.messages)
 
 
