@@ -214,7 +214,7 @@ def own_exercise_source(title: str, instructions: str,
             "ask": {"type": "choice", "save": "exercise.status", "options": {
                 "done": _literal(tr.gettext("I did it")),
                 "partly": _literal(tr.gettext("I did part of it")),
-                "skipped": _literal(tr.gettext("I skipped it"))}},
+                "skipped": _literal(tr.gettext("Not this time"))}},
             "next": [{"if": "exercise.status == 'skipped'", "goto": "closing"},
                      {"goto": "q1" if questions else "closing"}]},
     }

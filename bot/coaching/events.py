@@ -177,10 +177,16 @@ def digest_text(digest: Digest, tr: Translator) -> str:
     if digest.crisis:
         names = ", ".join(tr.words(n) for n in digest.crisis_clients)
         return tr.ngettext(
-            "Please reach out soon: I noticed signs that {names} may be in crisis. Nothing "
-            "they wrote is shared here.",
-            "Please reach out soon: I noticed signs that these clients may be in crisis: "
-            "{names}. Nothing they wrote is shared here.",
+            "Please reach out to {names} soon: I noticed signs that they may be in crisis. I "
+            "have shown them help lines, and their coaching is paused for a day unless they "
+            "write to me first; messages you send through me wait until then, so please "
+            "call them or use another way you have agreed on. Nothing they wrote is shared "
+            "here.",
+            "Please reach out soon to these clients: {names}. I noticed signs that they may "
+            "be in crisis. I have shown them help lines, and their coaching is paused for a "
+            "day unless they write to me first; messages you send through me wait until "
+            "then, so please call them or use another way you have agreed on. Nothing they "
+            "wrote is shared here.",
             len(digest.crisis_clients),
         ).format(names=names)
     lines = [tr.gettext("News from your clients:")]

@@ -33,6 +33,7 @@ from bot.store.kinds import OutboxStatus
 MESSAGE_CLIENT = "message_client"  # the coach writes to a client
 REPLY_TO_COACH = "reply_to_coach"  # the client answers their coach
 TO_CLIENT, TO_CLIENT_NAME, MESSAGE_TEXT = "message.client", "message.client_name", "message.text"
+TO_CLIENT_PAUSED = "message.client_paused"  # in a crisis pause: the message waits for its end
 TO_COACH, TO_COACH_NAME = "reply.coach", "reply.coach_name"
 REPLY_TEXT, REPLY_SEND = "reply.text", "reply.send"
 REPLY_BUTTON = "coachreply"  # coachreply:<coach id>

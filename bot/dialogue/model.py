@@ -29,7 +29,8 @@ BUILTIN_VARIABLES = frozenset({
 })
 #: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
 #: lists them under `requires`, and no dialogue saves them.
-STARTED_WITH = frozenset({"message.client_name", "reply.coach_name", "note.client_name",
+STARTED_WITH = frozenset({"message.client_name", "message.client_paused", "reply.coach_name",
+                          "note.client_name",
                           "schedule.client_name", "jot.coach", "jot.session", "jot.words",
                           "jot.media",
                           "jot.file_id", "jot.message_id", "closing.coach", "closing.coach_id",

@@ -72,7 +72,7 @@ class _Run:
         kept, and the dialogue goes on from it once the client says "no")."""
         replies = tuple(self.replies)
         if self.safety is not None:
-            replies = (safety_question(self.ctx, self.safety),)
+            replies = (safety_question(self.ctx, about_danger(self.safety)),)
         return Outcome(
             state=ConversationState(tuple(self.stack), self.variables,
                                     safety_asked=self.safety is not None,
@@ -265,10 +265,16 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
     A safety question left unanswered is not asked again here: the dialogue opens gently."""
     run = _Run(dialogues, replace(state, stack=(), safety_asked=False), ctx)
     if state.safety_asked:
-        run.say(ctx.translator.gettext(
-            "Before we start: the last time we spoke, I asked you something important, and I "
-            "did not hear back. If things feel heavy, /sos shows who you can talk to, and "
-            "/cancel stops here for today."))
+        tr = ctx.translator
+        run.say(tr.gettext(
+            "Before we start: last time, I asked you directly whether you were in danger or "
+            "afraid that you or someone else could get hurt, and I do not know how you are "
+            "now. If so, please send /sos to see who you can talk to. To stop here for today, "
+            "send /cancel.") if state.safety_danger else tr.gettext(
+            "Before we start: last time, I asked you directly whether you were having "
+            "thoughts of ending your life or of hurting yourself, and I do not know how you "
+            "are now. If so, please send /sos to see who you can talk to. To stop here for "
+            "today, send /cancel."))
     run.begin(dialogues[dialogue_id])
     return run.outcome()
 
@@ -278,7 +284,8 @@ def resume(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Ou
     an unanswered safety question comes first. Once it is answered "no", a dialogue that
     waited for it goes on from the answer that raised it."""
     if state.safety_asked:
-        return Outcome(state=state, replies=(safety_question(ctx, None),))
+        return Outcome(state=state, replies=(safety_question(ctx, state.safety_danger,
+                                                             again=True),))
     run = _Run(dialogues, state, ctx)
     if run.stack:
         current = run.current()
@@ -345,8 +352,9 @@ def crisis_reply(ctx: Context, *, coach_told: bool = False) -> Reply:
                    "companion, not a crisis service, and you deserve to talk to a person."),
         "",
         *_helplines(ctx)[:1],
-        tr.gettext("Here is where you can find people to talk to:"),
+        tr.gettext("Please contact one of these lines today, even if it is hard to start:"),
         *_helplines(ctx)[1:],
+        tr.gettext("/sos shows these lines again at any time."),
         "",
         people,
     ]
@@ -401,14 +409,27 @@ _DANGER = frozenset({CrisisCategory.ABUSE, CrisisCategory.THREATENED,
                      CrisisCategory.HARM_OTHERS})
 
 
-def safety_question(ctx: Context, category: CrisisCategory | None) -> Reply:
+def about_danger(category: CrisisCategory | None) -> bool:
+    """Whether the safety question for this sign asks about danger (abuse, threats, harm to
+    others) rather than about thoughts of ending one's life."""
+    return category in _DANGER
+
+
+def safety_question(ctx: Context, danger: bool, *, again: bool = False) -> Reply:
     """One direct question, in the spirit of the Columbia scale's screening questions:
-    asking plainly does not put the idea in anyone's head."""
+    asking plainly does not put the idea in anyone's head. Asked ``again``, it says so (the
+    client has told nothing new) and keeps to what it first asked about."""
     tr = ctx.translator
-    if category in _DANGER:
+    if again:
+        text = tr.gettext("Before we go on, I would still like to know, because it matters: "
+                          "are you in danger right now, or afraid that you or someone else "
+                          "could get hurt?") if danger else tr.gettext(
+            "Before we go on, I would still like to know, because it matters: are you having "
+            "thoughts of ending your life or of hurting yourself?")
+    elif danger:
         text = tr.gettext("Thank you for telling me. I would like to ask you directly, because "
-                          "it matters: are you in danger right now, or afraid that someone "
-                          "could get hurt?")
+                          "it matters: are you in danger right now, or afraid that you or "
+                          "someone else could get hurt?")
     else:
         text = tr.gettext("Thank you for telling me. I would like to ask you directly, because "
                           "it matters: are you having thoughts of ending your life or of "
@@ -446,7 +467,8 @@ def _confirmed(signal: CrisisSignal | None) -> CrisisSignal:
 
 
 def _urgent(state: ConversationState, ctx: Context, signal: CrisisSignal) -> Outcome:
-    return Outcome(state=replace(state, stack=(), safety_asked=False, go_on=False),
+    return Outcome(state=replace(state, stack=(), safety_asked=False, go_on=False,
+                                 safety_danger=False),
                    replies=(crisis_reply(ctx),), crisis=True, signal=signal)
 
 
@@ -475,8 +497,9 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
             # The dialogue waited for this answer, so the message answers nothing else: a
             # sign of its own asks again, anything else moves the dialogue on.
             if signal is not None and not signal.about_someone_else:
-                return Outcome(state=state, signal=signal,
-                               replies=(safety_question(ctx, signal.category),))
+                danger = about_danger(signal.category)
+                return Outcome(state=replace(state, safety_danger=danger), signal=signal,
+                               replies=(safety_question(ctx, danger),))
             moved = resume(dialogues, replace(state, safety_asked=False), ctx)
             lead = () if signal is None else (concern_reply(ctx),)
             return replace(moved, replies=(*lead, *moved.replies), signal=signal,
@@ -489,14 +512,17 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
         # and with no other question open it is the one asked again.
         outcome = replace(outcome, state=asked)
         if asked.safety_asked and outcome.unplaced:
-            return replace(outcome, replies=(safety_question(ctx, None),), unplaced=False)
+            return replace(outcome, replies=(safety_question(ctx, asked.safety_danger,
+                                                             again=True),), unplaced=False)
     if signal is None:
         return outcome
     if signal.about_someone_else:
         return replace(outcome, replies=(concern_reply(ctx), *outcome.replies), signal=signal,
                        unplaced=False)
-    return replace(outcome, replies=(safety_question(ctx, signal.category),),
-                   state=replace(outcome.state, safety_asked=True), signal=signal,
+    danger = about_danger(signal.category)
+    return replace(outcome, replies=(safety_question(ctx, danger),),
+                   state=replace(outcome.state, safety_asked=True, safety_danger=danger),
+                   signal=signal,
                    unplaced=False)
 
 

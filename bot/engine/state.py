@@ -38,6 +38,9 @@ class ConversationState:
     # It was asked about the answer to the top frame's step, before the dialogue went on: a
     # "no" goes on from that step rather than showing it again.
     go_on: bool = False
+    # What it asked about: danger (abuse, threats, harm to others), else thoughts of ending
+    # one's life; asked again, it keeps to that.
+    safety_danger: bool = False
 
     @property
     def active(self) -> bool:
@@ -52,7 +55,8 @@ class ConversationState:
             ],
             "variables": dict(self.variables),
         } | ({"safety_asked": True} if self.safety_asked else {}) \
-            | ({"go_on": True} if self.go_on else {})
+            | ({"go_on": True} if self.go_on else {}) \
+            | ({"safety_danger": True} if self.safety_danger else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> ConversationState:
@@ -64,7 +68,7 @@ class ConversationState:
             for f in data.get("stack", ())
         )
         return cls(stack, dict(data.get("variables", {})), bool(data.get("safety_asked")),
-                   bool(data.get("go_on")))
+                   bool(data.get("go_on")), bool(data.get("safety_danger")))
 
 
 @dataclass(frozen=True)

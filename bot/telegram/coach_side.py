@@ -18,6 +18,7 @@ from bot.coaching.checkins import user_zone
 from bot.coaching.coach_errors import NotYourClient
 from bot.coaching.contracts import NEW_MEASURE
 from bot.coaching.conversation import Start, converse, enqueue_replies
+from bot.coaching.safety import paused_by_crisis
 from bot.coaching.sessions import Engagement, engagement
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome
@@ -189,7 +190,8 @@ class CoachSideHandlers:
         tr = translator_for(t.user.locale)
         return await self._run(t, Start(messages.MESSAGE_CLIENT, {
             messages.TO_CLIENT: client.id,
-            messages.TO_CLIENT_NAME: tr.words(client.first_name or tr.number(client.id))}))
+            messages.TO_CLIENT_NAME: tr.words(client.first_name or tr.number(client.id)),
+            messages.TO_CLIENT_PAUSED: paused_by_crisis(client, t.now)}))
 
     async def _start_note(self, t: StoreTurn, client: User) -> Outcome:
         tr = translator_for(t.user.locale)

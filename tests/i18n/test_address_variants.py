@@ -10,7 +10,6 @@ from pathlib import Path
 import yaml
 
 from bot.dialogue import load_dialogues
-from bot.engine.crisis import CrisisCategory
 from bot.engine.runner import safety_question
 from bot.engine.state import Context
 from bot.i18n import ADDRESS_CONTEXTS, translator_for
@@ -53,7 +52,7 @@ def test_a_missing_variant_falls_back_to_the_neutral_translation() -> None:
 def test_the_safety_question_follows_the_choice() -> None:
     def asked(address: str | None) -> str:
         context = Context(translator=translator_for("he", address), today=date(2026, 12, 4))
-        return safety_question(context, CrisisCategory.THREATENED).text
+        return safety_question(context, True).text
 
     assert "את בסכנה עכשיו, או חוששת" in asked("feminine")
     assert "אתה בסכנה עכשיו, או חושש" in asked("masculine")
