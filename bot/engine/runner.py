@@ -269,12 +269,12 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
         run.say(tr.gettext(
             "Before we start: last time, I asked you directly whether you were in danger or "
             "afraid that you or someone else could get hurt, and I do not know how you are "
-            "now. If so, please send /sos to see who you can talk to. To stop here for today, "
-            "send /cancel.") if state.safety_danger else tr.gettext(
+            "now. If you are in danger or afraid now, please send /sos to see who you can "
+            "talk to. To stop here for today, send /cancel.") if state.safety_danger else tr.gettext(
             "Before we start: last time, I asked you directly whether you were having "
             "thoughts of ending your life or of hurting yourself, and I do not know how you "
-            "are now. If so, please send /sos to see who you can talk to. To stop here for "
-            "today, send /cancel."))
+            "are now. If you are having such thoughts now, please send /sos to see who you "
+            "can talk to. To stop here for today, send /cancel."))
     run.begin(dialogues[dialogue_id])
     return run.outcome()
 
