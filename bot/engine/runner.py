@@ -269,8 +269,9 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
         run.say(tr.gettext(
             "Before we start: last time, I asked you directly whether you were in danger or "
             "afraid that you or someone else could get hurt, and I do not know how you are "
-            "now. If you are in danger or afraid now, please send /sos to see who you can "
-            "talk to. To stop here for today, send /cancel.") if state.safety_danger else tr.gettext(
+            "now. If you are in danger now, or afraid that someone could get hurt, please send "
+            "/sos to see who you can talk to. To stop here for today, send /cancel.") \
+            if state.safety_danger else tr.gettext(
             "Before we start: last time, I asked you directly whether you were having "
             "thoughts of ending your life or of hurting yourself, and I do not know how you "
             "are now. If you are having such thoughts now, please send /sos to see who you "
@@ -504,7 +505,7 @@ def handle(dialogues: DialogueSet, state: ConversationState, turn: Turn,
             lead = () if signal is None else (concern_reply(ctx),)
             return replace(moved, replies=(*lead, *moved.replies), signal=signal,
                            safety_answered=True)
-        state = replace(state, safety_asked=False)
+        state = replace(state, safety_asked=False, safety_danger=False)
     outcome = _answer(dialogues, state, turn, ctx) if turn.answers \
         else Outcome(state=state, replies=())
     if outcome.state == state and signal is None:

@@ -223,7 +223,7 @@ async def test_care_check_ins_in_a_row_are_bounded_then_the_pause_ends(
         at = at + CRISIS_PAUSE + timedelta(minutes=1)
         said = await care_answer(store, dialogues, at, "hard" if day % 2 else "same")
         assert "Telefono Amico" in said
-    assert "This was the last of these daily questions" in said
+    assert "I have asked how you are for a few days now" in said
     assert said.endswith("Would you like them to stay paused for a while?")
     assert "Until tomorrow" not in said
     user = await store.get_user(CLIENT)
@@ -244,7 +244,7 @@ async def test_still_hard_at_the_last_care_check_in_the_client_may_keep_the_paus
         said = await care_answer(store, dialogues, at, "hard")
     for answer in ("yes", "4"):
         said = await client_writes(store, dialogues, at, answer)
-    assert said.startswith("Done. Nothing comes from me for 4 days.")
+    assert said.startswith("Done. I will not send you anything for 4 days.")
     assert "/sos shows them again" in said
     user = await store.get_user(CLIENT)
     assert user is not None and user.paused_until == at + timedelta(days=4)

@@ -55,7 +55,8 @@ STREAK = {"streak.days": 5, "streak.best": 5}
 
 def test_after_a_low_mood_the_check_in_is_as_short_as_it_says(dialogues: DialogueSet) -> None:
     said = walk(dialogues, "daily_checkin", ["3", "No", "Yes", "Walk to work"], STREAK)
-    assert "Okay. We will keep it short, and you can stop at any time with /cancel." in said
+    assert ("All right. We will keep it short. You can stop at any time with /cancel, and /sos "
+            "shows who you can talk to.") in said
     assert not any("in a row" in text or "longest run" in text for text in said)
     assert said[-2].startswith("If you like, what is one small thing you could do towards")
     assert "What helped you move forward?" not in said
@@ -76,7 +77,7 @@ def test_a_low_mood_that_stops_names_sos(dialogues: DialogueSet) -> None:
 
 
 @pytest.mark.parametrize(("briefed", "end"), [
-    (True, "Thank you, \u2068Ana\u2069. Your coach will see your answers an hour before the "
+    (True, "Thank you, \u2068Ana\u2069. Your coach receives your answers an hour before the "
            "session."),
     (False, "Thank you, \u2068Ana\u2069. Your answers stay with you. If you ever want your "
             "coach to see them before a session, send /brief."),

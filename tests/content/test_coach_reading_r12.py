@@ -95,7 +95,8 @@ def test_declining_a_new_target_still_gets_the_whole_review_next_week(
         assert REACHED in said and RETARGET in said
         assert "What, if anything, helped you this week?" in said
         assert "Let's plan the coming week." not in said
-        assert said[-2] == "What is one action you will commit to for the coming week?"
+        assert said[-2] == ("What, if anything, will you commit to for the coming week? You can "
+                            "send /skip.")
 
 
 def test_after_a_low_mood_the_commitment_can_be_skipped(dialogues: DialogueSet) -> None:

@@ -65,7 +65,7 @@ def test_not_yet_and_a_skipped_exercise_ask_what_happened_not_what_got_in_the_wa
     assert said[-1] == "What came up instead? You can send /skip."
     # Only the weekly review asks it, after "What, if anything, helped you this week?".
     assert [p.name for p in (REPO / "dialogues").rglob("*.yaml")
-            if "What got in the way?" in p.read_text(encoding="utf-8")] == ["weekly_review.yaml"]
+            if "got in the way?" in p.read_text(encoding="utf-8")] == ["weekly_review.yaml"]
 
 
 def test_a_no_to_the_safety_question_is_not_thanked_twice_in_a_row(
@@ -109,7 +109,7 @@ def test_a_reached_goal_ends_the_review_on_goal_completions_last_words(
 ADJUST_TARGET = ["5", "Mornings", "/skip", "Patience", "Yes", "The target"]
 HOLD_CHECK = ("Today you are at 5, and the new target you chose is 5, no higher than where "
               "you are now. Is that what you intend, for example to hold steady?")
-NEXT_ACTION = "What is one action you will commit to for the coming week?"
+NEXT_ACTION = "What, if anything, will you commit to for the coming week? You can send /skip."
 
 
 def test_a_new_target_at_today_is_asked_about_and_kept_on_a_yes(

@@ -31,7 +31,7 @@ def test_the_onboarding_notices_a_crisis_only_from_what_the_client_writes(
 YESTERDAY = {"commitment.last": "Stretch", "commitment.last_days_ago": 1}
 INSTEAD = "What came up instead? You can send /skip."
 COMMIT = ("What is one thing you would like to do towards “\u2068Run 5 km\u2069” before we "
-          "next talk? It can be small.")
+          "next talk? It can be small, or send /skip if there is nothing for now.")
 
 
 @pytest.mark.parametrize("rating", ["Done", "Part of it"])
@@ -104,7 +104,7 @@ def test_the_commitment_runs_until_the_next_check_in_not_to_the_end_of_today(
 
 
 # At 10, the top of the scale, a goal the client does not feel is complete.
-NEXT_ACTION = "What is one action you will commit to for the coming week?"
+NEXT_ACTION = "What, if anything, will you commit to for the coming week? You can send /skip."
 AT_TEN = ["10", "No", "Running without stopping", "Mornings", "/skip", "Patience"]
 TOP = ("You are at 10, the top of the scale, and this goal does not feel complete yet. "
        "Would you like to reword it, so the scale can show what is still ahead?")
@@ -139,7 +139,7 @@ def test_a_pause_for_some_days_says_it_stops_everything_like_a_holiday(
     said, outcome = play(dialogues, "reminders", ["Pause for some days", "3"], variables={})
     assert said[-2].startswith("Until the pause ends, nothing comes from me: no check-ins, "
                                "reviews, exercises or session reminders.")
-    assert said[-1] == ("Done. Nothing comes from me for 3 days. If you would like to start "
+    assert said[-1] == ("Done. I will not send you anything for 3 days. If you would like to start "
                         "again sooner, send /reminders.")
     assert outcome.state.variables["profile.pause_days"] == 3
 

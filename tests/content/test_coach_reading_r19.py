@@ -77,10 +77,10 @@ def test_a_skipped_exercise_promises_nothing_it_may_not_keep() -> None:
 
 
 def test_a_skipped_exercise_thanks_only_for_what_was_told(dialogues: DialogueSet) -> None:
-    said, told = play(dialogues, "three_good_things", ["I skipped it", "A long day at work"],
+    said, told = play(dialogues, "three_good_things", ["Not this time", "A long day at work"],
                       variables={})
     assert said[-1] == "Thank you for telling me."
     # Another day, skipped without a word: last time's answer does not count (fresh).
-    said, _ = play(dialogues, "three_good_things", ["I skipped it", "/skip"],
+    said, _ = play(dialogues, "three_good_things", ["Not this time", "/skip"],
                    variables=told.state.variables)
     assert said[-1] == "All right."

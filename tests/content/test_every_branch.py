@@ -69,6 +69,7 @@ PROVIDED: list[Mapping[str, Value]] = [
 #: a care check-in is the last in a row.
 STARTED_SAMPLES: dict[str, list[Value]] = {
     "care.last": [False, True],
+    "message.client_paused": [False, True],
     "jot.coach": [True, False],
     "jot.session": [True, False],
     "closing.first_goal": ["Run 10 km", None],

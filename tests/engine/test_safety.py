@@ -17,16 +17,22 @@ from bot.i18n import translator_for
 POSSIBLE = "MARKER possible risk"
 URGENT = "MARKER urgent risk"
 SOMEONE_ELSE = "MARKER my sister"
+THREATENED = "MARKER he said he would hurt me"
 VERDICTS = {
     POSSIBLE: CrisisSignal(CrisisLevel.CHECK, CrisisCategory.INDIRECT_IDEATION, 0.8, ("t",)),
     URGENT: CrisisSignal(CrisisLevel.URGENT, CrisisCategory.PLAN_MEANS, 0.99, ("t",)),
     SOMEONE_ELSE: CrisisSignal(CrisisLevel.CHECK, CrisisCategory.CONCERN_OTHER, 0.9, ("t",)),
+    THREATENED: CrisisSignal(CrisisLevel.CHECK, CrisisCategory.THREATENED, 0.8, ("t",)),
 }
 
 
 @pytest.fixture(autouse=True)
 def fixed_detector(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "detect_crisis", lambda text: VERDICTS.get(text))
+
+
+AGAIN = ("Before we go on, I would still like to know, because it matters: are you having "
+         "thoughts of ending your life or of hurting yourself?")
 
 
 def texts(outcome: Outcome) -> list[str]:
@@ -80,7 +86,7 @@ def test_a_choice_in_safety_on_is_asked_about_before_anything_else(
     assert [(a.variable, a.value) for a in asked.saved] == [("w.today", "worse")]
     restored = ConversationState.from_dict(asked.state.to_dict())
     assert restored == asked.state and restored.safety_asked and restored.go_on
-    assert texts(resume(dialogues, restored, ctx)) == texts(asked)  # after a restart
+    assert texts(resume(dialogues, restored, ctx)) == [AGAIN]  # after a restart
     better = handle(dialogues, start(dialogues, ConversationState(), "worse", ctx).state,
                     Turn(text="Better"), ctx)
     assert texts(better) == ["Glad to hear it."] and not better.state.safety_asked
@@ -114,6 +120,26 @@ def test_after_a_choice_a_sign_asks_again_and_anything_else_moves_on(
     assert texts(worried)[1:] == texts(moved_on)
     stopped = handle(dialogues, asked.state, Turn(command="cancel"), ctx)
     assert not stopped.state.active and not stopped.state.go_on
+
+
+def test_a_question_about_danger_asked_again_keeps_to_danger(
+    dialogues: DialogueSet, ctx: Context
+) -> None:
+    asked = handle(dialogues, ConversationState(), Turn(text=THREATENED), ctx)
+    assert texts(asked) == ["Thank you for telling me. I would like to ask you directly, "
+                            "because it matters: are you in danger right now, or afraid that "
+                            "you or someone else could get hurt?"]
+    restored = ConversationState.from_dict(asked.state.to_dict())
+    assert restored.safety_danger
+    again = ["Before we go on, I would still like to know, because it matters: are you in "
+             "danger right now, or afraid that you or someone else could get hurt?"]
+    assert texts(resume(dialogues, restored, ctx)) == again  # no "thank you": nothing new
+    assert texts(handle(dialogues, restored, Turn(text="hm"), ctx)) == again
+    later = start(dialogues, restored, "mood", ctx)
+    assert "whether you were in danger or afraid that you or someone else could get hurt" \
+        in texts(later)[0] and not later.state.safety_danger
+    asked_after = handle(dialogues, later.state, Turn(text="1"), ctx)  # a very low mood
+    assert "thoughts of ending your life" in texts(asked_after)[0]
 
 
 def test_a_mood_of_three_is_not_asked_about(dialogues: DialogueSet, ctx: Context) -> None:
@@ -155,7 +181,7 @@ def test_another_message_moves_on_and_an_unanswered_question_opens_gently(
     outcome = start(dialogues, ConversationState(), "mood", ctx)
     asked = handle(dialogues, outcome.state, Turn(text="1"), ctx)
     again = resume(dialogues, asked.state, ctx)  # /start while it is open: asked again
-    assert texts(again) == texts(asked) and again.state.safety_asked
+    assert texts(again) == [AGAIN] and again.state.safety_asked
     # Written past it: the dialogue goes on, and the message answers no question it did not
     # see yet.
     moved_on = handle(dialogues, asked.state, Turn(text="work, mostly"), ctx)
@@ -163,7 +189,11 @@ def test_another_message_moves_on_and_an_unanswered_question_opens_gently(
     assert texts(moved_on) == ["What is on your mind?"]
     assert moved_on.saved == () and "m.note" not in moved_on.state.variables
     later = start(dialogues, asked.state, "mood", ctx)  # the next check-in
-    assert "I asked you something important, and I did not hear back" in texts(later)[0]
+    assert texts(later)[0] == (
+        "Before we start: last time, I asked you directly whether you were having thoughts of "
+        "ending your life or of hurting yourself, and I do not know how you are now. If you "
+        "are having such thoughts now, please send /sos to see who you can talk to. To stop "
+        "here for today, send /cancel.")
     assert texts(later)[1] == "How are you feeling, from 1 to 10?"
     assert not later.state.safety_asked
 

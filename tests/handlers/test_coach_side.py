@@ -78,7 +78,18 @@ async def test_a_reply_in_crisis_never_reaches_the_coach(bot: InProcessBot) -> N
     assert "or your coach if you have one" not in (help_lines[-1].text or "")
     notice = await coach.replies()  # the crisis digest, without the words
     assert len(notice) == 1 and (notice[0].text or "").startswith(
-        f"Please reach out soon: I noticed signs that {LUCA} may be in crisis.")
+        f"Please reach out to {LUCA} soon: I noticed signs that they may be in crisis.")
+    assert "messages you send through me wait until then" in (notice[0].text or "")
+    # The coach who answers through the bot is told, before writing, that it waits.
+    asked = await coach.send("/message Luca")
+    assert (asked[0].text or "").startswith(
+        f"{LUCA} is in a pause after signs of a crisis, so a message you write here waits "
+        "until the pause ends.")
+    kept = await coach.send("Thinking of you")
+    assert kept[-1].text == f"Kept. It goes out to {LUCA} when the pause ends."
+    seen = len(client.messages)
+    await bot.pump()
+    assert len(client.messages) == seen  # nothing reaches the client during the pause
     assert all("end my life" not in (m.text or "") for m in coach.messages)
 
 

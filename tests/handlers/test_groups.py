@@ -132,7 +132,7 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) ->
     assert when[-1].text == "By when will you do it? Send a date, for example “tomorrow”."
     await bo.send("2030-05-17")
     thanked = await bo.press("Yes")
-    assert thanked[-1].text == "Thank you. Your coach will see it, and nobody else in the group."
+    assert thanked[-1].text == "Thank you. It goes to your coach, and to nobody else in the group."
     await coach.send("/groups")
     view = (await coach.press("\u2068Sales team\u2069 (3)"))[0].text or ""
     assert ("\u2068Bo\u2069 will contribute: \u2068I write the guide\u2069; commits to: "

@@ -106,7 +106,7 @@ async def test_text_kept_for_the_brief_and_a_voice_message_copied_only_on_yes(
     assert "Yes, send it now" in share
     told = await client.press("Yes, before the session")
     assert (told[0].text or "").startswith(  # no session planned: no promise of one
-        "Kept. No session with your coach is planned yet: they will see it an hour before "
+        "Kept. No session with your coach is planned yet: they receive it an hour before "
         "the next one")
     [note] = await notes(bot)
     assert note.words == "I keep putting off the hard call\nand I know why"
@@ -145,7 +145,7 @@ async def test_text_kept_for_the_brief_and_a_voice_message_copied_only_on_yes(
     await client.send("One more thing for our session")
     await client.press(KEEP)
     told = await client.press("Yes, before the session")
-    assert told[0].text == "Kept. Your coach will see it an hour before your next session."
+    assert told[0].text == "Kept. Your coach receives it an hour before your next session."
 
 
 @pytest.mark.usefixtures("fixed_detector")

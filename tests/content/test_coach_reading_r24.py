@@ -1,0 +1,73 @@
+"""What the coach's reading r24 asked of the shipped texts: a commitment is offered, never
+required (daily check-in, weekly review, session recap); the crisis reply asks the client to
+contact a line today and says /sos shows them again; the last care check-in says it is still
+hard and points to lasting help before it asks about the pause; a coach who writes to a client
+in the pause after a crisis is told first that the message waits."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.dialogue import DialogueSet, load_dialogues
+from bot.engine import runner
+from tests.content.test_coach_reading_r11 import REPO
+from tests.content.test_coach_reading_r12 import context, play
+from tests.content.test_coach_reading_r14 import AT_TEN, COMMIT, NEXT_ACTION
+
+
+@pytest.fixture(scope="module")
+def dialogues() -> DialogueSet:
+    return load_dialogues(REPO / "dialogues")
+
+
+def test_the_daily_commitment_may_be_skipped(dialogues: DialogueSet) -> None:
+    said, outcome = play(dialogues, "daily_checkin", ["7", "Yes", "Mornings", "/skip"])
+    assert said[-2:] == [COMMIT, "Thank you for checking in, \u2068Ana\u2069."]
+    assert outcome.state.variables["checkin.commitment"] is None and not outcome.state.active
+
+
+def test_the_weeks_commitment_may_be_skipped(dialogues: DialogueSet) -> None:
+    said, outcome = play(dialogues, "weekly_review", [*AT_TEN, "No", "/skip"])
+    assert said[-2:] == [NEXT_ACTION, "Thank you for this review, \u2068Ana\u2069. I will ask "
+                         "about your goal in your daily check-ins."]
+    assert outcome.state.variables["review.next_action"] is None
+
+
+def test_the_sessions_commitment_may_be_skipped(dialogues: DialogueSet) -> None:
+    said, outcome = play(dialogues, "session_recap", ["Speak first", "/skip"], variables={})
+    assert said[-2:] == ["What will you do before the next session? If nothing for now, send "
+                         "/skip.", "Thank you, \u2068Ana\u2069. What you take away is noted."]
+    assert outcome.state.variables["recap.commitment"] is None
+    assert "recap.by" not in outcome.state.variables  # no date asked for nothing
+
+
+@pytest.mark.parametrize("country", ["IT", None])
+def test_the_crisis_reply_asks_to_contact_a_line_today_and_says_sos_shows_them(
+        country: str | None) -> None:
+    lines = runner.crisis_reply(context(country=country)).text.split("\n")
+    ask = lines.index("Please contact one of these lines today, even if it is hard to start:")
+    sos = lines.index("/sos shows these lines again at any time.")
+    assert lines[ask + 1].startswith("• ") and all(
+        line.startswith("• ") for line in lines[ask + 1:sos])
+    assert lines[-1].startswith("Please also tell someone you trust")
+
+
+def test_the_last_care_check_in_still_hard_points_to_lasting_help(
+        dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "care_checkin", ["About the same"], variables={"care.last": True})
+    assert said[-1].startswith("I have asked how you are for a few days now, and it still "
+                               "sounds hard.")
+    assert "a doctor, or one of the lines above" in said[-1]
+    assert said[-1].endswith("Would you like them to stay paused for a while?")
+
+
+def test_a_coach_writing_to_a_paused_client_is_told_first(dialogues: DialogueSet) -> None:
+    variables = {"message.client_name": "Luca", "message.client_paused": True}
+    said, outcome = play(dialogues, "message_client", ["See you Thursday"], variables=variables)
+    assert said[0].startswith("\u2068Luca\u2069 is in a pause after signs of a crisis, so a "
+                              "message you write here waits until the pause ends.")
+    assert said[-1] == "Kept. It goes out to \u2068Luca\u2069 when the pause ends."
+    assert outcome.finished == ("message_client",)
+    said, _ = play(dialogues, "message_client", ["See you"],
+                   variables={**variables, "message.client_paused": False})
+    assert said[-1].startswith("Sent.")
