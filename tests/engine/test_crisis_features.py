@@ -219,7 +219,7 @@ def test_a_listed_cry_the_model_is_sure_of_is_urgent(text: str) -> None:
         "לא, אני לא רוצה למות",
         "no no, non mi taglio",
         "ne, ne želim umrijeti",
-        "no, no penso en matar-me",
+        "no, mai he pensat en matar-me",
     ],
 )
 def test_a_short_reply_that_denies_every_word_of_risk_has_no_word_of_risk(text: str) -> None:
@@ -305,3 +305,30 @@ def test_a_short_reply_whose_only_cue_is_medication_is_never_urgent(text: str) -
 def test_a_short_message_of_pills_with_intent_is_still_urgent(text: str) -> None:
     signal = detect_crisis(text)
     assert signal is not None and signal.level is CrisisLevel.URGENT
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Written for these tests: suicide in slang and as people type it, in English and Catalan.
+        "gonna kill meself this weekend",
+        "might just top myself",
+        "keep thinkin about toppin myself",
+        "endin it all is all i think about",
+        "em trauré la vida",
+        "vull traure'm la vida",
+    ],
+)
+def test_suicide_in_slang_and_typed_forms_is_a_concept(text: str) -> None:
+    assert "c:SUICIDE" in concepts(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["cada nit penso en matar-me", "pensava en suïcidar-me", "tot el dia pensant en morir-me"],
+)
+def test_the_catalan_word_en_is_no_negation(text: str) -> None:
+    # "en" ("of", "in", a name's article) was read as Hebrew typed in Latin letters ("ein": no).
+    found = concepts(text)
+    assert "c:NEGATED_ONLY" not in found
+    assert not {"c:-SUICIDE", "c:-DIE"} & found
