@@ -548,7 +548,10 @@ def _negation(tags: Sequence[frozenset[str]]) -> _Negation:
     for tag in tags:
         risk = bool(tag - _NEUTRAL_CONCEPTS)
         opens = "NEGATION" in tag and not risk
-        if reach and not opens and tag & _SCOPE_ENDS:
+        # A new subject ends the reach, but a verb in the first person that is itself denied
+        # ("no penso en matar-me", "non penso di farla finita": "I don't think of...") does not.
+        negated_verb = reach == _NEGATION_SCOPE and "WANT" in tag
+        if reach and not opens and tag & _SCOPE_ENDS and not negated_verb:
             reach = 0
         if reach and tag:
             denied += sorted(tag - _UNSCOPED)

@@ -219,7 +219,8 @@ def test_a_listed_cry_the_model_is_sure_of_is_urgent(text: str) -> None:
         "לא, אני לא רוצה למות",
         "no no, non mi taglio",
         "ne, ne želim umrijeti",
-        "no, mai he pensat en matar-me",
+        "no, no penso en matar-me",
+        "non penso di farla finita",
     ],
 )
 def test_a_short_reply_that_denies_every_word_of_risk_has_no_word_of_risk(text: str) -> None:
@@ -332,3 +333,24 @@ def test_the_catalan_word_en_is_no_negation(text: str) -> None:
     found = concepts(text)
     assert "c:NEGATED_ONLY" not in found
     assert not {"c:-SUICIDE", "c:-DIE"} & found
+
+
+@pytest.mark.parametrize(
+    "text",
+    # Written for these tests: the model splits them between explicit intent and a question.
+    ["work sucks and suicide sounds good rn", "la meva resposta és fàcil: suïcidi"],
+)
+def test_suicide_said_outright_is_urgent(text: str) -> None:
+    signal = detect_crisis(text)
+    assert signal is not None and signal.level is CrisisLevel.URGENT, signal
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I'd never kill myself, I just need a holiday", "in the novel she decides to kill herself",
+     "years ago I tried suicide, I'm fine now", "this commute is killing me",
+     "I could kill for a coffee", "no, no penso en matar-me", "em mato a treballar"],
+)
+def test_suicide_denied_or_in_fiction_the_past_or_an_idiom_is_not_urgent(text: str) -> None:
+    signal = detect_crisis(text)
+    assert signal is None or signal.level is CrisisLevel.CHECK, signal
