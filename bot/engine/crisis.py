@@ -17,7 +17,9 @@ ordinary coaching replies ("because I want to feel strong") out; a euphemism of 
 next to a coached habit ("had a relapse with sugar") is no word of risk and never urgent, and
 neither is a word of risk that a short reply denies ("no, never thought of killing myself");
 medication named alone in a reply of a few words ("took my pills") is asked about, never
-urgent, unless something says intent ("took all my pills", "took 40", "pills tonight").
+urgent, unless something says intent ("took all my pills", "took 40", "pills tonight"); suicide
+said outright ("gonna kms", "em vull matar") and read as explicit intent or a plan is urgent,
+unless the message denies it or makes it fiction, a joke, hyperbole or the past.
 The thresholds were chosen by cross-validation for a budget of false alarms
 (``crisis_train``); ``python -m bench bench.crisis`` measures the result on text never
 trained on.
@@ -546,7 +548,10 @@ def _negation(tags: Sequence[frozenset[str]]) -> _Negation:
     for tag in tags:
         risk = bool(tag - _NEUTRAL_CONCEPTS)
         opens = "NEGATION" in tag and not risk
-        if reach and not opens and tag & _SCOPE_ENDS:
+        # A new subject ends the reach, but a verb in the first person that is itself denied
+        # ("no penso en matar-me", "non penso di farla finita": "I don't think of...") does not.
+        negated_verb = reach == _NEGATION_SCOPE and "WANT" in tag
+        if reach and not opens and tag & _SCOPE_ENDS and not negated_verb:
             reach = 0
         if reach and tag:
             denied += sorted(tag - _UNSCOPED)
@@ -579,6 +584,24 @@ def _denied_reply(pieces: Sequence[str]) -> bool:
         return False
     found = [_negation(_sentence_tags(p)) for p in pieces]
     return any(n.negated_risk for n in found) and not any(n.affirmed_risk for n in found)
+
+
+# Suicide said outright ("gonna kms", "em vull matar", "I just want to die"): the words of suicide,
+# or a wish and death in one sentence, with nothing in the message that denies them or sets them
+# in fiction, a joke, hyperbole or the past. The model often splits such a message between
+# explicit intent and a wish to be asked about; read as explicit intent or a plan, it is urgent.
+_SUICIDE = frozenset({"SUICIDE"})
+_WISH_OF_DEATH = frozenset({"WANT", "DIE"})
+_NOT_STATED = frozenset({"NEGATION", "FICTION", "JOKE", "HYPERBOLE", "RESOLVED"})
+
+
+def _stated_suicide(pieces: Sequence[str]) -> bool:
+    """Whether a message says suicide outright, with nothing that denies it or makes it
+    fiction, a joke, hyperbole or the past."""
+    said = [frozenset().union(*_sentence_tags(p)) for p in pieces]
+    found = frozenset().union(*said)
+    return not found & _NOT_STATED \
+        and (bool(found & _SUICIDE) or any(s >= _WISH_OF_DEATH for s in said))
 
 
 # Concepts that say nothing of risk on their own (a short message needs another one).
@@ -641,6 +664,8 @@ URGENT_CATEGORIES = frozenset({
     CrisisCategory.EXPLICIT_IDEATION, CrisisCategory.PLAN_MEANS, CrisisCategory.SELF_HARM,
     CrisisCategory.ABUSE, CrisisCategory.THREATENED, CrisisCategory.HARM_OTHERS,
 })
+#: Categories in which suicide said outright is urgent whatever the model's urgent score.
+_STATED_CATEGORIES = frozenset({CrisisCategory.EXPLICIT_IDEATION, CrisisCategory.PLAN_MEANS})
 _LEXICON = "lexicon"
 _COACHING = "coaching_context"  # a euphemism next to a coached habit: asked about at most
 
@@ -804,7 +829,8 @@ def detect_crisis(text: str) -> CrisisSignal | None:
     urgent = category is not CrisisCategory.CONCERN_OTHER and not coaching \
         and not _lone_ambiguous_means(pieces, lexicon) and (
         urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
-        or (lexicon and risk >= model.thresholds["sure"] and category in URGENT_CATEGORIES))
+        or (lexicon and risk >= model.thresholds["sure"] and category in URGENT_CATEGORIES)
+        or (category in _STATED_CATEGORIES and _stated_suicide(pieces)))
     fired = (f"model:{category}:{risk:.2f}",) + ((_LEXICON,) if lexicon else ()) \
         + ((_COACHING,) if coaching else ())
     return CrisisSignal(CrisisLevel.URGENT if urgent else CrisisLevel.CHECK, category, risk,

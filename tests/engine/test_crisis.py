@@ -359,6 +359,16 @@ def test_normalize_examples() -> None:
     assert normalize("!!! ...") == ""
 
 
+@pytest.mark.parametrize("text", [
+    # Written for these tests: explicit intent in slang and typos (en) and in everyday Catalan.
+    "gonna kill meself", "might top myself tonight", "wnt 2 die", "wanna die fr",
+    "endin it all soon", "tinc ganes de matar-me", "em trauré la vida",
+    "vull acabar amb la meua vida",
+])
+def test_explicit_intent_in_slang_and_everyday_words_is_a_listed_phrase(text: str) -> None:
+    assert phrase_match(text), normalize(text)
+
+
 def test_word_boundaries() -> None:
     # Phrases must not match inside other words.
     assert not detect_crisis("the antisuicidefoo was fine")

@@ -220,6 +220,7 @@ def test_a_listed_cry_the_model_is_sure_of_is_urgent(text: str) -> None:
         "no no, non mi taglio",
         "ne, ne želim umrijeti",
         "no, no penso en matar-me",
+        "non penso di farla finita",
     ],
 )
 def test_a_short_reply_that_denies_every_word_of_risk_has_no_word_of_risk(text: str) -> None:
@@ -305,3 +306,51 @@ def test_a_short_reply_whose_only_cue_is_medication_is_never_urgent(text: str) -
 def test_a_short_message_of_pills_with_intent_is_still_urgent(text: str) -> None:
     signal = detect_crisis(text)
     assert signal is not None and signal.level is CrisisLevel.URGENT
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Written for these tests: suicide in slang and as people type it, in English and Catalan.
+        "gonna kill meself this weekend",
+        "might just top myself",
+        "keep thinkin about toppin myself",
+        "endin it all is all i think about",
+        "em trauré la vida",
+        "vull traure'm la vida",
+    ],
+)
+def test_suicide_in_slang_and_typed_forms_is_a_concept(text: str) -> None:
+    assert "c:SUICIDE" in concepts(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["cada nit penso en matar-me", "pensava en suïcidar-me", "tot el dia pensant en morir-me"],
+)
+def test_the_catalan_word_en_is_no_negation(text: str) -> None:
+    # "en" ("of", "in", a name's article) was read as Hebrew typed in Latin letters ("ein": no).
+    found = concepts(text)
+    assert "c:NEGATED_ONLY" not in found
+    assert not {"c:-SUICIDE", "c:-DIE"} & found
+
+
+@pytest.mark.parametrize(
+    "text",
+    # Written for these tests: the model splits them between explicit intent and a question.
+    ["work sucks and suicide sounds good rn", "la meva resposta és fàcil: suïcidi"],
+)
+def test_suicide_said_outright_is_urgent(text: str) -> None:
+    signal = detect_crisis(text)
+    assert signal is not None and signal.level is CrisisLevel.URGENT, signal
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I'd never kill myself, I just need a holiday", "in the novel she decides to kill herself",
+     "years ago I tried suicide, I'm fine now", "this commute is killing me",
+     "I could kill for a coffee", "no, no penso en matar-me", "em mato a treballar"],
+)
+def test_suicide_denied_or_in_fiction_the_past_or_an_idiom_is_not_urgent(text: str) -> None:
+    signal = detect_crisis(text)
+    assert signal is None or signal.level is CrisisLevel.CHECK, signal
