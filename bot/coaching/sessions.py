@@ -598,8 +598,9 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
         text = tr.gettext("Did your session with {person} take place?").format(
             person=tr.words(client.first_name or str(client.id))) + "\n" + when
         return Due(messages=({"text": text, "buttons": _buttons(
-            (tr.gettext("Held"), f"{BUTTON}:held:{cs.id}"),
-            (tr.gettext("Missed"), f"{BUTTON}:missed:{cs.id}"))},), subject=client.id)
+            (tr.gettext("It took place"), f"{BUTTON}:held:{cs.id}"),
+            (tr.gettext("It did not take place"), f"{BUTTON}:missed:{cs.id}"))},),
+            subject=client.id)
     return None
 
 

@@ -72,7 +72,7 @@ class _Run:
         kept, and the dialogue goes on from it once the client says "no")."""
         replies = tuple(self.replies)
         if self.safety is not None:
-            replies = (safety_question(self.ctx, about_danger(self.safety)),)
+            replies = (safety_question(self.ctx, about_danger(self.safety), low=True),)
         return Outcome(
             state=ConversationState(tuple(self.stack), self.variables,
                                     safety_asked=self.safety is not None,
@@ -416,10 +416,14 @@ def about_danger(category: CrisisCategory | None) -> bool:
     return category in _DANGER
 
 
-def safety_question(ctx: Context, danger: bool, *, again: bool = False) -> Reply:
+def safety_question(ctx: Context, danger: bool, *, again: bool = False,
+                    low: bool = False) -> Reply:
     """One direct question, in the spirit of the Columbia scale's screening questions:
     asking plainly does not put the idea in anyone's head. Asked ``again``, it says so (the
-    client has told nothing new) and keeps to what it first asked about."""
+    client has told nothing new) and keeps to what it first asked about. After a very ``low``
+    answer (a mood of 1 or 2, "Worse"), it says it asks everyone who feels this low: the
+    client tapped a button, and a question about suicide should not sound like a verdict on
+    them."""
     tr = ctx.translator
     if again:
         text = tr.gettext("Before we go on, I would still like to know, because it matters: "
@@ -427,6 +431,10 @@ def safety_question(ctx: Context, danger: bool, *, again: bool = False) -> Reply
                           "could get hurt?") if danger else tr.gettext(
             "Before we go on, I would still like to know, because it matters: are you having "
             "thoughts of ending your life or of hurting yourself?")
+    elif low and not danger:
+        text = tr.gettext("Thank you for telling me. When things feel this low, I ask everyone "
+                          "directly, because it matters: are you having thoughts of ending "
+                          "your life or of hurting yourself?")
     elif danger:
         text = tr.gettext("Thank you for telling me. I would like to ask you directly, because "
                           "it matters: are you in danger right now, or afraid that you or "
