@@ -514,8 +514,8 @@ class GroupHandlers:
             "{coach} invites you to join the group “{group}”. What you write to me stays "
             "private: your coach sees only the group's figures, and only when at least three "
             "members contributed, never yours alone. You can also let {coach} follow your own "
-            "progress (goals, check-ins, exercise answers, skips included), as a personal "
-            "coach would. "
+            "progress (goals, check-ins and exercise answers, including when you skip an "
+            "exercise or do not answer for a few days), as in one-to-one coaching. "
             "You can leave at any time with /leave. Would you like to join?").format(
                 coach=coach_name, group=tr.words(group.name)), (
             Button(tr.gettext("Join: group figures only"), f"gjoin:f:{code}"),
