@@ -82,7 +82,10 @@ def test_a_choice_in_safety_on_is_asked_about_before_anything_else(
 ) -> None:
     asked = worse(dialogues, ctx)
     (question,) = asked.replies
-    assert "thoughts of ending your life" in question.text
+    # A tapped button is not met with what sounds like a verdict: the question is for everyone.
+    assert question.text == ("Thank you for telling me. When things feel this low, I ask "
+                             "everyone directly, because it matters: are you having thoughts "
+                             "of ending your life or of hurting yourself?")
     assert [(a.variable, a.value) for a in asked.saved] == [("w.today", "worse")]
     restored = ConversationState.from_dict(asked.state.to_dict())
     assert restored == asked.state and restored.safety_asked and restored.go_on
@@ -109,7 +112,8 @@ def test_after_a_choice_a_sign_asks_again_and_anything_else_moves_on(
 ) -> None:
     asked = worse(dialogues, ctx)
     again = handle(dialogues, asked.state, Turn(text=POSSIBLE), ctx)
-    assert texts(again) == texts(asked) and again.state == asked.state
+    assert texts(again) == [runner.safety_question(ctx, False).text]  # told something new
+    assert again.state == asked.state
     assert again.signal == VERDICTS[POSSIBLE]
     assert handle(dialogues, asked.state, Turn(button=runner.SAFETY_YES), ctx).crisis
     moved_on = handle(dialogues, asked.state, Turn(text="I don't know"), ctx)

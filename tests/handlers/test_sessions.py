@@ -152,6 +152,6 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
             starts_at=datetime.now(UTC) - timedelta(hours=2)))
     await _due_now(bot, "session_outcome")
     await coach.replies()
-    counted = await coach.press("Svolta")
+    counted = await coach.press("Si è svolta")
     assert "Sessioni concordate: 1 · svolte: 1 · saltate: 0 · da svolgere: 0" in (
         counted[0].text or "")
