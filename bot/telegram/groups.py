@@ -513,10 +513,12 @@ class GroupHandlers:
         say(t, tr.gettext(
             "{coach} invites you to join the group “{group}”. What you write to me stays "
             "private: your coach sees only the group's figures, and only when at least three "
-            "members contributed, never yours alone. You can also let {coach} follow your own "
-            "progress (goals, check-ins and exercise answers, including when you skip an "
-            "exercise or do not answer for a few days), as in one-to-one coaching. "
-            "You can leave at any time with /leave. Would you like to join?").format(
+            "members have contributed, never yours alone. You can also let {coach} follow your "
+            "own progress (goals, check-ins and exercise answers, including when you skip an "
+            "exercise or do not answer for a few days), as in one-to-one coaching. If you "
+            "share your progress and I notice signs that you may be in crisis, I tell {coach}, "
+            "without any of your words, so that they can reach out to you. You can leave at "
+            "any time with /leave. Would you like to join?").format(
                 coach=coach_name, group=tr.words(group.name)), (
             Button(tr.gettext("Join: group figures only"), f"gjoin:f:{code}"),
             Button(tr.gettext("Join and share my progress"), f"gjoin:p:{code}"),
