@@ -186,6 +186,13 @@ async def client_writes(store: Store, dialogues: DialogueSet, at: datetime, text
     return "\n".join(reply.text for reply in outcome.replies)
 
 
+async def planned_care_refs(store: Store) -> list[str]:
+    """The rounds of the care check-ins still planned ("" is the first)."""
+    async with store.sessionmaker() as session:
+        return list((await session.execute(select(PlannedCheckin.ref).where(
+            PlannedCheckin.kind == "care", PlannedCheckin.status == "planned"))).scalars())
+
+
 async def care_rows(store: Store) -> list[tuple[str, datetime]]:
     return [(status, due) for kind, status, due in await planned(store) if kind == "care"]
 
@@ -275,9 +282,7 @@ async def test_a_new_crisis_during_the_care_days_counts_again_from_the_first(
         return await converse(t, dialogues, Turn(text=WORDS), day1 + timedelta(hours=1))
 
     assert (await store.run_turn(CLIENT, cry)).crisis
-    async with store.sessionmaker() as session:
-        refs = (await session.execute(select(PlannedCheckin.ref).where(
-            PlannedCheckin.kind == "care", PlannedCheckin.status == "planned"))).scalars().all()
+    refs = await planned_care_refs(store)
     assert refs == [""]  # the first care check-in again: three more days at most
 
 
@@ -295,9 +300,7 @@ async def test_worse_answered_yes_to_the_safety_question_is_a_crisis_again(
     assert "Telefono Amico Italia: 02 2327 2327" in said and "Until tomorrow" in said
     user = await store.get_user(CLIENT)
     assert user is not None and user.crisis_pause_until == day3 + CRISIS_PAUSE
-    async with store.sessionmaker() as session:
-        refs = (await session.execute(select(PlannedCheckin.ref).where(
-            PlannedCheckin.kind == "care", PlannedCheckin.status == "planned"))).scalars().all()
+    refs = await planned_care_refs(store)
     assert refs == [""]  # a crisis again: the care check-ins count from the first
 
 

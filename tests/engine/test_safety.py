@@ -39,9 +39,14 @@ def texts(outcome: Outcome) -> list[str]:
     return [r.text for r in outcome.replies]
 
 
+def first_answer(dialogues: DialogueSet, ctx: Context, dialogue_id: str, text: str) -> Outcome:
+    """The dialogue started, and its first question answered with ``text``."""
+    outcome = start(dialogues, ConversationState(), dialogue_id, ctx)
+    return handle(dialogues, outcome.state, Turn(text=text), ctx)
+
+
 def at_note(dialogues: DialogueSet, ctx: Context) -> Outcome:
-    outcome = start(dialogues, ConversationState(), "mood", ctx)
-    return handle(dialogues, outcome.state, Turn(text="6"), ctx)
+    return first_answer(dialogues, ctx, "mood", "6")
 
 
 def test_a_possible_risk_keeps_the_answer_and_asks_one_direct_question(
@@ -73,8 +78,7 @@ def test_no_goes_on_exactly_where_the_dialogue_stands(dialogues: DialogueSet,
 
 
 def worse(dialogues: DialogueSet, ctx: Context) -> Outcome:
-    outcome = start(dialogues, ConversationState(), "worse", ctx)
-    return handle(dialogues, outcome.state, Turn(text="Worse"), ctx)
+    return first_answer(dialogues, ctx, "worse", "Worse")
 
 
 def test_a_choice_in_safety_on_is_asked_about_before_anything_else(
