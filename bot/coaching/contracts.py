@@ -110,7 +110,8 @@ CONTRACTS: tuple[Contract, ...] = (
     Contract(SESSION_CANT, "\"I can't make it\" on a reminder starts it, and its answer goes "
              "to the coach", {"cant.when": "text"}),
     Contract(ENGAGEMENT_CLOSE, "the scheduler starts it when the last agreed session is "
-             "held, and a no ends the link", {"closing.stay": "yes_no"}),
+             "held, and a no, confirmed, ends the link",
+             {"closing.stay": "yes_no", "closing.end": "yes_no"}),
     Contract(GROUP_GOAL, "a coach's /groups starts it for a team; its goal is stored", {
         "group.goal": "text", "group.goal_save": "yes_no"}),
     Contract(GROUP_CONTRIBUTION, "a team's shared goal starts it for each member", {

@@ -18,7 +18,7 @@ from bot.store.kinds import CheckinKind, CheckinStatus
 
 #: The variables the closing starts with (carried: never kept as answers).
 PREFIX = "closing."
-COACH_ID, STAY = "closing.coach_id", "closing.stay"
+COACH_ID, STAY, END = "closing.coach_id", "closing.stay", "closing.end"  # END: "no", confirmed
 
 
 def _due(now: datetime, client: Profile) -> datetime:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from bot.coaching.contracts import ENGAGEMENT_CLOSE
-from bot.coaching.engagements import COACH_ID, STAY
+from bot.coaching.engagements import COACH_ID, END, STAY
 from bot.coaching.links import Unlinked, unlink
 from bot.coaching.sessions import SessionChange, announce
 from bot.engine import Outcome
@@ -46,14 +46,15 @@ async def _tell_coach_sharing_stopped(t: StoreTurn, coach_id: int) -> None:
 
 
 async def apply_closing(t: StoreTurn, outcome: Outcome, now: datetime) -> list[str]:
-    """When the look back ends: a no ends the link (as /coaches does) and the coach is told;
-    a yes is told to the coach too. Returns nothing more for the client (the dialogue said
-    it)."""
+    """When the look back ends: a no, confirmed, ends the link (as /coaches does) and the
+    coach is told; staying is told to the coach too. Returns nothing more for the client
+    (the dialogue said it)."""
     variables = outcome.state.variables
-    coach_id, stay = variables.get(COACH_ID), variables.get(STAY)
+    coach_id, asked = variables.get(COACH_ID), variables.get(STAY)
     if ENGAGEMENT_CLOSE not in outcome.finished or not isinstance(coach_id, int) \
-            or not isinstance(stay, bool):
+            or not isinstance(asked, bool):
         return []
+    stay = asked or variables.get(END) is not True
     coach = await t.session.get(User, coach_id)
     if coach is None:
         return []

@@ -45,6 +45,8 @@ from bot.telegram.sessions import SessionFlows
 
 REPO = Path(__file__).parents[2]
 STAY = "Would you like to stay linked with \u2068Marta\u2069?"
+CONFIRM = ("Just to be sure: shall I end the link with \u2068Marta\u2069? They will stop seeing "
+           "your progress, and I will let them know.")
 NOW = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)
 COACH, CLIENT = 1, 2
 
@@ -145,7 +147,11 @@ async def test_the_agreed_number_counts_down_and_the_last_held_invites_a_look_ba
         [kept] = [a for a in (await s.execute(select(Answer))).scalars()
                   if a.variable == "look_back.take_away"]
         assert kept.value == "I can say no now"  # kept like any answer, not carried
-    await db.run_turn(CLIENT, lambda t: run(t, Turn(text="no")))
+    checked = await db.run_turn(CLIENT, lambda t: run(t, Turn(text="no")))
+    assert checked.replies[-1].text == CONFIRM  # not ended on one tap
+    async with db.sessionmaker() as s:
+        assert (await s.execute(select(CoachLink))).scalar_one().unlinked_at is None
+    await db.run_turn(CLIENT, lambda t: run(t, Turn(text="yes")))
     async with db.sessionmaker() as s:
         link = (await s.execute(select(CoachLink))).scalar_one()
     assert link.unlinked_at is not None
@@ -175,7 +181,9 @@ async def test_the_last_agreed_session_marked_missed_invites_the_look_back_too(
         assert (row.user_id, row.ref) == (CLIENT, str(COACH))
 
 
-async def test_a_client_who_stays_stays_linked(db: Store, dialogues: DialogueSet) -> None:
+@pytest.mark.parametrize("answers", [["yes"], ["no", "no"]])
+async def test_a_client_who_stays_stays_linked(db: Store, dialogues: DialogueSet,
+                                               answers: list[str]) -> None:
     async with db.sessionmaker() as s:
         variables = await closing_variables(s, CLIENT, str(COACH))
     assert variables is not None
@@ -187,7 +195,8 @@ async def test_a_client_who_stays_stays_linked(db: Store, dialogues: DialogueSet
     await db.run_turn(CLIENT, lambda t: run(t, Turn(command="skip")))
     skipped = await db.run_turn(CLIENT, lambda t: run(t, Turn(command="skip")))
     assert skipped.replies[-1].text.endswith(STAY)
-    stayed = await db.run_turn(CLIENT, lambda t: run(t, Turn(text="yes")))
+    for answer in answers:  # a yes, or a no not confirmed
+        stayed = await db.run_turn(CLIENT, lambda t, a=answer: run(t, Turn(text=a)))
     assert "you stay linked" in stayed.replies[-1].text
     async with db.sessionmaker() as s:
         assert (await s.execute(select(CoachLink))).scalar_one().unlinked_at is None
