@@ -31,7 +31,7 @@ def test_a_scripted_goal_setting_completes_and_exits_0(tmp_path: Path) -> None:
                   tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.startswith("Let's give your goal some shape, \u2068Ana\u2069.")
+    assert out.startswith("Let us give your goal some shape, \u2068Ana\u2069.")
     assert "Please answer with a whole number from 1 to 10." in out
     assert "Please send a date such as" in out
     # The goal's own date (December 31) is read back with its target.

@@ -32,7 +32,7 @@ SESSION_RECAP = "session_recap"  # when a coaching session is over
 SESSION_PLACE = "session_place"  # the last step of a coach's /schedule
 SESSION_NOTE = "session_note"  # free text (or a file) when no question is open: keep it?
 ENGAGEMENT_CLOSE = "engagement_close"  # the agreed sessions are all held: a look back
-SESSION_CANT = "session_cant"  # "I can't make it": when would suit the client instead
+SESSION_CANT = "session_cant"  # "I cannot make it": when would suit the client instead
 GROUP_GOAL = "group_goal"  # the coach writes the team's goal
 GROUP_CONTRIBUTION = "group_contribution"  # a member's own part in it, in private
 GROUP_ANSWER = "group_answer"  # a member's answer to the week's question, in private
@@ -107,7 +107,7 @@ CONTRACTS: tuple[Contract, ...] = (
              "it ends", {"session.place": "text"}),
     Contract(SESSION_NOTE, "free text or a file sent when no question is open starts it, and "
              "a note is made of it when it ends", {"jot.choice": "choice", "jot.share": "choice"}),
-    Contract(SESSION_CANT, "\"I can't make it\" on a reminder starts it, and its answer goes "
+    Contract(SESSION_CANT, "\"I cannot make it\" on a reminder starts it, and its answer goes "
              "to the coach", {"cant.when": "text"}),
     Contract(ENGAGEMENT_CLOSE, "the scheduler starts it when the last agreed session is "
              "held, and a no, confirmed, ends the link",

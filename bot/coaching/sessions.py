@@ -549,7 +549,7 @@ def _buttons(*pairs: tuple[str, str]) -> list[dict[str, str]]:
 def _cant_button(cs: CoachingSession, tr: Translator,
                  label: str | None = None) -> list[dict[str, str]]:
     """The client's way to tell their coach they can't make it (``cant_make_it``)."""
-    return _buttons((label or tr.gettext("I can't make it"), f"{BUTTON}:cant:{cs.id}"))
+    return _buttons((label or tr.gettext("I cannot make it"), f"{BUTTON}:cant:{cs.id}"))
 
 
 async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due | None:
@@ -789,7 +789,7 @@ async def brief_questions(t: StoreTurn) -> None:
 
 
 async def cant_make_it(t: StoreTurn, session_id: int, now: datetime) -> bool:
-    """The client answered a reminder with "I can't make it": their coach hears of it and is
+    """The client answered a reminder with "I cannot make it": their coach hears of it and is
     offered to move the session. True when the client is then asked which times would suit
     them instead (``CANT_DIALOGUE``)."""
     tr = translator_for(t.user.locale)
@@ -803,14 +803,14 @@ async def cant_make_it(t: StoreTurn, session_id: int, now: datetime) -> bool:
     group = await group_of_copy(t.session, cs)
     if group is not None:  # the group's session goes ahead: the coach is told, no more
         t.enqueue(coach.id, {"text": ctr.gettext(
-            "Can't make it to the session of the group “{group}”: {person}").format(
+            "Cannot make it to the session of the group “{group}”: {person}").format(
                 person=ctr.words(client.first_name or str(client.id)),
                 group=ctr.words(group.name)) + "\n" + session_lines(
                     [cs], coach.time_zone, ctr)}, subject=client.id)
         t.enqueue(t.user_id, {"text": tr.gettext(
             "Thank you for letting me know. I told your coach.")})
         return False  # the group session is not moved: no other times asked for
-    text = ctr.gettext("Can't make it to this session: {person}").format(
+    text = ctr.gettext("Cannot make it to this session: {person}").format(
         person=ctr.words(client.first_name or str(client.id))) + "\n" + session_lines(
             [cs], coach.time_zone, ctr)
     t.enqueue(coach.id, {"text": text, "buttons": _move_or_cancel(cs, ctr)}, subject=client.id)
@@ -896,7 +896,7 @@ async def sessions_message(t: StoreTurn, now: datetime) -> dict[str, object]:
                     (tr.gettext("{number}: cancel this and the rest").format(number=label),
                      f"{BUTTON}:rest:{cs.id}"))
         else:
-            buttons += _cant_button(cs, tr, tr.gettext("{number}: I can't make it").format(
+            buttons += _cant_button(cs, tr, tr.gettext("{number}: I cannot make it").format(
                 number=label))
     if t.user.is_coach:
         buttons += _buttons((tr.gettext("Reminders: {duration} before").format(

@@ -604,7 +604,7 @@ class GroupHandlers:
         if group is None:
             return False  # not linked by a coach: refused like any group
         await self._say_in_chat(chat.id, translator_for(locale).gettext(
-            "Let's talk in private, where what you write stays between us: {link}").format(
+            "Let us talk in private, where what you write stays between us: {link}").format(
                 link=f"https://t.me/{self.bot_username()}"))
         return True
 

@@ -243,7 +243,7 @@ async def test_i_cant_make_it_asks_for_other_times_and_passes_them_on(
     flows = SessionFlows(dialogues)
     asked = await db.run_turn(CLIENT, lambda t: flows.step(t, f"cant:{cs.id}"))
     assert asked is not None and "When could you make it instead" in asked.replies[0].text
-    assert "Can't make it to this session" in str((await outbox(db, COACH))[-1]["text"])
+    assert "Cannot make it to this session" in str((await outbox(db, COACH))[-1]["text"])
 
     async def answer(t):  # type: ignore[no-untyped-def]
         return await converse(t, dialogues, Turn(text="Tuesday or Thursday after 6 pm"), NOW)

@@ -32,7 +32,7 @@ async def test_a_target_chosen_to_hold_in_a_review_is_held_the_weeks_after(
     for now in WEEK[1:3]:
         asked, said = await play(store, dialogues, "weekly_review", {"current": "7"}, now)
         assert not _reached(asked) and "retarget" not in asked
-        assert said[2] == "You chose to hold at 6 or above, and today you are at 7. Let's " \
+        assert said[2] == "You chose to hold at 6 or above, and today you are at 7. Let us " \
                           "look at the week."
     assert (await goal(store)).status == "active"
 

@@ -145,7 +145,7 @@ async def test_members_in_three_zones_hear_at_their_own_time_in_their_language(
         assert text.startswith(tr.gettext(
             "A reminder: the session of your group “{group}” is coming up.").split("{")[0])
         assert tr.time(starts[1].astimezone(zone_of(zone))) in text
-        assert reminders[0]["buttons"][0]["label"] == tr.gettext("I can't make it")
+        assert reminders[0]["buttons"][0]["label"] == tr.gettext("I cannot make it")
     in_chat = [p for p in await outbox(db, -500) if "buttons" not in p]  # not the question
     assert [p["text"] for p in in_chat] == [translator_for("he").gettext(
         "A reminder for everyone: the group's session starts in an hour. Each of you has the "
@@ -174,7 +174,7 @@ async def test_a_members_cant_make_it_reaches_the_coach_and_no_one_else(db: Stor
     await db.run_turn(ANA, cant)
     to_coach = (await outbox(db, COACH))[-1]["text"]
     assert "P10" in to_coach and "Sales team" in to_coach
-    assert "Can't make it to the session" in to_coach
+    assert "Cannot make it to the session" in to_coach
     assert "Grazie" in (await outbox(db, ANA))[-1]["text"]
     # BO cannot say it for ANA's copy: nothing reaches the coach.
     before = len(await outbox(db, COACH))

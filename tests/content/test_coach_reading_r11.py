@@ -93,7 +93,7 @@ def test_an_open_goal_goes_on_to_the_week_without_a_second_closing(
         dialogues: DialogueSet) -> None:
     said = walk(dialogues, "weekly_review", ["8", "No", "A steady pace"])
     at = said.index("Thank you. Your goal stays open.")
-    assert said[at + 1:] == ["Let's look at the week.",
+    assert said[at + 1:] == ["Let us look at the week.",
                              "What, if anything, helped you this week?"]
 
 

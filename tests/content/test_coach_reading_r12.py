@@ -68,7 +68,7 @@ def test_two_reviews_at_the_target_not_reached_reopen_the_target(
     said, first = play(dialogues, "weekly_review", [*AT_TARGET, "Yes", "9", "Run twice"],
                        provided=ACTIONS)
     at = said.index("Thank you. Your goal stays open.")
-    assert said[at + 1:at + 3] == ["Let's look at the week.",
+    assert said[at + 1:at + 3] == ["Let us look at the week.",
                                    "What, if anything, helped you this week?"]
     assert "What did you learn this week, about your goal or about yourself?" in said
     assert any(text.startswith("You have 1 open action:") for text in said)
@@ -82,7 +82,7 @@ def test_two_reviews_at_the_target_not_reached_reopen_the_target(
                                                      "Stretch daily"],
                         variables={**GOAL, "goal.target": 9})
     assert REACHED not in said and RETARGET not in said
-    assert said[2] == "You have moved from 3 to 8. Let's look at the week."
+    assert said[2] == "You have moved from 3 to 8. Let us look at the week."
     assert "Looking at all this, would you like to change your goal?" in said
     assert second.state.stack == ()
 

@@ -42,7 +42,7 @@ def test_the_onboarding_asks_for_the_city_once_and_leads_to_the_goal_without_jud
                    variables={})
     city = next(text for text in said if "city" in text)
     assert city.count("city") == 1
-    intro = said.index("Let's give your goal some shape, \u2068Ana\u2069. You choose the goal "
+    intro = said.index("Let us give your goal some shape, \u2068Ana\u2069. You choose the goal "
                        "and you own the results. I will only ask questions.")
     assert said[intro - 1] == ("Next comes your first goal. It takes about ten minutes. /back "
                                "takes you to the previous question. If now is not a good time, "

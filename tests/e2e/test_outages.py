@@ -139,7 +139,7 @@ async def test_in_webhook_mode_a_database_outage_makes_telegram_redeliver(
         replies = await ana.send("/goal")
         assert failing.left == 0
         texts = [r.text or "" for r in replies]
-        assert texts[0].startswith("Let's give your goal some shape") and len(texts) == 2
+        assert texts[0].startswith("Let us give your goal some shape") and len(texts) == 2
         assert not any("Sorry" in text for text in texts)
         statuses = [d.status for d in fake_bot_api.webhook_deliveries]
         assert 503 in statuses and statuses[-1] == 200

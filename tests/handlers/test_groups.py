@@ -169,7 +169,7 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) ->
     await running_bot.pump()
     fake.send_text(ANA, "/help", chat_type="supergroup", chat_id=SUPERGROUP, first_name="Ana")
     moved = await messages_in(running_bot, SUPERGROUP, 1)
-    assert "Let's talk in private" in (moved[0].text or "")
+    assert "Let us talk in private" in (moved[0].text or "")
     # Removed from the group: the link ends, and the bot refuses the chat again.
     fake.bot_membership(SUPERGROUP, COACH, "kicked", chat_type="supergroup")
     await running_bot.pump()
@@ -225,7 +225,7 @@ async def test_the_coach_picks_the_chats_language_and_the_bot_posts_in_it(
     fake.send_text(ANA, "/help", chat_type="group", chat_id=CHAT, first_name="Ana")
     pointer = await messages_in(bot, CHAT, 2)
     assert pointer[1].text == he.gettext(
-        "Let's talk in private, where what you write stays between us: {link}").format(
+        "Let us talk in private, where what you write stays between us: {link}").format(
             link=f"https://t.me/{fake.bot_username}")
 
 
