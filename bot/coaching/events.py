@@ -181,12 +181,16 @@ def digest_text(digest: Digest, tr: Translator) -> str:
             "have shown them help lines, and their coaching is paused for a day unless they "
             "write to me first; messages you send through me wait until then, so please "
             "call them or use another way you have agreed on. Nothing they wrote is shared "
-            "here.",
+            "here. When you reach them, you do not need to counsel them: check that they are "
+            "safe and encourage them to use the help lines I showed them. If you believe they "
+            "are in immediate danger, call the emergency services.",
             "Please reach out soon to these clients: {names}. I noticed signs that they may "
             "be in crisis. I have shown them help lines, and their coaching is paused for a "
             "day unless they write to me first; messages you send through me wait until "
             "then, so please call them or use another way you have agreed on. Nothing they "
-            "wrote is shared here.",
+            "wrote is shared here. When you reach them, you do not need to counsel them: "
+            "check that they are safe and encourage them to use the help lines I showed them. "
+            "If you believe one of them is in immediate danger, call the emergency services.",
             len(digest.crisis_clients),
         ).format(names=names)
     lines = [tr.gettext("News from your clients:")]

@@ -353,7 +353,8 @@ def crisis_reply(ctx: Context, *, coach_told: bool = False) -> Reply:
                    "companion, not a crisis service, and you deserve to talk to a person."),
         "",
         *_helplines(ctx)[:1],
-        tr.gettext("Please contact one of these lines today, even if it is hard to start:"),
+        tr.gettext("Please reach out to one of these lines as soon as you can, even if it "
+                   "is hard to start:"),
         *_helplines(ctx)[1:],
         tr.gettext("/sos shows these lines again at any time."),
         "",

@@ -510,16 +510,19 @@ class GroupHandlers:
             return None
         coach = await t.session.get(User, group.coach_id)
         coach_name = tr.words((coach.first_name if coach else None) or "")
+        # Two messages: on a phone, one this long hides the question under it.
         say(t, tr.gettext(
             "{coach} invites you to join the group “{group}”. What you write to me stays "
             "private: your coach sees only the group's figures, and only when at least three "
-            "members have contributed, never yours alone. You can also let {coach} follow your "
-            "own progress (goals, check-ins and exercise answers, including when you skip an "
-            "exercise or do not answer for a few days), as in one-to-one coaching. If you "
-            "share your progress and I notice signs that you may be in crisis, I tell {coach}, "
-            "without any of your words, so that they can reach out to you. You can leave at "
-            "any time with /leave. Would you like to join?").format(
-                coach=coach_name, group=tr.words(group.name)), (
+            "members have contributed, never yours alone. You can leave at any time with "
+            "/leave.").format(coach=coach_name, group=tr.words(group.name)),
+            subject=group.coach_id)
+        say(t, tr.gettext(
+            "You can also let {coach} follow your own progress (goals, check-ins and exercise "
+            "answers, including when you skip an exercise or do not answer for a few days), as "
+            "in one-to-one coaching. If you share your progress and I notice signs that you may "
+            "be in crisis, I tell {coach}, without any of your words, so that they can reach "
+            "out to you. Would you like to join?").format(coach=coach_name), (
             Button(tr.gettext("Join: group figures only"), f"gjoin:f:{code}"),
             Button(tr.gettext("Join and share my progress"), f"gjoin:p:{code}"),
             Button(tr.gettext("No, thanks"), "gjoin:no")), subject=group.coach_id)

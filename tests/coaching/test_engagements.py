@@ -44,7 +44,8 @@ from bot.store import (
 from bot.telegram.sessions import SessionFlows
 
 REPO = Path(__file__).parents[2]
-STAY = "Would you like to stay linked with \u2068Marta\u2069?"
+STAY = ("Would you like to stay linked with \u2068Marta\u2069, so that they keep seeing your "
+        "progress?")
 CONFIRM = ("Just to be sure: if the link ends, \u2068Marta\u2069 will no longer see your "
            "progress, and I will let them know. Shall I end the link with \u2068Marta\u2069?")
 NOW = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)

@@ -67,10 +67,11 @@ def test_two_reviews_at_the_target_not_reached_reopen_the_target(
         dialogues: DialogueSet) -> None:
     said, first = play(dialogues, "weekly_review", [*AT_TARGET, "Yes", "9", "Run twice"],
                        provided=ACTIONS)
-    at = said.index("Thank you. Your goal stays open.")
+    at = said.index("All right: your goal stays open.")
     assert said[at + 1:at + 3] == ["Let us look at the week.",
-                                   "What, if anything, helped you this week?"]
-    assert "What did you learn this week, about your goal or about yourself?" in said
+                                   "What, if anything, helped you this week? You can send /skip."]
+    assert ("What, if anything, did you learn this week, about your goal or about yourself? "
+            "You can send /skip.") in said
     assert any(text.startswith("You have 1 open action:") for text in said)
     assert said.index(RETARGET) == said.index("Your target is 8 out of 10 and you are at 8. "
                                               "What would you like your target to be now, "
@@ -93,7 +94,7 @@ def test_declining_a_new_target_still_gets_the_whole_review_next_week(
                   provided=ACTIONS)[0] for _ in range(2)]
     for said in weeks:
         assert REACHED in said and RETARGET in said
-        assert "What, if anything, helped you this week?" in said
+        assert "What, if anything, helped you this week? You can send /skip." in said
         assert "Let's plan the coming week." not in said
         assert said[-2] == ("What, if anything, will you commit to for the coming week? You can "
                             "send /skip.")

@@ -60,7 +60,7 @@ def test_a_yes_to_the_safety_question_is_not_thanked_with_the_questions_opener(
 def test_an_open_goal_is_kept_without_a_second_promise_of_check_ins(
         dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "weekly_review", ["8", "No", "A steady pace"])
-    assert "Thank you. Your goal stays open." in said
+    assert "All right: your goal stays open." in said
     assert not any("keep asking" in text for text in said)
 
 

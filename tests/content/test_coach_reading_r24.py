@@ -45,7 +45,8 @@ def test_the_sessions_commitment_may_be_skipped(dialogues: DialogueSet) -> None:
 def test_the_crisis_reply_asks_to_contact_a_line_today_and_says_sos_shows_them(
         country: str | None) -> None:
     lines = runner.crisis_reply(context(country=country)).text.split("\n")
-    ask = lines.index("Please contact one of these lines today, even if it is hard to start:")
+    ask = lines.index("Please reach out to one of these lines as soon as you can, even if it is "
+                      "hard to start:")
     sos = lines.index("/sos shows these lines again at any time.")
     assert lines[ask + 1].startswith("• ") and all(
         line.startswith("• ") for line in lines[ask + 1:sos])

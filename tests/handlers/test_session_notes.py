@@ -153,7 +153,7 @@ async def test_a_dropped_note_and_a_sticker_keep_nothing(bot: InProcessBot) -> N
     await bot.agree(ALONE)
     ana = bot.user(ALONE, first_name="Ana")
     await ana.send("just thinking aloud")
-    dropped = await ana.press("No, thanks")
+    dropped = await ana.press("Do not keep it")
     assert "not kept it" in (dropped[0].text or "")
     bot.fake.send_sticker(ALONE)
     sticker = await ana.replies()
