@@ -33,7 +33,7 @@ def test_with_too_little_of_the_day_left_it_comes_back_tomorrow(
 
 
 def test_exactly_the_gap_before_is_still_today(dialogues: DialogueSet, ctx: Context) -> None:
-    assert LATER_MIN_GAP == timedelta(hours=3)
+    assert timedelta(hours=3) == LATER_MIN_GAP
     outcome = start(dialogues, ConversationState(), "day_long", replace(ctx, clock=time(16)))
     assert outcome.later is not None and outcome.later.on == TODAY
 
