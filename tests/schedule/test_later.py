@@ -107,8 +107,9 @@ async def test_it_comes_back_this_evening_and_the_coach_hears_how_it_went(
 
 async def test_late_in_the_day_it_comes_back_tomorrow_evening(
         db: Store, dialogues: DialogueSet) -> None:
-    at_six = datetime(2026, 3, 4, 17, 0, tzinfo=UTC)  # 18:00 in Rome
-    outcome = await run(db, dialogues, CLIENT, Start("energy_audit"), now=at_six)
+    # 16:30 in Rome: 19:00 is less than three hours away there (not in UTC, at 15:30).
+    half_past_four = datetime(2026, 3, 4, 15, 30, tzinfo=UTC)
+    outcome = await run(db, dialogues, CLIENT, Start("energy_audit"), now=half_past_four)
     assert outcome.replies[-1].text == (
         "There is not much of the day left, so let's make it tomorrow. Tomorrow at "
         "7:00\u202fPM I will come back to ask how it went.")
