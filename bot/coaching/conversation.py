@@ -47,6 +47,7 @@ from bot.coaching.contracts import (
 from bot.coaching.events import event_for_status, notify_coaches
 from bot.coaching.group_sessions import apply_new_group_sessions
 from bot.coaching.groups import apply_group_dialogues
+from bot.coaching.later import plan_later
 from bot.coaching.link_end import apply_closing
 from bot.coaching.links import shares_briefs
 from bot.coaching.markers import marker_of
@@ -87,6 +88,8 @@ class Start:
     dialogue_id: str
     # Values the platform hands to the dialogue (a coach's own exercise, say), saved first.
     variables: Mapping[str, Value] = field(default_factory=dict)
+    # Where it starts, when it comes back later on its own; None: at its start.
+    step: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,8 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
     """What the engine knows of the user now; given a session, what the record says too
     (their streak, their commitments: the ``groups`` asked for, a query each)."""
     zone = user_zone(user)
-    today = now.astimezone(zone).date()
+    local = now.astimezone(zone)
+    today = local.date()
     translator = translator_for(user.locale, user.address)
     provided: dict[str, Value] = {"min_age": min_age}
     if session is not None and STREAK_VARIABLES in groups:
@@ -125,6 +129,7 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
     return Context(
         translator=translator,
         today=today,
+        clock=local.time().replace(second=0, microsecond=0),
         name=user.first_name or "",
         country=country_for_timezone(user.time_zone) or default_country_for_locale(user.locale),
         provided=provided,
@@ -158,7 +163,7 @@ def run_engine(dialogues: DialogueSet, state: ConversationState, action: Action,
                ctx: Context) -> Outcome:
     if isinstance(action, Start):
         given = replace(state, variables={**state.variables, **action.variables})
-        return start(dialogues, given, action.dialogue_id, ctx)
+        return start(dialogues, given, action.dialogue_id, ctx, at=action.step)
     if isinstance(action, Resume):
         return resume(dialogues, state, ctx)
     return handle(dialogues, state, action, ctx)
@@ -366,6 +371,8 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
                                             answer.value):
                 await notify_coaches(t.session, user.id, CoachEventKind.SKIPPED_TWICE.value,
                                      now)
+    if outcome.later is not None:
+        await plan_later(t, outcome.later)
     record_signal(outcome.signal)
     if outcome.crisis:  # the coach hears that it happened, never what was written
         if await notify_coaches(t.session, user.id, CoachEventKind.CRISIS, now):

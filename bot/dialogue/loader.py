@@ -10,6 +10,7 @@ import hashlib
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import time
 from pathlib import Path
 
 import yaml
@@ -24,6 +25,7 @@ from bot.dialogue.model import (
     STARTED_WITH,
     Ask,
     Branch,
+    ComeBack,
     Dialogue,
     DialogueSet,
     Option,
@@ -54,7 +56,9 @@ _KINDS = ("dialogue", "exercise")
 # An exercise reports back how it went, for the client's coach; these are the answers.
 EXERCISE_STATUS = "exercise.status"
 EXERCISE_STATUS_KEYS = ("done", "partly", "skipped")
-_STEP_KEYS = {"say", "say_plural", "ask", "next"}
+_STEP_KEYS = {"say", "say_plural", "ask", "next", "later"}
+_LATER_KEYS = {"at", "goto"}
+_CLOCK = re.compile(r"([01]\d|2[0-3]):([0-5]\d)\Z")
 _PLURAL_KEYS = {"one", "other", "count"}
 _BRANCH_KEYS = {"if", "goto", "call", "then"}
 _ASK_KEYS_BY_TYPE: dict[str, set[str]] = {
@@ -510,6 +514,12 @@ class _FileParser:
         if "say" not in fields and "say_plural" not in fields and "ask" in fields:
             self.error(key_node, N_("step '{step}' asks, so it needs 'say': the question"),
                        step=step_id)
+        later = self.later(fields["later"][1]) if "later" in fields else None
+        if "later" in fields and ("ask" in fields or "say" in fields
+                                  or "say_plural" in fields):
+            self.error(fields["later"][0], N_("a step with 'later' neither says nor asks "
+                                              "anything; let its 'next' lead to the step that "
+                                              "tells the client"))
         if "next" not in fields:
             self.error(key_node, N_("step '{step}' has no 'next'; write 'next: end' to "
                                     "finish the dialogue here"), step=step_id)
@@ -518,7 +528,29 @@ class _FileParser:
             branches = self.branches(fields["next"][1], reads)
         if len(self.errors) > before or ask is None or branches is None:
             return None
-        return Step(step_id, say, plural, ask, branches, self.pos(key_node))
+        if "later" in fields and later is None:
+            return None
+        return Step(step_id, say, plural, ask, branches, self.pos(key_node), later)
+
+    def later(self, node: Node) -> ComeBack | None:
+        """``later: {at: "HH:MM", goto: step}`` (the step is checked with the others)."""
+        fields = self.mapping(node, _LATER_KEYS, "'later'")
+        if fields is None:
+            return None
+        missing = _LATER_KEYS - fields.keys()
+        if missing:
+            self.error(node, N_("'later' needs {keys}"),
+                       keys=", ".join(f"'{k}'" for k in sorted(missing)))
+            return None
+        at_node = fields["at"][1]
+        clock = _CLOCK.match(str(at_node.value)) if isinstance(at_node, ScalarNode) else None
+        if clock is None:
+            self.error(at_node, N_("'at' must be a time of day such as \"19:00\" (hours "
+                                   "00 to 23, in quotes)"))
+        goto = self.identifier(fields["goto"][1], "'goto'")
+        if clock is None or goto is None:
+            return None
+        return ComeBack(time(int(clock[1]), int(clock[2])), goto, self.pos(fields["goto"][1]))
 
     def plural(self, node: Node, reads: _Reads) -> PluralText | None:
         fields = self.mapping(node, _PLURAL_KEYS, "'say_plural'")
@@ -756,10 +788,19 @@ def _check_targets(parsed: _ParsedDialogue, known: set[str], errors: list[Dialog
                 errors.append(DialogueError(where, message(
                     N_("calls dialogue '{dialogue}', which does not exist"),
                     dialogue=branch.call)))
+        later = step.later
+        if later is not None and later.goto not in dialogue.steps:
+            errors.append(DialogueError(later.position or step.position, message(
+                N_("comes back at step '{step}', which does not exist in dialogue "
+                   "'{dialogue}'"), step=later.goto, dialogue=dialogue.id)))
 
 
-def _successors(dialogue: Dialogue, step_id: str) -> Iterator[Branch]:
-    yield from dialogue.steps[step_id].next
+def _successors(dialogue: Dialogue, step_id: str) -> Iterator[str]:
+    """The steps that may follow this one: its branches', and where it comes back later."""
+    step = dialogue.steps[step_id]
+    yield from (b.goto for b in step.next)
+    if step.later is not None:
+        yield step.later.goto
 
 
 def _check_reachable(parsed: _ParsedDialogue, errors: list[DialogueError]) -> None:
@@ -771,7 +812,7 @@ def _check_reachable(parsed: _ParsedDialogue, errors: list[DialogueError]) -> No
         if step_id in seen or step_id not in dialogue.steps:
             continue
         seen.add(step_id)
-        todo.extend(b.goto for b in _successors(dialogue, step_id))
+        todo.extend(_successors(dialogue, step_id))
     for step_id, step in dialogue.steps.items():
         if step_id not in seen:
             errors.append(DialogueError(step.position, message(
@@ -841,6 +882,10 @@ class _Flow:
         entry: dict[str, frozenset[str]] = {dialogue.start: initial}
         if dialogue.on_missing:
             entry[dialogue.on_missing] = initial
+        # Coming back later, the dialogue starts anew at that step.
+        for step in dialogue.steps.values():
+            if step.later is not None:
+                entry[step.later.goto] = initial
         at_end: frozenset[str] | None = None
         changed = True
         while changed:
@@ -848,7 +893,7 @@ class _Flow:
             for step_id, step in dialogue.steps.items():
                 if step_id not in entry:
                     continue
-                out = entry[step_id] | ({step.ask.save} if step.ask.save else set())
+                out = entry[step_id] | step.writes
                 for branch in step.next:
                     edge = out | self.exit(branch.call) if branch.call else out
                     if branch.goto == END:
@@ -878,7 +923,7 @@ def _check_reads(flow: _Flow, parsed: _ParsedDialogue, errors: list[DialogueErro
         if step_id not in entry:
             continue  # unreachable, reported elsewhere
         written = entry[step_id]
-        after = written | ({step.ask.save} if step.ask.save else set())
+        after = written | step.writes
         for reads, available in ((parsed.reads[step_id].before, written),
                                  (parsed.reads[step_id].after, after)):
             for name, where in reads:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import time
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
@@ -95,6 +96,23 @@ class Branch:
     position: Position | None = None
 
 
+#: What a ``later`` step writes for the steps after it: the time it will come back at
+#: ("HH:MM", shown in the client's format) and whether that is tomorrow.
+LATER_TIME = "later.time"
+LATER_TOMORROW = "later.tomorrow"
+LATER_VARIABLES = frozenset({LATER_TIME, LATER_TOMORROW})
+
+
+@dataclass(frozen=True)
+class ComeBack:
+    """A step's ``later: {at: "HH:MM", goto: step}``: the dialogue comes back on its own at
+    that local time (today if there is time enough, else tomorrow), at step ``goto``."""
+
+    at: time
+    goto: str
+    position: Position | None = None
+
+
 @dataclass(frozen=True)
 class Step:
     id: str
@@ -103,6 +121,13 @@ class Step:
     ask: Ask
     next: tuple[Branch, ...]
     position: Position
+    later: ComeBack | None = None
+
+    @property
+    def writes(self) -> frozenset[str]:
+        """The variables this step writes: its answer, or what a ``later`` step records."""
+        return (frozenset({self.ask.save}) if self.ask.save else frozenset()) | (
+            LATER_VARIABLES if self.later else frozenset())
 
 
 @dataclass(frozen=True)

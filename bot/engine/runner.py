@@ -6,11 +6,20 @@ import hashlib
 import re
 from contextlib import suppress
 from dataclasses import replace
-from datetime import date, time
+from datetime import date, datetime, time, timedelta
 from functools import lru_cache
 
 from bot.dialogue.expr import Value
-from bot.dialogue.model import END, Ask, Dialogue, DialogueSet, Step
+from bot.dialogue.model import (
+    END,
+    LATER_TIME,
+    LATER_TOMORROW,
+    Ask,
+    ComeBack,
+    Dialogue,
+    DialogueSet,
+    Step,
+)
 from bot.dialogue.template import placeholders, render
 from bot.engine.answers import Invalid, answer_buttons, parse_answer
 from bot.engine.conditions import evaluate
@@ -28,6 +37,7 @@ from bot.engine.state import (
     Context,
     ConversationState,
     Frame,
+    Later,
     Outcome,
     Reply,
     SavedAnswer,
@@ -37,6 +47,9 @@ from bot.i18n import Translator
 
 # Steps that only talk are passed through on their own; this bounds such a run in one turn.
 MAX_STEPS_PER_TURN = 50
+# A ``later`` step comes back today only if its time is at least this far off; else tomorrow
+# (an exercise for the day needs the day).
+LATER_MIN_GAP = timedelta(hours=3)
 # The help lines for the client's country, as a crisis reply shows them: a text may show
 # them where it is (the care check-in the day after a crisis does).
 HELP_LINES = "help.lines"
@@ -66,6 +79,7 @@ class _Run:
         self.steps_taken = 0
         self._readable: dict[str, Value] | None = None
         self.safety: CrisisCategory | None = None  # ask the safety question about this
+        self.later: Later | None = None
 
     def outcome(self) -> Outcome:
         """What the turn did; with a safety question due, it is the reply (the answer is
@@ -80,6 +94,7 @@ class _Run:
             replies=replies,
             saved=tuple(self.saved),
             finished=tuple(self.finished),
+            later=self.later,
         )
 
     def say(self, text: str, buttons: tuple[Button, ...] = ()) -> None:
@@ -155,6 +170,8 @@ class _Run:
         frame = self.stack[-1]
         step = self.dialogues[frame.dialogue].steps[step_id]
         self.stack[-1] = frame.at(step_id)
+        if step.later is not None:
+            self.come_back(frame.dialogue, step.later)
         self.show(frame.dialogue, step)
         if step.ask.type == "none":
             self.follow(step)
@@ -180,13 +197,23 @@ class _Run:
             self.stack[-1] = frame.at(branch.goto, remember=remember)
             self.enter(branch.goto)
 
-    def begin(self, dialogue: Dialogue) -> None:
-        """Enter a dialogue at its start; the answers it asks anew are empty until given."""
-        self.stack.append(Frame(dialogue.id, dialogue.start, dialogue.content_hash))
+    def come_back(self, dialogue_id: str, later: ComeBack) -> None:
+        """Record when the dialogue comes back, for the platform and for the steps after."""
+        self.later = later_for(dialogue_id, later, self.ctx.today, self.ctx.clock)
+        self.variables[LATER_TIME] = later.at.strftime("%H:%M")
+        self.variables[LATER_TOMORROW] = self.later.on != self.ctx.today
+        self._readable = None
+
+    def begin(self, dialogue: Dialogue, at: str | None = None) -> None:
+        """Enter a dialogue at its start (or at step ``at``, where it comes back later); the
+        answers it asks anew are empty until given."""
+        step = dialogue.start if at is None else at if at in dialogue.steps \
+            else dialogue.restart_step  # an edit removed the step it was to come back at
+        self.stack.append(Frame(dialogue.id, step, dialogue.content_hash))
         if dialogue.fresh:
             self.variables.update(dict.fromkeys(dialogue.fresh))
             self._readable = None
-        self.enter(dialogue.start)
+        self.enter(step)
 
     def finish(self) -> None:
         done = self.stack.pop()
@@ -258,9 +285,18 @@ class _Run:
         self.follow(step)
 
 
+def later_for(dialogue_id: str, later: ComeBack, today: date, clock: time) -> Later:
+    """When to come back: today at ``later.at`` if that is at least LATER_MIN_GAP after the
+    client's ``clock``, else tomorrow."""
+    soonest = datetime.combine(today, clock) + LATER_MIN_GAP
+    on = today if datetime.combine(today, later.at) >= soonest else today + timedelta(days=1)
+    return Later(dialogue_id, later.goto, on, later.at)
+
+
 def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
-          ctx: Context) -> Outcome:
-    """Begin a dialogue, leaving whatever was in progress (its answers stay saved).
+          ctx: Context, *, at: str | None = None) -> Outcome:
+    """Begin a dialogue, leaving whatever was in progress (its answers stay saved); at step
+    ``at`` when it comes back later on its own.
 
     A safety question left unanswered is not asked again here: the dialogue opens gently."""
     run = _Run(dialogues, replace(state, stack=(), safety_asked=False), ctx)
@@ -276,7 +312,7 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
             "thoughts of ending your life or of hurting yourself, and I do not know how you "
             "are now. If you are having such thoughts now, please send /sos to see who you "
             "can talk to. To stop here for today, send /cancel."))
-    run.begin(dialogues[dialogue_id])
+    run.begin(dialogues[dialogue_id], at)
     return run.outcome()
 
 

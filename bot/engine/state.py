@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, time
 from typing import Any, Literal
 
 from bot.dialogue.expr import Value
@@ -94,6 +94,8 @@ class Context:
     today: date
     name: str = ""
     country: str | None = None  # for the help lines offered in a crisis
+    # The client's local time of day now: a ``later`` step decides today or tomorrow by it.
+    clock: time = time(0)
     # Values the platform computes, such as streak.days: readable, never saved.
     provided: Mapping[str, Value] = field(default_factory=dict)
 
@@ -132,6 +134,17 @@ class SavedAnswer:
 
 
 @dataclass(frozen=True)
+class Later:
+    """A dialogue to come back to on its own: at ``step``, on the client's local ``on`` date
+    at ``at`` o'clock (the platform plans it)."""
+
+    dialogue: str
+    step: str
+    on: date
+    at: time
+
+
+@dataclass(frozen=True)
 class Outcome:
     state: ConversationState
     replies: tuple[Reply, ...]
@@ -145,3 +158,4 @@ class Outcome:
     # Free text that answered nothing: no question was open (nor the safety question). The
     # front end may offer to keep it (a note for the client's next session).
     unplaced: bool = False
+    later: Later | None = None  # a ``later`` step was passed: come back then

@@ -33,6 +33,7 @@ from bot.coaching.conversation import (
 )
 from bot.coaching.engagements import closing_variables
 from bot.coaching.groups import weekly_question_due
+from bot.coaching.later import parse_ref
 from bot.coaching.measures import measure_start
 from bot.coaching.safety import CARE_KIND, HELD_FOR_THE_PAUSE, care_start, paused_by_crisis
 from bot.coaching.sessions import Due, session_work
@@ -134,6 +135,9 @@ async def _start_for(t: Turn, row: Claimed) -> Start | None:
         return Start(dialogue)
     if row.kind == CARE_KIND:
         return Start(CARE_CHECKIN, care_start(row.ref))
+    if row.kind == CheckinKind.LATER:  # fresh from that step, as it asked
+        where = parse_ref(row.ref)
+        return None if where is None else Start(where[0], step=where[1])
     if row.kind == CheckinKind.ENGAGEMENT_CLOSE:
         closing = await closing_variables(t.session, t.user_id, row.ref)
         return None if closing is None else Start(ENGAGEMENT_CLOSE, closing)

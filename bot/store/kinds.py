@@ -37,6 +37,9 @@ class CheckinKind(StrEnum):
     GROUP_CHAT = "group_chat"  # the reminder in the group's linked chat, naming no one
     # The week's question in a group's linked chat (ref: the group; the row's user: the coach).
     GROUP_QUESTION = "group_question"
+    # A dialogue coming back on its own, as a ``later`` step of it asked (a day-long
+    # exercise asks in the evening how it went). ref: ``<dialogue id>:<step id>``.
+    LATER = "later"
 
 
 #: The kinds of the rows a coaching session plans: the ``SESSION_`` members above.

@@ -37,11 +37,13 @@ def context(provided: Mapping[str, Value] | None = None, country: str | None = N
 
 def play(dialogues: DialogueSet, dialogue: str, answers: list[str],
          variables: Mapping[str, Value] = GOAL,
-         provided: Mapping[str, Value] | None = None) -> tuple[list[str], Outcome]:
+         provided: Mapping[str, Value] | None = None, *,
+         at: str | None = None) -> tuple[list[str], Outcome]:
     """Every text the client reads, answering each question in turn (a choice by its label,
-    "/skip" as the command), and where the dialogue ends."""
+    "/skip" as the command), and where the dialogue ends; from step ``at`` if given (where a
+    dialogue comes back later)."""
     outcome = start(dialogues, ConversationState(variables=dict(variables)), dialogue,
-                    context(provided))
+                    context(provided), at=at)
     said = [r.text for r in outcome.replies]
     for answer in answers:
         buttons = {b.label: b.data for r in outcome.replies for b in r.buttons}

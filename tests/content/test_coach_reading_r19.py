@@ -78,9 +78,9 @@ def test_a_skipped_exercise_promises_nothing_it_may_not_keep() -> None:
 
 def test_a_skipped_exercise_thanks_only_for_what_was_told(dialogues: DialogueSet) -> None:
     said, told = play(dialogues, "three_good_things", ["Not this time", "A long day at work"],
-                      variables={})
+                      variables={}, at="status")
     assert said[-1] == "Thank you for telling me."
     # Another day, skipped without a word: last time's answer does not count (fresh).
     said, _ = play(dialogues, "three_good_things", ["Not this time", "/skip"],
-                   variables=told.state.variables)
+                   variables=told.state.variables, at="status")
     assert said[-1] == "All right."

@@ -17,8 +17,8 @@ import functools
 import itertools
 from collections import deque
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import date
+from dataclasses import dataclass, field, replace
+from datetime import date, time
 from pathlib import Path
 
 import pytest
@@ -234,6 +234,21 @@ def check_position(dialogues: DialogueSet, outcome: Outcome, expected: list[Posi
     coverage.finished.update(finished)
 
 
+#: The client's clock at a start: a ``later`` step comes back today from the first, tomorrow
+#: from the second.
+CLOCKS = (time(0), time(23))
+
+
+def entries(dialogue: Dialogue) -> Iterator[tuple[str, time]]:
+    """Where a dialogue may start, and at what time of day: its start (at every clock when
+    it has a ``later`` step), and each step it comes back at later."""
+    comes_back = sorted({s.later.goto for s in dialogue.steps.values() if s.later})
+    for clock in CLOCKS if comes_back else CLOCKS[:1]:
+        yield dialogue.start, clock
+    for step_id in comes_back:
+        yield step_id, CLOCKS[0]
+
+
 def explore(dialogues: DialogueSet, locale: str) -> Coverage:
     coverage = Coverage()
     relevant = relevant_variables(dialogues)
@@ -243,15 +258,18 @@ def explore(dialogues: DialogueSet, locale: str) -> Coverage:
                       provided=provided)
         for root in sorted(dialogues.dialogues):
             dialogue = dialogues[root]
-            for variables in initial_variables(dialogues, dialogue, ctx):
+            for variables, (first, clock) in itertools.product(
+                    initial_variables(dialogues, dialogue, ctx), entries(dialogue)):
+                ctx = replace(ctx, clock=clock)
                 state = ConversationState((), variables)
-                outcome = start(dialogues, state, root, ctx)
-                where = f"{locale} {root} start"
+                outcome = start(dialogues, state, root, ctx,
+                                at=None if first == dialogue.start else first)
+                where = f"{locale} {root} start at {first} {clock}"
                 check_replies(outcome, where, coverage)
-                frames: list[Position] = [(root, dialogue.start)]
+                frames: list[Position] = [(root, first)]
                 coverage.steps.add(frames[0])
                 finished: list[str] = []
-                if dialogue.steps[dialogue.start].ask.type == "none":
+                if dialogue.steps[first].ask.type == "none":
                     frames, finished = trace(dialogues, frames,
                                              readable(outcome.state, provided), coverage)
                 check_position(dialogues, outcome, frames, finished, where, coverage)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import String, Text
@@ -16,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bot.store import Base, Store, ensure_schema
 from bot.store.engine import make_engine
-from bot.store.migrate import current_revision, head_revision, upgrade
+from bot.store.migrate import alembic_config, current_revision, head_revision, upgrade
 from tests.store.store_helpers import count, raw
 
 
@@ -32,6 +33,12 @@ async def upgrade_with(url: str, revision: str, *statements: str) -> None:
     finally:
         await engine.dispose()
     await upgrade(url)
+
+
+def _downgrade(connection: Connection, revision: str) -> None:
+    cfg = alembic_config()
+    cfg.attributes["connection"] = connection
+    command.downgrade(cfg, revision)
 
 
 def _diff(connection: Connection) -> list[Any]:
@@ -318,3 +325,38 @@ async def test_0020_keeps_the_goals_none_of_them_held(empty_db_url: str) -> None
         assert await count(store, "goals", "user_id = 1 AND NOT holding") == 1
     finally:
         await store.close()
+
+
+async def test_0021_keeps_the_planned_rows_and_allows_coming_back_later(
+        empty_db_url: str) -> None:
+    """0020 -> 0021: planned rows stay; 'later' is a kind from then on, and the check still
+    refuses any other; back down, the 'later' rows go and the check refuses it again."""
+    await upgrade_with(
+        empty_db_url, "0020",
+        "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00')",
+        "INSERT INTO planned_checkins (user_id, kind, ref, due_at, status) "
+        "VALUES (1, 'daily', '', '2026-12-02 08:00:00', 'planned')",
+    )
+    store = Store(empty_db_url)
+    await store.start()
+    try:
+        assert await count(store, "planned_checkins", "kind = 'daily'") == 1
+        async with store.engine.begin() as conn:
+            await conn.exec_driver_sql(
+                "INSERT INTO planned_checkins (user_id, kind, ref, due_at, status) "
+                "VALUES (1, 'later', 'energy_audit:status', '2026-12-02 19:00:00', 'planned')")
+        assert await count(store, "planned_checkins", "kind = 'later'") == 1
+        with pytest.raises(IntegrityError):
+            async with store.engine.begin() as conn:
+                await conn.exec_driver_sql("UPDATE planned_checkins SET kind = 'soon'")
+    finally:
+        await store.close()
+    engine = make_engine(empty_db_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(_downgrade, "0020")
+            left = (await conn.exec_driver_sql(
+                "SELECT kind FROM planned_checkins")).scalars().all()
+        assert left == ["daily"]
+    finally:
+        await engine.dispose()
