@@ -1,12 +1,15 @@
 """What a client's copy of their data says about itself: a label for every kind of row, in
-their language, and how often they may ask for one."""
+their language, and how often they may ask for one; and /privacy, the short version of
+docs/privacy.md a client reads before they agree (and at any time after)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from bot.config import DEFAULT_RETENTION_DAYS
 from bot.i18n import N_, Translator
 
 #: How often one user may ask for a copy of their data (it is built from every row).
@@ -75,3 +78,57 @@ def labelled(data: dict[str, Any], tr: Translator) -> dict[str, Any]:
 def export_document(data: dict[str, Any], tr: Translator) -> bytes:
     """The file a client gets: their labelled data as JSON (CPU-bound: run it off the loop)."""
     return json.dumps(labelled(data, tr), ensure_ascii=False, indent=2, default=str).encode()
+
+
+@dataclass(frozen=True)
+class PrivacyFacts:
+    """What /privacy states that depends on how the bot is run (``bot.config.Settings``)."""
+
+    #: Days a client's history is kept once they stopped using the bot (the retention's
+    #: ``client_history``: ``Store.prune`` erases them then).
+    history_days: int = DEFAULT_RETENTION_DAYS["client_history"]
+    #: Whether an encryption key is set (``COACHBOT_ENCRYPTION_KEY``): without one, what
+    #: clients write is stored in plain text, and /privacy does not say otherwise.
+    encrypted: bool = False
+
+
+def privacy_summary(tr: Translator, facts: PrivacyFacts) -> list[str]:
+    """/privacy: what is kept, who sees it, for how long, and /export and /delete with what
+    they cannot take back, one message each; true to the code (docs/privacy.md)."""
+    kept = tr.gettext(
+        "What I keep. Until you agree, only your Telegram id, your language and where you "
+        "are in my first questions; if you say no, I delete even that. Once you agree: your "
+        "first name, time zone and check-in time, and what you do with me: your goals, your "
+        "answers (including your mood ratings), your check-ins, your sessions and the notes "
+        "you choose to keep. If I notice signs that you may be in crisis, I record that I "
+        "did, without your words.")
+    if facts.encrypted:
+        kept += " " + tr.gettext("Your name, your words and your ratings are stored "
+                                 "encrypted.")
+    return [
+        kept,
+        tr.gettext(
+            "Who sees it: you, and your coach only what you agree to share with them, from "
+            "the day you accept their invitation. You can stop sharing at any time with "
+            "/coach. One exception: if you share your progress with a coach and "
+            "I notice signs that you may be in crisis, I tell your coach, without any of your "
+            "words, so that they can reach out to you. The people who run me can reach the "
+            "database, as for any online service."),
+        tr.ngettext(
+            "How long: as long as you use me, and always while you share your progress with "
+            "a coach. Once you stop, I delete everything about you {days} day after the last "
+            "time you wrote or answered (or after your coach stopped coaching you here, if "
+            "that was later).",
+            "How long: as long as you use me, and always while you share your progress with "
+            "a coach. Once you stop, I delete everything about you {days} days after the last "
+            "time you wrote or answered (or after your coach stopped coaching you here, if "
+            "that was later).",
+            facts.history_days).format(days=tr.number(facts.history_days)),
+        tr.gettext(
+            "/export sends you a file with everything I keep about you. /delete deletes it "
+            "all, at once and for good. What /delete cannot take back: anything already sent "
+            "to your coach (a note or a session preparation you chose to share, your replies, "
+            "reports on your progress) "
+            "stays in their Telegram chat, and backups of the database keep a copy for as "
+            "long as the people who run me keep them."),
+    ]

@@ -23,6 +23,7 @@ from telegram.request import BaseRequest
 
 from bot.coaching.contracts import check_contracts
 from bot.coaching.links import coach_locales
+from bot.coaching.privacy import PrivacyFacts
 from bot.config import Settings
 from bot.dialogue import check_dialogues
 from bot.dialogue.model import DialogueSet
@@ -260,7 +261,9 @@ def wire(settings: Settings, store: Store, dialogues: DialogueSet, *,
                     per_chat_interval=per_chat_interval)
     handlers = Handlers(store, dialogues, sender, admin_ids=settings.admin_ids,
                         bot_username=lambda: application.bot.username,
-                        min_age=settings.min_age)
+                        min_age=settings.min_age,
+                        privacy=PrivacyFacts(settings.retention_days["client_history"],
+                                             encrypted=bool(settings.encryption_key)))
     application.add_handler(TypeHandler(Update, handlers.on_update))
     failed = FailedUpdates(webhook=bool(settings.webhook_url), say=sender.say_now)
     application.add_error_handler(failed)

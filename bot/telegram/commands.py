@@ -140,6 +140,8 @@ COMMANDS = CommandRegistry(
                    N_("Whether your coach gets your preparation before a session")),
     BotCommandSpec("coach", C, lambda h, c: h.in_turn(c, h.coach.coaches),
                    N_("The coaches who see your progress")),
+    BotCommandSpec("privacy", C, lambda h, c: h.on_privacy(c),
+                   N_("What I keep, for how long, and who sees it"), before_consent=True),
     BotCommandSpec("export", C, lambda h, c: h.on_export(c), N_("Download all your data")),
     BotCommandSpec("delete", C, lambda h, c: h.on_delete_command(c),
                    N_("Delete all your data"), before_consent=True),

@@ -32,7 +32,7 @@ from bot.coaching.conversation import (
 )
 from bot.coaching.links import coaches_of
 from bot.coaching.managing import FromCoach, assigned_to
-from bot.coaching.privacy import EXPORT_EVERY, export_document
+from bot.coaching.privacy import EXPORT_EVERY, PrivacyFacts, export_document, privacy_summary
 from bot.coaching.progress import progress_text
 from bot.coaching.safety import comes_back, end_pause_when_client_comes_back
 from bot.config import DEFAULT_MIN_AGE
@@ -98,6 +98,7 @@ class Handlers:
     admin_ids: frozenset[int] = frozenset()
     bot_username: Callable[[], str] = lambda: "coachbot"
     min_age: int = DEFAULT_MIN_AGE
+    privacy: PrivacyFacts = field(default_factory=PrivacyFacts)
     coach: CoachHandlers = field(init=False)
     sessions: SessionFlows = field(init=False)
     groups: GroupHandlers = field(init=False)
@@ -119,7 +120,7 @@ class Handlers:
         """Run `fn` in one store turn for the update's user, then deliver what it queued.
 
         Consent first: until the user agrees that their answers are kept, `fn` runs only when
-        `before_consent` (/start, /language, /delete); anything else leads to the consent
+        `before_consent` (/start, /language, /privacy, /delete); anything else leads to the consent
         question, except a message in which the engine sees a crisis (`action`, the engine's
         reading of the update, decides; nothing of it is kept). A user who declines, or is
         under the minimum age, is erased in the same turn and told so directly.
@@ -347,7 +348,7 @@ class Handlers:
         tr = translator_for(user.language_code if user else None)
         try:
             await self.sender.say_now(chat.id, tr.gettext(
-                "I only talk in private chats, because what you share with me is confidential. "
+                "I only talk in private chats, because what you share with me is private. "
                 "Please write to me directly."))
         except TelegramError as exc:
             log.warning("could not answer in a group: %s", type(exc).__name__)
@@ -520,6 +521,21 @@ class Handlers:
     async def on_language_command(self, call: CommandCall) -> None:
         await self._say(call.update, lambda t: language_reply(t.user.locale),
                         before_consent=call.before_consent)
+
+    async def on_privacy(self, call: CommandCall) -> None:
+        """What is kept, who sees it, for how long, /export and /delete: before consent too
+        (it keeps nothing more than any message then), and then the open question again, so
+        that the consent question follows what it is about."""
+        async def run(t: StoreTurn) -> Outcome | None:
+            for text in privacy_summary(translator_for(t.user.locale), self.privacy):
+                t.enqueue(t.user_id, Reply(text).to_payload())
+            if not ConversationState.from_dict(t.state).active:
+                return None
+            outcome = await converse(t, self.dialogues, Resume(), t.now, min_age=self.min_age)
+            enqueue_replies(t, outcome)
+            return outcome
+
+        await self._turn(call.update, run, before_consent=call.before_consent)
 
     async def on_exercises(self, call: CommandCall) -> None:
         """The exercises the client's coaches gave them, then those they can do alone."""
@@ -745,8 +761,8 @@ class Handlers:
         tr = translator_for(stored.locale if stored else user.language_code)
         await self.store.erase_user(user.id)
         await self.sender.say_now(user.id, tr.gettext(
-            "Done. Everything you shared with me is deleted. If you ever want to start again, "
-            "send /start."))
+            "Done. Everything I stored about you is deleted. Anything already sent to your "
+            "coach stays in their Telegram chat. If you ever want to start again, send /start."))
 
 
 def _as_words(text: str) -> str:
@@ -835,9 +851,10 @@ def address_reply(locale: str) -> Reply:
 
 def delete_reply(locale: str) -> Reply:
     tr = translator_for(locale)
-    return Reply(tr.gettext("This deletes everything you have shared with me: goals, answers, "
-                            "check-ins and your link to a coach. It cannot be undone. "
-                            "Delete everything?"),
+    return Reply(tr.gettext("This deletes everything I have stored about you: your profile, "
+                            "goals, answers, check-ins, notes, messages with your coach and "
+                            "your link to a coach. It cannot be undone. Anything already sent "
+                            "to your coach stays in their Telegram chat. Delete everything?"),
                  (Button(tr.gettext("Yes, delete everything"), "delete:yes"),
                   Button(tr.gettext("No, keep it"), "delete:no")))
 

@@ -44,9 +44,10 @@ def test_the_onboarding_asks_for_the_city_once_and_leads_to_the_goal_without_jud
     assert city.count("city") == 1
     intro = said.index("Let us give your goal some shape, \u2068Ana\u2069. You choose the goal "
                        "and you own the results. I will only ask questions.")
-    assert said[intro - 1] == ("Next comes your first goal. It takes about ten minutes. /back "
-                               "takes you to the previous question. If now is not a good time, "
-                               "send /cancel and start it later with /goal.")
+    assert said[intro - 1] == ("Next comes your first goal, if you are ready for it: about ten "
+                               "to fifteen minutes. /back takes you to the previous question. "
+                               "If now is not a good time, or you would rather set it with your "
+                               "coach first, send /cancel and start it later with /goal.")
 
 
 def test_a_target_at_today_is_asked_about_without_hinting_at_a_mistake(

@@ -156,13 +156,19 @@ async def test_export_and_delete(bot: InProcessBot) -> None:
     data = json.loads(document.content)
     assert [a["value"] for a in data["answers"]] == ["Write a book"]
     confirm = await ana.send("/delete")
-    assert "cannot be undone" in (confirm[0].text or "")
+    assert confirm[0].text == (
+        "This deletes everything I have stored about you: your profile, goals, answers, "
+        "check-ins, notes, messages with your coach and your link to a coach. It cannot be "
+        "undone. Anything already sent to your coach stays in their Telegram chat. Delete "
+        "everything?")
     kept = await ana.press("No, keep it")
     assert kept[0].text == "All right, nothing was deleted."
     assert await count(bot, Answer, 105) == 1
     await ana.send("/delete")
     done = await ana.press("Yes, delete everything")
-    assert "Everything you shared with me is deleted" in (done[-1].text or "")
+    assert (done[-1].text or "") == (
+        "Done. Everything I stored about you is deleted. Anything already sent to your coach "
+        "stays in their Telegram chat. If you ever want to start again, send /start.")
     assert await count(bot, User, 105) == 0
     assert await count(bot, Answer, 105) == 0
 

@@ -24,8 +24,8 @@ from bot.telegram.handlers import _as_words
 
 EN = translator_for("en")
 CLIENT_COMMANDS = ["sos", "checkin", "goal", "progress", "exercises", "reminders", "timezone",
-                   "language", "cancel", "actions", "sessions", "brief", "coach", "export",
-                   "delete", "leave", "help"]
+                   "language", "cancel", "actions", "sessions", "brief", "coach", "privacy",
+                   "export", "delete", "leave", "help"]
 COACH_COMMANDS = ["invite", "clients", "message", "assign", "assignments", "note", "measure",
                   "programme", "schedule", "newexercise", "newgroup", "groups"]
 
@@ -75,6 +75,17 @@ def test_help_lists_the_client_commands_and_for_a_coach_theirs() -> None:
     ]
 
 
+def test_privacy_is_in_every_clients_menu_and_help_before_export() -> None:
+    for locale in SUPPORTED_LOCALES:
+        for menu in (CLIENT_MENU, COACH_MENU):
+            names = [c.command for c in COMMANDS.menu(menu, translator_for(locale))]
+            assert names.index("privacy") + 1 == names.index("export"), (locale, menu)
+    assert BotCommand("privacy", "What I keep, for how long, and who sees it") in \
+        COMMANDS.menu(CLIENT_MENU, EN)
+    assert "/privacy — What I keep, for how long, and who sees it" in \
+        help_text(EN, coach=False).splitlines()
+
+
 def test_hidden_commands_are_found_but_never_listed() -> None:
     for name in ("start", "back", "skip", "makecoach"):
         spec = COMMANDS.find(name)
@@ -86,7 +97,7 @@ def test_hidden_commands_are_found_but_never_listed() -> None:
 
 def test_what_runs_before_consent_is_declared_in_the_registry() -> None:
     before = {s.name for s in COMMANDS.specs if s.before_consent}
-    assert before == {"sos", "start", "language", "delete"}
+    assert before == {"sos", "start", "language", "privacy", "delete"}
 
 
 def test_one_name_runs_one_handler() -> None:
