@@ -47,7 +47,10 @@ COMMITMENT_QUESTIONS: tuple[CommitmentQuestion, ...] = (
 
 #: The answer to "yesterday you said you would …" in the daily check-in.
 COMMITMENT_STATUS = "commitment.status"
-_ANSWERED_STATUS = {"done": ActionStatus.DONE, "partly": ActionStatus.PARTLY}
+#: The answers that close it (the option keys are the statuses' values); "not_yet" leaves it
+#: open, and "dropped" is the client letting it go: never asked about again.
+_ANSWERED_STATUS = {status.value: status for status in
+                    (ActionStatus.DONE, ActionStatus.PARTLY, ActionStatus.DROPPED)}
 #: How far back the daily check-in looks for the last commitment it asks about.
 LAST_LOOKBACK_DAYS = 7
 #: The commitments the daily check-in asks about once their date has passed: the weekly
@@ -227,23 +230,25 @@ class ActionsSummary:
     open: tuple[CommitmentAction, ...]
     overdue: tuple[CommitmentAction, ...]
     done: tuple[CommitmentAction, ...]
+    #: Dropped by the client: their choice, listed apart from the overdue ones.
+    let_go: tuple[CommitmentAction, ...] = ()
 
 
 async def actions_summary(session: AsyncSession, client_id: int, since: datetime,
                           today: date) -> ActionsSummary:
-    """Open (not yet due), overdue and done (or partly done) actions committed since
+    """Open (not yet due), overdue, done (or partly done) and let-go actions committed since
     ``since`` (the coach sees only what was said since they were linked)."""
     rows = list((await session.execute(
         select(CommitmentAction)
-        .where(CommitmentAction.user_id == client_id, CommitmentAction.created_at >= since,
-               CommitmentAction.status != ActionStatus.DROPPED)
+        .where(CommitmentAction.user_id == client_id, CommitmentAction.created_at >= since)
         .order_by(CommitmentAction.due_on, CommitmentAction.id)
     )).scalars())
     pending = [a for a in rows if a.status == ActionStatus.OPEN]
     return ActionsSummary(
         open=tuple(a for a in pending if a.due_on >= today),
         overdue=tuple(a for a in pending if a.due_on < today),
-        done=tuple(a for a in rows if a.status != ActionStatus.OPEN),
+        done=tuple(a for a in rows if a.status in (ActionStatus.DONE, ActionStatus.PARTLY)),
+        let_go=tuple(a for a in rows if a.status == ActionStatus.DROPPED),
     )
 
 
@@ -252,7 +257,9 @@ def summary_lines(summary: ActionsSummary, today: date, tr: Translator) -> list[
     lines: list[str] = []
     for title, part in ((tr.gettext("Open actions:"), summary.open),
                         (tr.gettext("Overdue actions:"), summary.overdue),
-                        (tr.gettext("Actions done:"), summary.done[-LISTED:])):
+                        (tr.gettext("Actions done:"), summary.done[-LISTED:]),
+                        (tr.gettext("Actions the client chose to let go:"),
+                         summary.let_go[-LISTED:])):
         if part:
             lines += [title, action_lines(part[:LISTED], today, tr)]
     if not lines:

@@ -77,7 +77,8 @@ async def test_the_next_check_in_asks_about_yesterdays_commitment_in_the_clients
     assert "Yesterday you said you would do this:" in question.text
     assert "\u2068Call Ana about the plan\u2069" in question.text
     assert question.text.endswith("Where are you with it?")
-    assert [b.label for b in question.buttons] == ["Done", "Part of it", "Not started yet"]
+    assert [b.label for b in question.buttons] == ["Done", "Part of it", "Not started yet",
+                                                 "I am letting it go"]
     then = await say(store, dialogues, Turn(button=question.buttons[0].data), now=tuesday)
     assert "how are you feeling today" in then.replies[0].text
     [action] = await _actions(store)
@@ -211,3 +212,43 @@ async def test_the_weekly_action_is_left_to_the_weekly_review(
                                due_on=date(2026, 12, 6), created_at=MONDAY - timedelta(days=8)))
     asked = await say(store, dialogues, Start("daily_checkin"))
     assert "How are you feeling today" in asked.replies[0].text
+
+
+async def test_a_commitment_the_client_lets_go_is_dropped_and_never_asked_about_again(
+        store: Store, dialogues: DialogueSet) -> None:
+    await _with_goal(store)
+    await say(store, dialogues, Start("daily_checkin"), Turn(text="7"), Turn(text="A little"),
+              Turn(text="some"), Turn(text="Write the draft"))
+    wednesday = MONDAY + timedelta(days=2)
+    [question] = (await say(store, dialogues, Start("daily_checkin"), now=wednesday)).replies
+    assert "2 days ago you said you would do this:" in question.text
+    assert question.buttons[-1].label == "I am letting it go"
+    then = await say(store, dialogues, Turn(button=question.buttons[-1].data), now=wednesday)
+    # Straight on, with no question about why.
+    assert "how are you feeling today" in then.replies[0].text
+    [action] = await _actions(store)
+    assert action.status == ActionStatus.DROPPED and action.closed_at == wednesday
+
+    for days in (3, 4):  # not asked again the next days, though within the week
+        asked = await say(store, dialogues, Start("daily_checkin"),
+                          now=MONDAY + timedelta(days=days))
+        assert asked.replies[0].text.startswith("Hello")
+        assert "you said you would do this" not in asked.replies[0].text
+        assert "How are you feeling today" in asked.replies[0].text
+        await say(store, dialogues, Turn(command="cancel"), now=MONDAY + timedelta(days=days))
+
+
+async def test_the_coach_sees_a_let_go_action_as_the_clients_choice_not_as_overdue(
+        store: Store) -> None:
+    await store.run_turn(USER, _noop)
+    async with store.sessionmaker() as s, s.begin():
+        s.add(CommitmentAction(user_id=USER, words="Write the draft", source=ActionSource.DAILY,
+                               due_on=date(2026, 12, 1), created_at=MONDAY,
+                               status=ActionStatus.DROPPED, closed_at=MONDAY))
+    async with store.sessionmaker() as s:
+        summary = await actions_summary(s, USER, MONDAY - timedelta(days=1), MONDAY.date())
+    assert not summary.overdue and not summary.done and not summary.open
+    assert [a.words for a in summary.let_go] == ["Write the draft"]
+    lines = summary_lines(summary, MONDAY.date(), translator_for("en"))
+    assert lines[0] == "Actions the client chose to let go:"
+    assert "Write the draft" in lines[1] and "overdue" not in lines[1]
