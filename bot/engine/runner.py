@@ -243,7 +243,7 @@ class _Run:
         step = dialogue.steps.get(frame.step)
         if step is None:
             self.say(self.tr.gettext("Sorry, this conversation has changed since we last spoke, "
-                                     "so let's pick it up from here."))
+                                     "so we will pick it up from here."))
             self.stack[-1] = Frame(dialogue.id, dialogue.restart_step, dialogue.content_hash)
             self.enter(dialogue.restart_step)
             return None

@@ -19,7 +19,7 @@ DAY_LONG = {"energy_audit": ("How did your energy audit go?", time(19)),
             "time_log": ("How did your time log go?", time(19)),
             "three_good_things": ("How did writing down three good things go?", time(20))}
 THIS_EVENING = "This evening at {} I will come back to ask how it went."
-TOMORROW = ("There is not much of the day left, so let's make it tomorrow. Tomorrow at {} I "
+TOMORROW = ("There is not much of the day left, so this one is for tomorrow. Tomorrow at {} I "
             "will come back to ask how it went.")
 
 
@@ -55,6 +55,6 @@ def test_coming_back_it_asks_how_it_went_by_name_and_goes_on_as_before(
         dialogues: DialogueSet, exercise: str) -> None:
     said, outcome = play(dialogues, exercise, ["I did part of it"], variables={}, at="status")
     assert said[0] == DAY_LONG[exercise][0]
-    assert said[1] == "Let's look at what you did."
+    assert said[1] == "Let us look at what you did."
     assert outcome.saved[0].variable == "exercise.status"
     assert outcome.saved[0].dialogue == exercise and outcome.state.active

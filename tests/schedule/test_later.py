@@ -111,7 +111,7 @@ async def test_late_in_the_day_it_comes_back_tomorrow_evening(
     half_past_four = datetime(2026, 3, 4, 15, 30, tzinfo=UTC)
     outcome = await run(db, dialogues, CLIENT, Start("energy_audit"), now=half_past_four)
     assert outcome.replies[-1].text == (
-        "There is not much of the day left, so let's make it tomorrow. Tomorrow at "
+        "There is not much of the day left, so this one is for tomorrow. Tomorrow at "
         "7:00\u202fPM I will come back to ask how it went.")
     assert await later_rows(db) == [
         ("energy_audit:status", "planned", EVENING + timedelta(days=1))]
