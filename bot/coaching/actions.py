@@ -258,7 +258,7 @@ def summary_lines(summary: ActionsSummary, today: date, tr: Translator) -> list[
     for title, part in ((tr.gettext("Open actions:"), summary.open),
                         (tr.gettext("Overdue actions:"), summary.overdue),
                         (tr.gettext("Actions done:"), summary.done[-LISTED:]),
-                        (tr.gettext("Actions the client chose to let go:"),
+                        (tr.gettext("Actions they chose to let go:"),
                          summary.let_go[-LISTED:])):
         if part:
             lines += [title, action_lines(part[:LISTED], today, tr)]

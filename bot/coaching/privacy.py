@@ -96,12 +96,12 @@ def privacy_summary(tr: Translator, facts: PrivacyFacts) -> list[str]:
     """/privacy: what is kept, who sees it, for how long, and /export and /delete with what
     they cannot take back, one message each; true to the code (docs/privacy.md)."""
     kept = tr.gettext(
-        "What I keep. Until you agree, only your Telegram id, your language and where you "
-        "are in my first questions; if you say no, I delete even that. Once you agree: your "
+        "What I keep. Until you agree, only your Telegram id, your language and how far "
+        "you got in my first questions; if you say no, I delete even that. Once you agree: your "
         "first name, time zone and check-in time, and what you do with me: your goals, your "
         "answers (including your mood ratings), your check-ins, your sessions and the notes "
-        "you choose to keep. If I notice signs that you may be in crisis, I record that I "
-        "did, without your words.")
+        "you choose to keep. If I notice signs that you may be in crisis, I keep a record "
+        "that I noticed them, but not your words.")
     if facts.encrypted:
         kept += " " + tr.gettext("Your name, your words and your ratings are stored "
                                  "encrypted.")
@@ -112,7 +112,7 @@ def privacy_summary(tr: Translator, facts: PrivacyFacts) -> list[str]:
             "the day you accept their invitation. You can stop sharing at any time with "
             "/coach. One exception: if you share your progress with a coach and "
             "I notice signs that you may be in crisis, I tell your coach, without any of your "
-            "words, so that they can reach out to you. The people who run me can reach the "
+            "words, so that they can reach out to you. The people who run me can access the "
             "database, as for any online service."),
         tr.ngettext(
             "How long: as long as you use me, and always while you share your progress with "

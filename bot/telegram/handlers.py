@@ -853,7 +853,7 @@ def delete_reply(locale: str) -> Reply:
     tr = translator_for(locale)
     return Reply(tr.gettext("This deletes everything I have stored about you: your profile, "
                             "goals, answers, check-ins, notes, messages with your coach and "
-                            "your link to a coach. It cannot be undone. Anything already sent "
+                            "your link to them. It cannot be undone. Anything already sent "
                             "to your coach stays in their Telegram chat. Delete everything?"),
                  (Button(tr.gettext("Yes, delete everything"), "delete:yes"),
                   Button(tr.gettext("No, keep it"), "delete:no")))

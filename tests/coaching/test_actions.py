@@ -250,5 +250,5 @@ async def test_the_coach_sees_a_let_go_action_as_the_clients_choice_not_as_overd
     assert not summary.overdue and not summary.done and not summary.open
     assert [a.words for a in summary.let_go] == ["Write the draft"]
     lines = summary_lines(summary, MONDAY.date(), translator_for("en"))
-    assert lines[0] == "Actions the client chose to let go:"
+    assert lines[0] == "Actions they chose to let go:"
     assert "Write the draft" in lines[1] and "overdue" not in lines[1]

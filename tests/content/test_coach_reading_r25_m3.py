@@ -17,7 +17,7 @@ from tests.content.test_coach_reading_r12 import context, play
 TODAY = date(2026, 12, 5)  # the day of test_coach_reading_r12's context
 DAY_LONG = {"energy_audit": ("How did your energy audit go?", time(19)),
             "time_log": ("How did your time log go?", time(19)),
-            "three_good_things": ("How did writing down three good things go?", time(20))}
+            "three_good_things": ("How was writing down your three good things?", time(20))}
 THIS_EVENING = "This evening at {} I will come back to ask how it went."
 TOMORROW = ("There is not much of the day left, so this one is for tomorrow. Tomorrow at {} I "
             "will come back to ask how it went.")

@@ -47,7 +47,7 @@ def test_a_reached_goal_looked_back_on_in_silence_is_not_thanked(
         dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "goal_completion", ["Yes", "/skip", "/skip", "/skip", "/skip"],
                    variables=REACHED)
-    assert said[2].startswith("A few questions to look back, if you like: you can send /skip")
+    assert said[2].startswith("A few questions to look back on, if you like: you can send /skip")
     assert said[-1] == "Would you like to set a new goal now?"
     assert "Thank you for sharing all this." not in said
 
@@ -61,7 +61,8 @@ def test_a_reached_goal_looked_back_on_is_thanked(dialogues: DialogueSet) -> Non
 
 @pytest.mark.parametrize(("briefed", "says"), [
     (True, "As you chose, your coach receives your answers an hour before the session."),
-    (False, "Your answers stay with you, unless you send /brief.")])
+    (False, "Your answers stay with you, unless you send /brief to share them with your "
+            "coach.")])
 def test_the_preparation_says_who_reads_it_before_the_first_answer(
         dialogues: DialogueSet, briefed: bool, says: str) -> None:
     said, _ = play(dialogues, "session_prep", [], variables={},
@@ -80,3 +81,9 @@ def test_the_crisis_notice_tells_the_coach_their_part(clients: tuple[str, ...]) 
     text = digest_text(Digest(1, "en", crisis=True, crisis_clients=clients), EN)
     assert "you do not need to counsel them" in text
     assert "call the emergency services" in text
+
+
+def test_what_to_do_with_a_gratitude_note_is_chosen_by_a_button(dialogues: DialogueSet) -> None:
+    ask = dialogues.dialogues["gratitude_note"].steps["choice"].ask
+    assert ask.type == "choice" and [option.label for option in ask.options] == [
+        "Send it", "Read it to them", "Keep it", "Not sure yet"]

@@ -158,7 +158,7 @@ async def test_export_and_delete(bot: InProcessBot) -> None:
     confirm = await ana.send("/delete")
     assert confirm[0].text == (
         "This deletes everything I have stored about you: your profile, goals, answers, "
-        "check-ins, notes, messages with your coach and your link to a coach. It cannot be "
+        "check-ins, notes, messages with your coach and your link to them. It cannot be "
         "undone. Anything already sent to your coach stays in their Telegram chat. Delete "
         "everything?")
     kept = await ana.press("No, keep it")

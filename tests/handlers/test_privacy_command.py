@@ -21,18 +21,18 @@ NAME = "Zoravka"
 CONSENT = ("May I keep your answers, including your mood ratings, to support your coaching? "
            "/privacy tells you what I keep, for how long, and who sees it.")
 AGE = "I am made for adults. Are you 18 or older?"
-KEPT = ("What I keep. Until you agree, only your Telegram id, your language and where you are "
-        "in my first questions; if you say no, I delete even that. Once you agree: your first "
+KEPT = ("What I keep. Until you agree, only your Telegram id, your language and how far you "
+        "got in my first questions; if you say no, I delete even that. Once you agree: your first "
         "name, time zone and check-in time, and what you do with me: your goals, your answers "
         "(including your mood ratings), your check-ins, your sessions and the notes you choose "
-        "to keep. If I notice signs that you may be in crisis, I record that I did, without "
-        "your words.")
+        "to keep. If I notice signs that you may be in crisis, I keep a record that I noticed "
+        "them, but not your words.")
 ENCRYPTED = "Your name, your words and your ratings are stored encrypted."
 WHO = ("Who sees it: you, and your coach only what you agree to share with them, from the day "
        "you accept their invitation. You can stop sharing at any time with /coach. One "
        "exception: if you share your progress with a coach and I notice signs that you may be "
        "in crisis, I tell your coach, without any of your words, so that they can reach out to "
-       "you. The people who run me can reach the database, as for any online service.")
+       "you. The people who run me can access the database, as for any online service.")
 EXPORT_DELETE = ("/export sends you a file with everything I keep about you. /delete deletes "
                  "it all, at once and for good. What /delete cannot take back: anything already "
                  "sent to your coach (a note or a session preparation you chose to share, your "

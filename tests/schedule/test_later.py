@@ -78,7 +78,7 @@ async def test_it_comes_back_this_evening_and_the_coach_hears_how_it_went(
             s, COACH, CLIENT, dialogues.programmes["two_week_focus"], MORNING.date(), 8, 0,
             MORNING, exercise_ids(dialogues))
     outcome = await run(db, dialogues, CLIENT, Start("time_log"), now=MORNING)
-    assert outcome.replies[-1].text == ("Take your time over the day. This evening at "
+    assert outcome.replies[-1].text == ("You have the whole day for it. This evening at "
                                         "7:00\u202fPM I will come back to ask how it went.")
     assert not outcome.replies[-1].buttons and not outcome.state.active
     assert await later_rows(db) == [("time_log:status", "planned", EVENING)]
@@ -129,7 +129,7 @@ async def test_another_dialogue_in_between_does_not_lose_it(
     evening = datetime(2026, 3, 4, 19, 0, tzinfo=UTC)  # 20:00 in Rome
     assert await later_rows(db) == [("three_good_things:status", "planned", evening)]
     assert await claim_and_start(db, dialogues, evening, worker_id="w") == {"started": 1}
-    assert (await sent(db))[-1]["text"] == "How did writing down three good things go?"
+    assert (await sent(db))[-1]["text"] == "How was writing down your three good things?"
 
 
 async def test_a_client_in_the_middle_of_a_dialogue_is_asked_half_an_hour_later(
