@@ -59,6 +59,8 @@ EXERCISE_STATUS_KEYS = ("done", "partly", "skipped")
 _STEP_KEYS = {"say", "say_plural", "ask", "next", "later"}
 _LATER_KEYS = {"at", "goto"}
 _CLOCK = re.compile(r"([01]\d|2[0-3]):([0-5]\d)\Z")
+#: A dialogue comes back (``later``) in the day only.
+LATER_EARLIEST_HOUR = 6
 _PLURAL_KEYS = {"one", "other", "count"}
 _BRANCH_KEYS = {"if", "goto", "call", "then"}
 _ASK_KEYS_BY_TYPE: dict[str, set[str]] = {
@@ -547,6 +549,12 @@ class _FileParser:
         if clock is None:
             self.error(at_node, N_("'at' must be a time of day such as \"19:00\" (hours "
                                    "00 to 23, in quotes)"))
+        elif int(clock[1]) < LATER_EARLIEST_HOUR:
+            # Nobody is asked how an exercise went in the night (and the texts that say
+            # "at {later.time}" may then put an evening's article before it).
+            self.error(at_node, N_("'at' must be between 06:00 and 23:59: I do not come back "
+                                   "at night"))
+            clock = None
         goto = self.identifier(fields["goto"][1], "'goto'")
         if clock is None or goto is None:
             return None

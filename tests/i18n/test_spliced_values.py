@@ -19,6 +19,7 @@ import pytest
 from babel.dates import format_date, format_time
 from babel.numbers import format_decimal
 
+from bot.dialogue.loader import LATER_EARLIEST_HOUR
 from bot.dialogue.template import placeholders, render
 from bot.i18n.catalogs import catalog_path, read_catalog
 
@@ -42,8 +43,12 @@ DATE_VALUES = frozenset({"date", "goal.first_step_date", "goal.due", "recap.by",
 TIME_VALUES = frozenset({"time", "profile.checkin_hour", "profile.quiet_start",
                          "profile.quiet_end"})
 
+#: A time a dialogue comes back at (``later``): the loader allows only the day's hours.
+DAYTIME_VALUES = frozenset({"later.time"})
+
 NUMBERS = (1, 8, 11, 80)
 TIMES = (time(1, 0), time(13, 0))
+DAYTIMES = (time(LATER_EARLIEST_HOUR, 0), time(13, 0), time(23, 59))
 DATES = (date(2027, 4, 1), date(2027, 9, 11), date(2027, 8, 8))
 
 #: What each language must never show once a value is filled in.
@@ -64,6 +69,9 @@ CLASHES = {
 def samples(locale: str, name: str = "") -> list[str]:
     """The values a placeholder can hold (all kinds when no name is given), as Babel writes them."""
     values = []
+    if name in DAYTIME_VALUES:
+        return [format_time(moment, format=length, locale=locale)
+                for moment in DAYTIMES for length in ("short", "medium")]
     if not name or (name not in DATE_VALUES and name not in TIME_VALUES):
         values += [format_decimal(number, locale=locale) for number in NUMBERS]
     if not name or name in TIME_VALUES:
