@@ -202,7 +202,7 @@ async def actions_message(session: AsyncSession, user_id: int, today: date,
         buttons += [
             {"label": tr.gettext("{number}: done").format(number=label),
              "data": f"{BUTTON}:done:{action.id}"},
-            {"label": tr.gettext("{number}: drop").format(number=label),
+            {"label": tr.gettext("{number}: let go").format(number=label),
              "data": f"{BUTTON}:drop:{action.id}"}]
     return {"text": "\n".join(lines), "buttons": buttons}
 
@@ -219,7 +219,7 @@ async def mark_from_button(session: AsyncSession, user_id: int, rest: str, today
     elif status is ActionStatus.DONE:
         answer = tr.gettext("Marked as done.")
     else:
-        answer = tr.gettext("Dropped: it is no longer on your list.")
+        answer = tr.gettext("Let go: it is no longer on your list.")
     return [{"text": answer}, await actions_message(session, user_id, today, tr)]
 
 

@@ -133,7 +133,7 @@ COMMANDS = CommandRegistry(
     BotCommandSpec("cancel", C, lambda h, c: h.engine_command(c, "cancel"),
                    N_("Stop the current conversation")),
     BotCommandSpec("actions", C, lambda h, c: h.in_turn(c, h.sessions.actions),
-                   N_("What you committed to: mark it done or drop it")),
+                   N_("What you committed to: mark it done or let it go")),
     BotCommandSpec("sessions", C, lambda h, c: h.in_turn(c, h.sessions.sessions),
                    N_("Your next sessions with your coach")),
     BotCommandSpec("brief", C, lambda h, c: h.in_turn(c, h.sessions.brief),
