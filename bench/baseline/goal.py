@@ -46,7 +46,7 @@ CANCELLED = "Okay, we'll stop here. Everything you said so far is kept."
 
 
 def intro(first_name: str) -> str:
-    return (f"Let's give your goal some shape, {first_name}. You choose the goal and you own "
+    return (f"Let us give your goal some shape, {first_name}. You choose the goal and you own "
             "the results. I will only ask questions.")
 
 

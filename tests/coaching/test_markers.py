@@ -23,7 +23,8 @@ NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 def _finishes_without(dialogue: Dialogue, variable: str) -> bool:
     """Whether some path from the start leaves the dialogue (its end, or a call of another)
-    without a step that saves ``variable``."""
+    without a step that saves ``variable``. A dialogue that comes back later (``later``)
+    goes on, on that path, where it comes back."""
     seen, todo = set(), [dialogue.start]
     while todo:
         step_id = todo.pop()
@@ -32,6 +33,9 @@ def _finishes_without(dialogue: Dialogue, variable: str) -> bool:
         seen.add(step_id)
         step = dialogue.steps[step_id]
         if step.ask.save == variable:
+            continue
+        if step.later is not None:
+            todo.append(step.later.goto)
             continue
         for branch in step.next:
             if branch.call is not None or branch.goto == "end":

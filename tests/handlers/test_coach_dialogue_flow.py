@@ -67,7 +67,7 @@ async def test_a_dialogue_file_refused_by_line_then_kept_tried_and_delivered_in_
     assert "Kept" not in (offered[0].text or "")
     # It is offered as a note for the next session instead; the client declines.
     assert "bilješku" in (offered[0].text or "")
-    await client.press("Ne, hvala")
+    await client.press("Nemoj je spremiti")
     async with bot.store.sessionmaker() as session:
         row = (await session.execute(select(CoachDialogue))).scalar_one()
     forged(bot, OTHER_COACH, f"cdtry:{row.id}")

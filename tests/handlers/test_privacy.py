@@ -39,7 +39,7 @@ async def test_delete_leaves_nothing_of_the_client_in_their_coachs_rows(
         bot: InProcessBot) -> None:
     coach, client = await linked_client(bot)
     await client.send("/exercises")
-    await client.press("Three good things")
+    await client.press("A gratitude note")
     await client.press("I did it")
     await client.send(SECRET_WORDS)
     await client.send("I want to die")

@@ -70,11 +70,11 @@ async def test_no_drift_between_migrations_and_models(empty_db_url: str) -> None
 
 
 async def test_ensure_schema_is_idempotent_and_concurrency_safe(empty_db_url: str) -> None:
-    assert head_revision() == "0020"
+    assert head_revision() == "0021"
     assert await current_revision(empty_db_url) is None
     await asyncio.gather(*(ensure_schema(empty_db_url) for _ in range(4)))
     await ensure_schema(empty_db_url)
-    assert await current_revision(empty_db_url) == "0020"
+    assert await current_revision(empty_db_url) == "0021"
 
 
 async def test_start_creates_the_database_from_any_cwd(
