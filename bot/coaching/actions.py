@@ -219,7 +219,7 @@ async def mark_from_button(session: AsyncSession, user_id: int, rest: str, today
     elif status is ActionStatus.DONE:
         answer = tr.gettext("Marked as done.")
     else:
-        answer = tr.gettext("Let go: it is no longer on your list.")
+        answer = tr.gettext("You let it go: it is no longer on your list.")
     return [{"text": answer}, await actions_message(session, user_id, today, tr)]
 
 

@@ -177,20 +177,20 @@ def digest_text(digest: Digest, tr: Translator) -> str:
     if digest.crisis:
         names = ", ".join(tr.words(n) for n in digest.crisis_clients)
         return tr.ngettext(
-            "Please reach out to {names} soon: I noticed signs that they may be in crisis. I "
-            "have shown them help lines, and their coaching is paused for a day unless they "
-            "write to me first; messages you send through me wait until then, so please "
-            "call them or use another way you have agreed on. Nothing they wrote is shared "
-            "here. When you reach them, you do not need to counsel them: check that they are "
-            "safe and encourage them to use the help lines I showed them. If you believe they "
-            "are in immediate danger, call the emergency services.",
-            "Please reach out soon to these clients: {names}. I noticed signs that they may "
-            "be in crisis. I have shown them help lines, and their coaching is paused for a "
-            "day unless they write to me first; messages you send through me wait until "
-            "then, so please call them or use another way you have agreed on. Nothing they "
-            "wrote is shared here. When you reach them, you do not need to counsel them: "
-            "check that they are safe and encourage them to use the help lines I showed them. "
-            "If you believe one of them is in immediate danger, call the emergency services.",
+            "Please call {names} soon, or reach them another way you have agreed on: I "
+            "noticed signs that they may be in crisis.\n\n"
+            "When you reach them, check that they are safe and encourage them to use the help "
+            "lines I showed them; you do not need to counsel them. If you believe they are in "
+            "immediate danger, call the emergency services.\n\n"
+            "Their coaching is paused for a day unless they write to me first, and messages you "
+            "send through me wait until then. Nothing they wrote is shared here.",
+            "Please call these clients soon, or reach them another way you have agreed on: "
+            "{names}. I noticed signs that they may be in crisis.\n\n"
+            "When you reach them, check that they are safe and encourage them to use the help "
+            "lines I showed them; you do not need to counsel them. If you believe one of them "
+            "is in immediate danger, call the emergency services.\n\n"
+            "Their coaching is paused for a day unless they write to me first, and messages you "
+            "send through me wait until then. Nothing they wrote is shared here.",
             len(digest.crisis_clients),
         ).format(names=names)
     lines = [tr.gettext("News from your clients:")]

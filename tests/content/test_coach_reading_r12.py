@@ -72,8 +72,7 @@ def test_two_reviews_at_the_target_not_reached_reopen_the_target(
     at = said.index("All right: your goal stays open.")
     assert said[at + 1:at + 3] == ["Let us look at the week.",
                                    "What, if anything, helped you this week? You can send /skip."]
-    assert ("What, if anything, did you learn this week, about your goal or about yourself? "
-            "You can send /skip.") in said
+    assert "What, if anything, did this week show you? You can send /skip." in said
     assert any(text.startswith("You have 1 open action:") for text in said)
     assert said.index(RETARGET) == said.index("Your target is 8 out of 10 and you are at 8. "
                                               "What would you like your target to be now, "

@@ -141,12 +141,16 @@ BESIDES = "Apart from that step, have you moved forward with “\u2068Run 5 km\u
 
 
 @pytest.mark.parametrize("rating", ["Done", "Part of it", "Not started yet"])
-@pytest.mark.parametrize("mood", ["7", "3"])
 def test_right_after_the_last_commitment_progress_is_asked_apart_from_it(
-        dialogues: DialogueSet, rating: str, mood: str) -> None:
-    answers = [rating, mood] + (["No"] if mood == "3" else [])  # a low mood: go on
-    said, _ = play(dialogues, "daily_checkin", answers, provided=YESTERDAY)
+        dialogues: DialogueSet, rating: str) -> None:
+    said, _ = play(dialogues, "daily_checkin", ["7", rating], provided=YESTERDAY)
     assert said[-1] == BESIDES and SINCE not in said
+
+
+def test_after_a_low_mood_the_last_commitment_is_not_asked_about(dialogues: DialogueSet) -> None:
+    said, outcome = play(dialogues, "daily_checkin", ["3", "No"], provided=YESTERDAY)  # goes on
+    assert not any("Stretch" in text for text in said)
+    assert said[-1] == SINCE and outcome.state.variables["commitment.status"] is None
 
 
 def test_without_a_commitment_to_rate_progress_is_asked_as_usual_whatever_was_rated_before(

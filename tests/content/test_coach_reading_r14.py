@@ -37,12 +37,12 @@ COMMIT = ("What is one thing you would like to do towards “\u2068Run 5 km\u206
 @pytest.mark.parametrize("rating", ["Done", "Part of it"])
 def test_a_step_done_is_not_followed_by_what_happened_instead(
         dialogues: DialogueSet, rating: str) -> None:
-    said, _ = play(dialogues, "daily_checkin", [rating, "7", "Not yet"], provided=YESTERDAY)
+    said, _ = play(dialogues, "daily_checkin", ["7", rating, "Not yet"], provided=YESTERDAY)
     assert INSTEAD not in said and said[-1] == COMMIT
 
 
 def test_a_step_not_started_still_asks_what_happened_instead(dialogues: DialogueSet) -> None:
-    said, _ = play(dialogues, "daily_checkin", ["Not started yet", "7", "Not yet"],
+    said, _ = play(dialogues, "daily_checkin", ["7", "Not started yet", "Not yet"],
                    provided=YESTERDAY)
     assert said[-1] == INSTEAD
 

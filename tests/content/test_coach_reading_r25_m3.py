@@ -18,9 +18,9 @@ TODAY = date(2026, 12, 5)  # the day of test_coach_reading_r12's context
 DAY_LONG = {"energy_audit": ("How did your energy audit go?", time(19)),
             "time_log": ("How did your time log go?", time(19)),
             "three_good_things": ("How was writing down your three good things?", time(20))}
-THIS_EVENING = "This evening at {} I will come back to ask how it went."
-TOMORROW = ("There is not much of the day left, so this one is for tomorrow. Tomorrow at {} I "
-            "will come back to ask how it went.")
+THIS_EVENING = "I will check in with you this evening at {} to hear how it went."
+TOMORROW = ("There is not much of the day left, so this one is for tomorrow. I will check in "
+            "with you tomorrow at {} to hear how it went.")
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +55,6 @@ def test_coming_back_it_asks_how_it_went_by_name_and_goes_on_as_before(
         dialogues: DialogueSet, exercise: str) -> None:
     said, outcome = play(dialogues, exercise, ["I did part of it"], variables={}, at="status")
     assert said[0] == DAY_LONG[exercise][0]
-    assert said[1] == "Let us look at what you did."
+    assert said[1] == "Let us look at what you noticed."
     assert outcome.saved[0].variable == "exercise.status"
     assert outcome.saved[0].dialogue == exercise and outcome.state.active

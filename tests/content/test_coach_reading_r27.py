@@ -81,9 +81,12 @@ def test_the_crisis_notice_tells_the_coach_their_part(clients: tuple[str, ...]) 
     text = digest_text(Digest(1, "en", crisis=True, crisis_clients=clients), EN)
     assert "you do not need to counsel them" in text
     assert "call the emergency services" in text
+    first, what_to_do, why = text.split("\n\n")  # what to do first, on a phone
+    assert first.startswith("Please call") and "check that they are safe" in what_to_do
+    assert "messages you send through me wait" in why
 
 
 def test_what_to_do_with_a_gratitude_note_is_chosen_by_a_button(dialogues: DialogueSet) -> None:
     ask = dialogues.dialogues["gratitude_note"].steps["choice"].ask
     assert ask.type == "choice" and [option.label for option in ask.options] == [
-        "Send it", "Read it to them", "Keep it", "Not sure yet"]
+        "Send it", "Read it to the person", "Keep it", "Not sure yet"]

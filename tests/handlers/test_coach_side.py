@@ -78,7 +78,8 @@ async def test_a_reply_in_crisis_never_reaches_the_coach(bot: InProcessBot) -> N
     assert "or your coach if you have one" not in (help_lines[-1].text or "")
     notice = await coach.replies()  # the crisis digest, without the words
     assert len(notice) == 1 and (notice[0].text or "").startswith(
-        f"Please reach out to {LUCA} soon: I noticed signs that they may be in crisis.")
+        f"Please call {LUCA} soon, or reach them another way you have agreed on: I noticed "
+        "signs that they may be in crisis.")
     assert "messages you send through me wait until then" in (notice[0].text or "")
     # The coach who answers through the bot is told, before writing, that it waits.
     asked = await coach.send("/message Luca")

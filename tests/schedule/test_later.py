@@ -78,8 +78,8 @@ async def test_it_comes_back_this_evening_and_the_coach_hears_how_it_went(
             s, COACH, CLIENT, dialogues.programmes["two_week_focus"], MORNING.date(), 8, 0,
             MORNING, exercise_ids(dialogues))
     outcome = await run(db, dialogues, CLIENT, Start("time_log"), now=MORNING)
-    assert outcome.replies[-1].text == ("You have the whole day for it. This evening at "
-                                        "7:00\u202fPM I will come back to ask how it went.")
+    assert outcome.replies[-1].text == ("You have the whole day for it. I will check in with "
+                                        "you this evening at 7:00\u202fPM to hear how it went.")
     assert not outcome.replies[-1].buttons and not outcome.state.active
     assert await later_rows(db) == [("time_log:status", "planned", EVENING)]
 
@@ -111,8 +111,8 @@ async def test_late_in_the_day_it_comes_back_tomorrow_evening(
     half_past_four = datetime(2026, 3, 4, 15, 30, tzinfo=UTC)
     outcome = await run(db, dialogues, CLIENT, Start("energy_audit"), now=half_past_four)
     assert outcome.replies[-1].text == (
-        "There is not much of the day left, so this one is for tomorrow. Tomorrow at "
-        "7:00\u202fPM I will come back to ask how it went.")
+        "There is not much of the day left, so this one is for tomorrow. I will check in with "
+        "you tomorrow at 7:00\u202fPM to hear how it went.")
     assert await later_rows(db) == [
         ("energy_audit:status", "planned", EVENING + timedelta(days=1))]
     assert await claim_and_start(db, dialogues, EVENING, worker_id="w") == {}
