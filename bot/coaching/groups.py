@@ -35,6 +35,7 @@ from bot.coaching.contracts import (
     GROUP_GOAL,
     GROUP_RENAME,
 )
+from bot.coaching.exercise_checkins import stop_assignments_where
 from bot.coaching.links import Unlinked, active_link, invite_hash, is_coach, unlink
 from bot.dialogue.model import Position
 from bot.dialogue.programmes import Programme, ProgrammeStep
@@ -239,15 +240,14 @@ async def leave(session: AsyncSession, user_id: int, group_id: int,
     member.left_at = now
     group = await session.get(Group, group_id)
     assert group is not None
-    copies = select(cast(Assignment.id, String)).where(
-        Assignment.client_id == user_id, Assignment.group_assignment_id.in_(
-            select(GroupAssignment.id).where(GroupAssignment.group_id == group_id)))
-    await _stop(session, user_id, copies)
+    of_the_group = Assignment.group_assignment_id.in_(
+        select(GroupAssignment.id).where(GroupAssignment.group_id == group_id))
+    await stop_assignments_where(session, user_id, of_the_group)
     await session.execute(
         update(ProgrammeRun).where(
             ProgrammeRun.client_id == user_id, ProgrammeRun.id.in_(
                 select(Assignment.programme_run_id).where(
-                    cast(Assignment.id, String).in_(copies))))
+                    Assignment.client_id == user_id, of_the_group)))
         .values(status=ProgrammeStatus.CANCELLED).execution_options(synchronize_session=False))
     await _stop_sessions(session, user_id, group_id, now)
     ended = await _end_link(session, member, group.coach_id, now)
@@ -306,18 +306,6 @@ async def _end_link(session: AsyncSession, member: GroupMember, coach_id: int,
     if still_wanted or not made_and_active:
         return Unlinked([], [])
     return await unlink(session, member.user_id, coach_id, now)
-
-
-async def _stop(session: AsyncSession, user_id: int, assignment_ids: Any) -> None:
-    await session.execute(
-        update(PlannedCheckin)
-        .where(PlannedCheckin.user_id == user_id, PlannedCheckin.kind == "exercise",
-               PlannedCheckin.status.in_(("planned", "claimed")),
-               PlannedCheckin.ref.in_(assignment_ids))
-        .values(status="cancelled").execution_options(synchronize_session=False))
-    await session.execute(
-        update(Assignment).where(cast(Assignment.id, String).in_(assignment_ids))
-        .values(active=False).execution_options(synchronize_session=False))
 
 
 # -- the group's assignments --------------------------------------------------------------

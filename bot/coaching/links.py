@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, and_, cast, delete, exists, func, select, update
+from sqlalchemy import ColumnElement, and_, delete, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.coach_errors import InviteError, InviteProblem, NotACoach, NotYourClient
+from bot.coaching.exercise_checkins import stop_assignments_where
 from bot.store import (
     Assignment,
     CoachEvent,
@@ -28,7 +29,7 @@ from bot.store import (
     User,
     rowcount,
 )
-from bot.store.kinds import SESSION_KINDS, CheckinKind, CheckinStatus
+from bot.store.kinds import SESSION_KINDS, CheckinStatus
 
 INVITE_TTL = timedelta(days=7)
 INVITE_BYTES = 24  # 192 bits; token_urlsafe gives 32 characters of [A-Za-z0-9_-]
@@ -270,26 +271,8 @@ async def _cancel_sessions(session: AsyncSession, client_id: int, coaches: list[
 
 async def stop_assignments(session: AsyncSession, client_id: int, coaches: list[int]) -> None:
     # A group's assignments go on: they come with the membership, not with this link.
-    of_these = and_(Assignment.client_id == client_id, Assignment.coach_id.in_(coaches),
-                    Assignment.group_assignment_id.is_(None))
-    ids = select(cast(Assignment.id, String)).where(of_these, Assignment.active.is_(True))
-    await session.execute(
-        update(PlannedCheckin)
-        .where(
-            PlannedCheckin.user_id == client_id,
-            PlannedCheckin.kind == CheckinKind.EXERCISE,
-            PlannedCheckin.status.in_((CheckinStatus.PLANNED, CheckinStatus.CLAIMED)),
-            PlannedCheckin.ref.in_(ids),
-        )
-        .values(status=CheckinStatus.CANCELLED)
-        .execution_options(synchronize_session=False)
-    )
-    await session.execute(
-        update(Assignment)
-        .where(of_these)
-        .values(active=False)
-        .execution_options(synchronize_session=False)
-    )
+    await stop_assignments_where(session, client_id, Assignment.coach_id.in_(coaches),
+                                 Assignment.group_assignment_id.is_(None))
 
 
 async def _linked_people(

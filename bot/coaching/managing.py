@@ -12,20 +12,21 @@ from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from bot.coaching.assignments import assign_exercise, validate_schedule
 from bot.coaching.coach_dialogues import row_id, title_in
 from bot.coaching.coach_errors import InvalidSchedule, NotYourClient, UnknownExercise
+from bot.coaching.exercise_checkins import cancel_exercise_checkins
 from bot.coaching.links import active_link, is_linked
 from bot.dialogue.expr import Value
 from bot.engine import Outcome, Reply
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
 from bot.i18n import Translator, parse_weekdays, translator_for, week_order, working_days
-from bot.store import Assignment, CoachDialogue, Exercise, Measure, PlannedCheckin, User
+from bot.store import Assignment, CoachDialogue, Exercise, Measure, User
 from bot.store import Turn as StoreTurn
 
 __all__ = [
@@ -142,16 +143,6 @@ async def assigned_to(session: AsyncSession, client_id: int) -> list[FromCoach]:
             for name, slug, title, measure, paused in found]
 
 
-async def _cancel_planned(session: AsyncSession, assignment: Assignment) -> None:
-    await session.execute(
-        update(PlannedCheckin)
-        .where(PlannedCheckin.user_id == assignment.client_id,
-               PlannedCheckin.kind == "exercise", PlannedCheckin.ref == str(assignment.id),
-               PlannedCheckin.status.in_(("planned", "claimed")))
-        .values(status="cancelled")
-        .execution_options(synchronize_session=False))
-
-
 async def act_on_assignment(session: AsyncSession, coach_id: int, assignment_id: int,
                             action: AssignmentAction) -> AssignmentView:
     """Pause, resume or cancel one of this coach's assignments; NotYourClient otherwise."""
@@ -159,7 +150,7 @@ async def act_on_assignment(session: AsyncSession, coach_id: int, assignment_id:
     if action is AssignmentAction.RESUME:
         assignment.paused = False
     else:
-        await _cancel_planned(session, assignment)
+        await cancel_exercise_checkins(session, assignment.client_id, [assignment.id])
         if action is AssignmentAction.PAUSE:
             assignment.paused = True
         else:
@@ -179,7 +170,7 @@ async def change_schedule(session: AsyncSession, coach_id: int, assignment_id: i
     clean = validate_schedule(schedule)
     if ends_on is not None and ends_on < starts_on:
         raise InvalidSchedule("the assignment ends before it starts")
-    await _cancel_planned(session, assignment)
+    await cancel_exercise_checkins(session, assignment.client_id, [assignment.id])
     assignment.schedule, assignment.starts_on, assignment.ends_on = clean, starts_on, ends_on
     await session.flush()
 

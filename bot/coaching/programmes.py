@@ -14,16 +14,17 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.assignments import checked_exercise, checked_schedule
 from bot.coaching.coach_errors import CoachError, NotYourClient
+from bot.coaching.exercise_checkins import cancel_exercise_checkins
 from bot.coaching.links import is_linked, linked_since
 from bot.coaching.managing import AssignmentAction
 from bot.dialogue.programmes import Programme
-from bot.store import Assignment, PlannedCheckin, ProgrammeRun, User
-from bot.store.kinds import CheckinKind, CheckinStatus, ProgrammeStatus
+from bot.store import Assignment, ProgrammeRun, User
+from bot.store.kinds import ProgrammeStatus
 
 DONE_STATUSES = ("done", "partly")  # exercise.status answers that complete a step
 
@@ -108,21 +109,6 @@ async def assign_programme(
     return run.id
 
 
-async def _cancel_planned(session: AsyncSession, assignments: list[Assignment],
-                          after: datetime | None = None) -> None:
-    for assignment in assignments:
-        query = (update(PlannedCheckin)
-                 .where(PlannedCheckin.user_id == assignment.client_id,
-                        PlannedCheckin.kind == CheckinKind.EXERCISE,
-                        PlannedCheckin.ref == str(assignment.id),
-                        PlannedCheckin.status.in_((CheckinStatus.PLANNED,
-                                                   CheckinStatus.CLAIMED))))
-        if after is not None:
-            query = query.where(PlannedCheckin.due_at > after)
-        await session.execute(query.values(status=CheckinStatus.CANCELLED)
-                              .execution_options(synchronize_session=False))
-
-
 async def _steps_of(session: AsyncSession, run_id: int) -> list[Assignment]:
     rows = await session.execute(select(Assignment).where(
         Assignment.programme_run_id == run_id).order_by(Assignment.starts_on, Assignment.id))
@@ -143,7 +129,7 @@ async def act_on_programme(session: AsyncSession, coach_id: int, run_id: int,
             step.paused = False
         run.status = ProgrammeStatus.ACTIVE
     else:
-        await _cancel_planned(session, steps)
+        await cancel_exercise_checkins(session, run.client_id, [a.id for a in steps])
         for step in steps:
             if action is AssignmentAction.PAUSE:
                 step.paused = True
@@ -172,13 +158,13 @@ async def step_done(session: AsyncSession, client_id: int, dialogue_id: str, sta
     if found is None or found.programme_run_id is None:
         return False
     found.done_at, found.ends_on = now, today
-    await _cancel_planned(session, [found], after=now)
+    await cancel_exercise_checkins(session, client_id, [found.id], after=now)
     later = [a for a in await _steps_of(session, found.programme_run_id)
              if a.active and a.done_at is None and a.starts_on > found.starts_on]
     tomorrow = today + timedelta(days=1)
     if later and later[0].starts_on > tomorrow:
         step = later[0]
-        await _cancel_planned(session, [step])
+        await cancel_exercise_checkins(session, client_id, [step.id])
         length = (step.ends_on - step.starts_on) if step.ends_on is not None else timedelta()
         step.starts_on, step.ends_on = tomorrow, tomorrow + length
     await session.flush()
