@@ -184,8 +184,8 @@ def digest_text(digest: Digest, tr: Translator) -> str:
             "immediate danger, call the emergency services.\n\n"
             "Their coaching is paused for a day unless they write to me first, and messages you "
             "send through me wait until then. Nothing they wrote is shared here.",
-            "Please call these clients soon, or reach them another way you have agreed on: "
-            "{names}. I noticed signs that they may be in crisis.\n\n"
+            "Please call these clients soon: {names}. You can also reach them another way "
+            "you have agreed on. I noticed signs that they may be in crisis.\n\n"
             "When you reach them, check that they are safe and encourage them to use the help "
             "lines I showed them; you do not need to counsel them. If you believe one of them "
             "is in immediate danger, call the emergency services.\n\n"
