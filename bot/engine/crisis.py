@@ -11,7 +11,8 @@ niqqud, look-alike letters, invisible characters, letters spelled out one by one
 idioms are taken out ("this deadline is killing me"), and the packaged classifier
 (``crisis_model``) scores it, with the phrase lists' matches and shared concepts
 (``data/crisis_concepts.yaml``; Bulgarian and Hebrew in Latin letters found through their
-listed forms, words within a negation's reach marked so) among its features. Below the
+listed forms, words within a negation's reach marked so: the reach ends at a clause mark, and
+a denied joke or "can't stop" affirms) among its features. Below the
 model's "sure" threshold a message is flagged only when a word of risk is there, which keeps
 ordinary coaching replies ("because I want to feel strong") out; a euphemism of self-harm
 next to a coached habit ("had a relapse with sugar") is no word of risk and never urgent, and
@@ -19,7 +20,8 @@ neither is a word of risk that a short reply denies ("no, never thought of killi
 medication named alone in a reply of a few words ("took my pills") is asked about, never
 urgent, unless something says intent ("took all my pills", "took 40", "pills tonight"); suicide
 said outright ("gonna kms", "em vull matar") and read as explicit intent or a plan is urgent,
-unless the message denies it or makes it fiction, a joke, hyperbole or the past.
+unless the message denies it or makes it fiction, a joke, hyperbole or the past; a message whose
+every word of risk is denied is never urgent, however long.
 The thresholds were chosen by cross-validation for a budget of false alarms
 (``crisis_train``); ``python -m bench bench.crisis`` measures the result on text never
 trained on.
@@ -135,7 +137,9 @@ _SENTENCE_END = re.compile(r"[.!?;\n\r\u0589\u061f\u06d4\u3002\uff01\uff1f\uff0e
 _NOT_WORD = re.compile(r"[^\w'.]+")
 # Clause marks (comma, colon, dashes), kept as a "," token on request: a negation's reach ends
 # there ("non voglio più vivere, voglio morire" does not deny dying).
-_CLAUSE_MARKS = re.compile(r"[,:\u2013\u2014\u060c\uff0c]+")
+# Emoji between two clauses part them as a comma does ("non voglio più vivere 😭 voglio...").
+_CLAUSE_MARKS = re.compile(
+    r"[,:\u2013\u2014\u060c\uff0c\u2600-\u27bf\U0001f000-\U0001faff]+")
 _NOT_WORD_OR_CLAUSE = re.compile(r"[^\w'.,]+")
 CLAUSE = ","
 _APOS_RUN = re.compile(r"'+")
@@ -488,8 +492,8 @@ def _word_concepts(word: str, lexicon: _Concepts) -> frozenset[str]:
 def _tag_phrases(words: Sequence[str], tags: list[frozenset[str]]) -> list[tuple[int, int]]:
     """Add the concepts of the listed phrases to their first word's tags, in one pass: as
     written, without apostrophes ("wouldn't miss me" as the list has it, "wouldnt miss me")
-    and by the Bulgarian Latin keys. Returns where a joke is denied ("not joking"): its first
-    word and how many words follow it."""
+    and by the Bulgarian Latin keys. Returns where a negation affirms ("not joking", "can't
+    stop"): the phrase's first word and how many words follow it."""
     forms, latin, _ = _all_concepts()
     listed, keyed = forms.phrases, latin.phrases
     bare = [w.replace("'", "") for w in words] if any("'" in w for w in words) else None
@@ -508,7 +512,7 @@ def _tag_phrases(words: Sequence[str], tags: list[frozenset[str]]) -> list[tuple
             for rest, concepts in found:
                 if tuple(seq[i + 1:i + 1 + len(rest)]) == rest:
                     tags[i] = tags[i] | concepts
-                    if _NOT_JOKING in concepts:
+                    if concepts & _AFFIRMING:
                         not_joking.append((i, len(rest)))
     return not_joking
 
@@ -523,11 +527,15 @@ def _sentence_tags(sentence: str) -> list[frozenset[str]]:
     """The concepts of each word of a normalised sentence, a listed phrase's on its first word."""
     words = sentence.split()
     tags: list[frozenset[str]] = [_CLAUSE_TAG if w == CLAUSE else _concepts_of(w) for w in words]
-    # A denied joke ("non sto scherzando", "not joking") affirms: its negation opens no reach
-    # and its joke makes nothing a joke.
+    # A negation that affirms ("non sto scherzando", "not joking", "can't stop thinking of it")
+    # opens no reach, and its joke makes nothing a joke.
     for first, rest in _tag_phrases(words, tags):
-        tags[first:first + rest + 1] = [_AFFIRMED, *([frozenset()] * rest)]
-    return [_AFFIRMED if _NOT_JOKING in tag else tag for tag in tags]
+        tags[first:first + rest + 1] = [tags[first] & _AFFIRMING, *([frozenset()] * rest)]
+    # "el cap", "pel cap" (Catalan): the head, not "no" or "any".
+    for k in range(1, len(words)):
+        if words[k] in _NOUN_AFTER and words[k - 1] in _NOUN_AFTER[words[k]]:
+            tags[k] = tags[k] - {"NEGATION"}
+    return [tag & _AFFIRMING if tag & _AFFIRMING else tag for tag in tags]
 
 
 def concept_features(sentence: str) -> list[str]:
@@ -553,9 +561,11 @@ _NEGATION_SCOPE = 5
 _SCOPE_ENDS = frozenset({"I", "NEGATION", "CONTRAST"})
 _NOT_JOKING = "NOT_JOKING"
 _GOAL = "GOAL"
-_UNSCOPED = frozenset({"I", "SELF", "WANT", "NEGATION", "CONTRAST", "JOKE", _NOT_JOKING})
+_UNSCOPED = frozenset({"I", "SELF", "WANT", "NEGATION", "CONTRAST", "JOKE", _NOT_JOKING,
+                       "CANT_STOP"})
 _CLAUSE_TAG = frozenset({"CLAUSE"})
-_AFFIRMED = frozenset({_NOT_JOKING})
+_AFFIRMING = frozenset({_NOT_JOKING, "CANT_STOP"})
+_NOUN_AFTER = {"cap": frozenset({"el", "pel", "del", "al", "un", "meu", "teu", "seu", "nostre"})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -646,7 +656,7 @@ def _stated_suicide(pieces: Sequence[str]) -> bool:
 _NEUTRAL_CONCEPTS = frozenset({
     "I", "SELF", "WANT", "LIFE", "END", "NEGATION", "RESOLVED", "MEDICAL_OK", "FICTION", "WORK",
     "SPORT_FOOD", "GROOMING", "JOKE", "HYPERBOLE", "OTHER_PERSON", "HOME_PERSON", "PLAN_TIME",
-    "TOOK", "CONTRAST", "HABIT", "QUANTITY", "CLAUSE", _NOT_JOKING, _GOAL})
+    "TOOK", "CONTRAST", "HABIT", "QUANTITY", "CLAUSE", _NOT_JOKING, "CANT_STOP", _GOAL})
 _SHORT = 2  # words
 
 
@@ -705,6 +715,8 @@ URGENT_CATEGORIES = frozenset({
 #: Categories in which suicide said outright is urgent whatever the model's urgent score.
 _STATED_CATEGORIES = frozenset({CrisisCategory.EXPLICIT_IDEATION, CrisisCategory.PLAN_MEANS})
 _LEXICON = "lexicon"
+# Rule N of crisis_corpus/README.md (every word of risk denied: never urgent); a switch so that
+# crisis_corpus/cv.py measures the rules with and without it from one training.
 _RULE_N = True
 _COACHING = "coaching_context"  # a euphemism next to a coached habit: asked about at most
 

@@ -89,3 +89,30 @@ def test_suicide_said_with_a_denied_joke_is_urgent(text: str) -> None:
 )
 def test_a_goal_said_as_a_negation_of_risk_still_tells(text: str) -> None:
     assert has_telling_word(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "can't stop thinking about killing myself",
+        "no puc parar de pensar en matar-me",
+        "не мога да спра да мисля да се самоубия",
+        "ne mogu prestati misliti kako se ubiti",
+        "non riesco a smettere di pensare di ammazzarmi",
+        "לא מצליחה להפסיק לחשוב להתאבד",
+    ],
+)
+def test_not_being_able_to_stop_is_an_affirmation(text: str) -> None:
+    found = concepts(text)
+    assert "c:CANT_STOP" in found
+    assert "c:NEGATED_ONLY" not in found and "c:-SUICIDE" not in found, found
+
+
+def test_an_emoji_between_two_clauses_ends_a_negations_reach() -> None:
+    found = concepts("non voglio più vivere 😭😭 voglio farla finita davvero")
+    assert "c:NEGATED_ONLY" not in found and "c:-SUICIDE" not in found, found
+
+
+def test_the_catalan_head_is_no_negation() -> None:
+    assert "c:NEGATION" not in concepts("em passa pel cap matar-me")
+    assert "c:NEGATION" in concepts("no tinc cap ganes de matar-me")
