@@ -116,3 +116,19 @@ def test_an_emoji_between_two_clauses_ends_a_negations_reach() -> None:
 def test_the_catalan_head_is_no_negation() -> None:
     assert "c:NEGATION" not in concepts("em passa pel cap matar-me")
     assert "c:NEGATION" in concepts("no tinc cap ganes de matar-me")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm not going to kill myself, I just need a long holiday away from work and from him",
+        "no penso en morir-me, penso en canviar de feina aviat i anar a viure a Girona",
+        "не искам да умра, искам да спя три дни без прекъсване и никой да не ми звъни",
+        "ne želim umrijeti, samo želim spavati tri dana bez prekida i bez poziva",
+        "non voglio morire, voglio solo dormire tre giorni di fila senza sveglia",
+        "אני לא רוצה למות, אני רק רוצה לישון שלושה ימים ברצף בלי טלפונים",
+    ],
+)
+def test_a_long_message_whose_every_word_of_risk_is_denied_is_never_urgent(text: str) -> None:
+    signal = detect_crisis(text)
+    assert not signal or signal.level == "check", (text, signal)
