@@ -11,7 +11,8 @@ niqqud, look-alike letters, invisible characters, letters spelled out one by one
 idioms are taken out ("this deadline is killing me"), and the packaged classifier
 (``crisis_model``) scores it, with the phrase lists' matches and shared concepts
 (``data/crisis_concepts.yaml``; Bulgarian and Hebrew in Latin letters found through their
-listed forms, words within a negation's reach marked so) among its features. Below the
+listed forms, words within a negation's reach marked so: the reach ends at a clause mark, and
+a denied joke or "can't stop" affirms) among its features. Below the
 model's "sure" threshold a message is flagged only when a word of risk is there, which keeps
 ordinary coaching replies ("because I want to feel strong") out; a euphemism of self-harm
 next to a coached habit ("had a relapse with sugar") is no word of risk and never urgent, and
@@ -19,7 +20,8 @@ neither is a word of risk that a short reply denies ("no, never thought of killi
 medication named alone in a reply of a few words ("took my pills") is asked about, never
 urgent, unless something says intent ("took all my pills", "took 40", "pills tonight"); suicide
 said outright ("gonna kms", "em vull matar") and read as explicit intent or a plan is urgent,
-unless the message denies it or makes it fiction, a joke, hyperbole or the past.
+unless the message denies it or makes it fiction, a joke, hyperbole or the past; a message whose
+every word of risk is denied is never urgent, however long.
 The thresholds were chosen by cross-validation for a budget of false alarms
 (``crisis_train``); ``python -m bench bench.crisis`` measures the result on text never
 trained on.
@@ -133,6 +135,13 @@ def strip_invisible(text: str) -> str:
 _ELLIPSIS = re.compile(r"\.{2,}|\u2026")
 _SENTENCE_END = re.compile(r"[.!?;\n\r\u0589\u061f\u06d4\u3002\uff01\uff1f\uff0e]+")
 _NOT_WORD = re.compile(r"[^\w'.]+")
+# Clause marks (comma, colon, dashes), kept as a "," token on request: a negation's reach ends
+# there ("non voglio più vivere, voglio morire" does not deny dying).
+# Emoji between two clauses part them as a comma does ("non voglio più vivere 😭 voglio...").
+_CLAUSE_MARKS = re.compile(
+    r"[,:\u2013\u2014\u060c\uff0c\u2600-\u27bf\U0001f000-\U0001faff]+")
+_NOT_WORD_OR_CLAUSE = re.compile(r"[^\w'.,]+")
+CLAUSE = ","
 _APOS_RUN = re.compile(r"'+")
 _REPEATS = re.compile(r"(\w)\1+")
 _LATIN = re.compile(r"[a-z]")
@@ -145,7 +154,7 @@ def _fix_mixed_script(token: str) -> str:
     return token
 
 
-def normalize(text: str) -> str:
+def normalize(text: str, clauses: bool = False) -> str:
     """Return the canonical form used for matching.
 
     NFKC, casefold, strip combining marks (Latin accents, Hebrew niqqud and cantillation),
@@ -154,21 +163,28 @@ def normalize(text: str) -> str:
     never split a word), turn punctuation, symbols and emoji
     into spaces, keep sentence ends as a ``.`` token, fix Cyrillic look-alikes inside Latin
     words, squeeze repeated letters (``diiie`` → ``die``, ``kill`` → ``kil``) and collapse
-    whitespace.
+    whitespace. With ``clauses``, clause marks (comma, colon, dashes) are kept as a ``,`` token.
     """
     text = unicodedata.normalize("NFKC", text.translate(_APOSTROPHES)).casefold()
     if not text.isascii():
         kept = unicodedata.normalize("NFD", text).translate(_DROP_MARKS)
         text = unicodedata.normalize("NFC", kept).translate(_EXTRA_FOLDS)
     text = _SENTENCE_END.sub(" . ", _ELLIPSIS.sub(" ", text))
-    text = _APOS_RUN.sub("'", _NOT_WORD.sub(" ", text).replace("_", " "))
+    if clauses:
+        text = _NOT_WORD_OR_CLAUSE.sub(" ", _CLAUSE_MARKS.sub(" , ", text))
+    else:
+        text = _NOT_WORD.sub(" ", text)
+    text = _APOS_RUN.sub("'", text.replace("_", " "))
     tokens: list[str] = []
     for raw in text.split():
         tok = _fix_mixed_script(raw.strip("'"))
-        if not tok or (tok == "." and (not tokens or tokens[-1] == ".")):
+        if tok in (".", CLAUSE) and (not tokens or tokens[-1] in (".", CLAUSE)):
+            if tokens and tok == ".":
+                tokens[-1] = "."  # a sentence end outweighs a clause mark before it
             continue
-        tokens.append(tok)
-    if tokens and tokens[-1] == ".":
+        if tok:
+            tokens.append(tok)
+    if tokens and tokens[-1] in (".", CLAUSE):
         tokens.pop()
     return _REPEATS.sub(r"\1", _join_spelled_out(tokens))
 
@@ -473,14 +489,16 @@ def _word_concepts(word: str, lexicon: _Concepts) -> frozenset[str]:
     return frozenset()
 
 
-def _tag_phrases(words: Sequence[str], tags: list[frozenset[str]]) -> None:
+def _tag_phrases(words: Sequence[str], tags: list[frozenset[str]]) -> list[tuple[int, int]]:
     """Add the concepts of the listed phrases to their first word's tags, in one pass: as
     written, without apostrophes ("wouldn't miss me" as the list has it, "wouldnt miss me")
-    and by the Bulgarian Latin keys."""
+    and by the Bulgarian Latin keys. Returns where a negation affirms ("not joking", "can't
+    stop"): the phrase's first word and how many words follow it."""
     forms, latin, _ = _all_concepts()
     listed, keyed = forms.phrases, latin.phrases
     bare = [w.replace("'", "") for w in words] if any("'" in w for w in words) else None
     keys: list[str] | None = None
+    not_joking: list[tuple[int, int]] = []
     for i, word in enumerate(words):
         candidates = [(words, listed.get(word, ()))]
         if bare is not None:
@@ -494,6 +512,9 @@ def _tag_phrases(words: Sequence[str], tags: list[frozenset[str]]) -> None:
             for rest, concepts in found:
                 if tuple(seq[i + 1:i + 1 + len(rest)]) == rest:
                     tags[i] = tags[i] | concepts
+                    if concepts & _AFFIRMING:
+                        not_joking.append((i, len(rest)))
+    return not_joking
 
 
 @lru_cache(maxsize=1 << 16)
@@ -505,16 +526,24 @@ def _concepts_of(word: str) -> frozenset[str]:
 def _sentence_tags(sentence: str) -> list[frozenset[str]]:
     """The concepts of each word of a normalised sentence, a listed phrase's on its first word."""
     words = sentence.split()
-    tags: list[frozenset[str]] = [_concepts_of(w) for w in words]
-    _tag_phrases(words, tags)
-    return tags
+    tags: list[frozenset[str]] = [_CLAUSE_TAG if w == CLAUSE else _concepts_of(w) for w in words]
+    # A negation that affirms ("non sto scherzando", "not joking", "can't stop thinking of it")
+    # opens no reach, and its joke makes nothing a joke.
+    for first, rest in _tag_phrases(words, tags):
+        tags[first:first + rest + 1] = [tags[first] & _AFFIRMING, *([frozenset()] * rest)]
+    # "el cap", "pel cap" (Catalan): the head, not "no" or "any".
+    for k in range(1, len(words)):
+        if words[k] in _NOUN_AFTER and words[k - 1] in _NOUN_AFTER[words[k]]:
+            tags[k] = tags[k] - {"NEGATION"}
+    return [tag & _AFFIRMING if tag & _AFFIRMING else tag for tag in tags]
 
 
 def concept_features(sentence: str) -> list[str]:
     """The concepts of a normalised sentence's words, and the ordered pairs of concepts at
     most three words apart ("WANT>DIE"), as named features for the model."""
-    tags = _sentence_tags(sentence)
-    features = [f"c:{c}" for tag in tags for c in tag] + _negation_features(tags)
+    clauses = _sentence_tags(sentence)
+    tags = [tag for tag in clauses if tag is not _CLAUSE_TAG]
+    features = [f"c:{c}" for tag in tags for c in tag] + _negation_features(clauses)
     for i, first in enumerate(tags):
         if not first:
             continue
@@ -526,9 +555,17 @@ def concept_features(sentence: str) -> list[str]:
 # How far a negation reaches: "I don't want to die, I want to quit" denies dying, "I don't want
 # to live" does not deny the risk. A negation word covers the words after it up to a new
 # subject ("I"), a contrast ("but", "just"), another negation or this many words.
+# A clause mark ends it too ("no vull seguir vivint, vull acabar amb tot"), unless it follows
+# the negation word inside a sentence ("I would never, ever hurt myself").
 _NEGATION_SCOPE = 5
 _SCOPE_ENDS = frozenset({"I", "NEGATION", "CONTRAST"})
-_UNSCOPED = frozenset({"I", "SELF", "WANT", "NEGATION", "CONTRAST", "JOKE"})
+_NOT_JOKING = "NOT_JOKING"
+_GOAL = "GOAL"
+_UNSCOPED = frozenset({"I", "SELF", "WANT", "NEGATION", "CONTRAST", "JOKE", _NOT_JOKING,
+                       "CANT_STOP"})
+_CLAUSE_TAG = frozenset({"CLAUSE"})
+_AFFIRMING = frozenset({_NOT_JOKING, "CANT_STOP"})
+_NOUN_AFTER = {"cap": frozenset({"el", "pel", "del", "al", "un", "meu", "teu", "seu", "nostre"})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,7 +582,11 @@ def _negation(tags: Sequence[frozenset[str]]) -> _Negation:
     denied: list[str] = []
     reach = 0
     negated_risk = affirmed_risk = False
-    for tag in tags:
+    for k, tag in enumerate(tags):
+        if tag is _CLAUSE_TAG:
+            if not (reach == _NEGATION_SCOPE and k > 1):
+                reach = 0
+            continue
         risk = bool(tag - _NEUTRAL_CONCEPTS)
         opens = "NEGATION" in tag and not risk
         # A new subject ends the reach, but a verb in the first person that is itself denied
@@ -580,9 +621,16 @@ _DENIAL_WORDS = 8
 
 def _denied_reply(pieces: Sequence[str]) -> bool:
     """Whether a short message's words of risk are all within a negation's reach."""
-    if sum(len(p.split()) for p in pieces) > _DENIAL_WORDS:
+    return _word_count(pieces) <= _DENIAL_WORDS and _all_denied(pieces)
+
+
+def _all_denied(pieces: Sequence[str]) -> bool:
+    """Whether a message's words of risk are all within a negation's reach; a goal said as a
+    negation of risk ("my goal this week? not killing myself") is no denial."""
+    tags = [_sentence_tags(p) for p in pieces]
+    if any(_GOAL in tag for sentence in tags for tag in sentence):
         return False
-    found = [_negation(_sentence_tags(p)) for p in pieces]
+    found = [_negation(sentence) for sentence in tags]
     return any(n.negated_risk for n in found) and not any(n.affirmed_risk for n in found)
 
 
@@ -608,7 +656,7 @@ def _stated_suicide(pieces: Sequence[str]) -> bool:
 _NEUTRAL_CONCEPTS = frozenset({
     "I", "SELF", "WANT", "LIFE", "END", "NEGATION", "RESOLVED", "MEDICAL_OK", "FICTION", "WORK",
     "SPORT_FOOD", "GROOMING", "JOKE", "HYPERBOLE", "OTHER_PERSON", "HOME_PERSON", "PLAN_TIME",
-    "TOOK", "CONTRAST", "HABIT", "QUANTITY"})
+    "TOOK", "CONTRAST", "HABIT", "QUANTITY", "CLAUSE", _NOT_JOKING, "CANT_STOP", _GOAL})
 _SHORT = 2  # words
 
 
@@ -667,6 +715,9 @@ URGENT_CATEGORIES = frozenset({
 #: Categories in which suicide said outright is urgent whatever the model's urgent score.
 _STATED_CATEGORIES = frozenset({CrisisCategory.EXPLICIT_IDEATION, CrisisCategory.PLAN_MEANS})
 _LEXICON = "lexicon"
+# Rule N of crisis_corpus/README.md (every word of risk denied: never urgent); a switch so that
+# crisis_corpus/cv.py measures the rules with and without it from one training.
+_RULE_N = True
 _COACHING = "coaching_context"  # a euphemism next to a coached habit: asked about at most
 
 
@@ -703,9 +754,14 @@ def _without_idioms(text: str) -> str:
     return exceptions.sub(" . ", text) if exceptions is not None else text
 
 
+def _plain(piece: str) -> str:
+    """A piece without its clause marks, as the phrase lists and the n-grams read it."""
+    return piece.replace(f" {CLAUSE} ", " ") if CLAUSE in piece else piece
+
+
 def _lexicon_hit(piece: str) -> bool:
     phrases = _all_phrases()
-    return phrases is not None and phrases.search(piece) is not None
+    return phrases is not None and phrases.search(_plain(piece)) is not None
 
 
 # A lone word of risk says less in a reply of a few words ("bye", "my pills") than in a
@@ -717,12 +773,11 @@ _SHORT_MESSAGE = 6  # words
 def _piece_features(piece: str, short: int = 0) -> tuple[IntArray, bool]:
     """A piece's features, and whether a listed phrase matched it; ``short`` is the message's
     length in words when it is a short one, else 0."""
-    phrases = _all_phrases()
-    hit = phrases is not None and phrases.search(piece) is not None
+    hit = _lexicon_hit(piece)
     flags = concept_features(piece) + ([_LEXICON] if hit else [])
     if short:
         flags += [f"len:{short}", *(f"short:{f}" for f in flags if ">" not in f)]
-    return sentence_features(piece, flags), hit
+    return sentence_features(_plain(piece), flags), hit
 
 
 def _pieces(text: str) -> list[str]:
@@ -732,10 +787,10 @@ def _pieces(text: str) -> list[str]:
 
 def _read(text: str) -> tuple[list[str], bool]:
     """The sentences of ``text``, normalised, idioms taken out, and whether one was."""
-    normalized = normalize(text)
+    normalized = normalize(text, clauses=True)
     without = _without_idioms(normalized)
     pieces = split_sentences(f" {without} ")
-    return [piece for piece in (p.strip(" .") for p in pieces) if piece], without != normalized
+    return [piece for piece in (p.strip(" .,") for p in pieces) if piece], without != normalized
 
 
 def message_features(text: str) -> tuple[list[IntArray], bool]:
@@ -764,7 +819,7 @@ def has_telling_word(text: str) -> bool:
 
 
 def _word_count(pieces: Sequence[str]) -> int:
-    return sum(len(p.split()) for p in pieces)
+    return sum(len(_plain(p).split()) for p in pieces)
 
 
 # Means that everyday replies name too ("took my pills", "my meds", "כדורים ✅"): in a message
@@ -824,9 +879,12 @@ def detect_crisis(text: str) -> CrisisSignal | None:
         return None
     category = CrisisCategory(model.classes[scores.riskiest_class()])
     coaching = _coaching_euphemism(pieces)
+    # A message whose every word of risk is denied ("no em vull matar, vull matar el wifi") is
+    # asked about at most, however long.
+    denied = _RULE_N and _all_denied(pieces)
     # A listed phrase the model is sure of and reads as urgent ("non voglio più vivere": explicit
     # and indirect wishes split the model's probability) is urgent too.
-    urgent = category is not CrisisCategory.CONCERN_OTHER and not coaching \
+    urgent = category is not CrisisCategory.CONCERN_OTHER and not coaching and not denied \
         and not _lone_ambiguous_means(pieces, lexicon) and (
         urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
         or (lexicon and risk >= model.thresholds["sure"] and category in URGENT_CATEGORIES)
