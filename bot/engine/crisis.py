@@ -500,13 +500,15 @@ def _tag_phrases(words: Sequence[str], tags: list[frozenset[str]]) -> list[tuple
     keys: list[str] | None = None
     not_joking: list[tuple[int, int]] = []
     for i, word in enumerate(words):
-        candidates = [(words, listed.get(word, ()))]
-        if bare is not None:
-            candidates.append((bare, listed.get(bare[i], ())))
+        candidates = []
+        if word in listed:
+            candidates.append((words, listed[word]))
+        if bare is not None and bare[i] in listed:
+            candidates.append((bare, listed[bare[i]]))
         if word.isascii() and len(word) > 1:
-            key = bg_latin_key(word)
+            key = _latin_key(word)
             if key in keyed:
-                keys = keys or [bg_latin_key(w) if w.isascii() else w for w in words]
+                keys = keys or [_latin_key(w) if w.isascii() else w for w in words]
                 candidates.append((keys, keyed[key]))
         for seq, found in candidates:
             for rest, concepts in found:
@@ -515,6 +517,12 @@ def _tag_phrases(words: Sequence[str], tags: list[frozenset[str]]) -> list[tuple
                     if concepts & _AFFIRMING:
                         not_joking.append((i, len(rest)))
     return not_joking
+
+
+@lru_cache(maxsize=1 << 16)
+def _latin_key(word: str) -> str:
+    """bg_latin_key, once a word: a long message repeats its words in every window."""
+    return bg_latin_key(word)
 
 
 @lru_cache(maxsize=1 << 16)
