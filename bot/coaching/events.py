@@ -176,6 +176,8 @@ def digest_text(digest: Digest, tr: Translator) -> str:
     """The message for a digest, in the coach's language; never any client content."""
     if digest.crisis:
         names = ", ".join(tr.words(n) for n in digest.crisis_clients)
+        # TRANSLATORS: {names} is one client's name or a list of names. Where your language's
+        # first plural form also serves 21, 31 … (Croatian), word it so a list reads right.
         return tr.ngettext(
             "Please call {names} soon, or reach them another way you have agreed on: I "
             "noticed signs that they may be in crisis.\n\n"
