@@ -288,13 +288,18 @@ async def run(api_url: str, database_url: str, redis_url: str, key_prefix: str) 
         await connection.run_sync(Base.metadata.create_all)
     # aiogram-dialog keeps its stacks and contexts apart only with `with_destiny`. Updates
     # are handled concurrently, and redis-py's default pool fails a command once 100 are in
-    # flight ("Too many connections"); this one waits for a free connection instead.
+    # flight ("Too many connections"); this one waits for a free connection instead. The
+    # events isolation (a Redis lock per chat, as aiogram-dialog deployments use) holds a
+    # chat's next update until the last one's context is saved: without it a client who
+    # answers the moment the question arrives is read against the previous window and gets
+    # no reply (seen once in about 1,700 updates).
     redis = Redis(connection_pool=BlockingConnectionPool.from_url(redis_url,
                                                                   max_connections=64))
     storage = RedisStorage(redis, key_builder=DefaultKeyBuilder(prefix=key_prefix,
                                                                 with_destiny=True))
     bot = Bot(TOKEN, session=AiohttpSession(api=TelegramAPIServer.from_base(api_url)))
-    dispatcher = Dispatcher(storage=storage, sessions=async_sessionmaker(engine))
+    dispatcher = Dispatcher(storage=storage, events_isolation=storage.create_isolation(),
+                            sessions=async_sessionmaker(engine))
     dispatcher.message.register(start, Command("goal"))
     dispatcher.message.register(cancel, Command("cancel"))
     dispatcher.include_router(goal_dialog())
