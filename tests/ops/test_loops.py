@@ -38,7 +38,9 @@ async def test_a_loop_survives_any_exception_backs_off_and_beats_when_it_works(
                                         heartbeats=heartbeats, backoff=0.05,
                                         max_backoff=0.1), 5)
     gaps = [b - a for a, b in itertools.pairwise(rounds)]
-    assert [round(g, 2) for g in gaps[:3]] == [0.05, 0.1, 0.1]  # doubling, capped
+    # Doubling, capped at 0.1 s: a sleep never ends early, and a loaded machine makes it
+    # late by milliseconds, far less than the 0.2 s an uncapped third wait would take.
+    assert gaps[0] >= 0.05 and gaps[1] >= 0.1 and 0.1 <= gaps[2] < 0.19, gaps
     assert len(rounds) == 5 and heartbeats.age("digests") < 1
     logged = [r.getMessage() for r in caplog.records]
     assert sum("digests loop: round failed (KeyError" in m for m in logged) == 3
