@@ -111,7 +111,8 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
     translator = translator_for(user.locale, user.address)
     provided: dict[str, Value] = {"min_age": min_age}
     if session is not None and STREAK_VARIABLES in groups:
-        current, best = streak(await checkin_days(session, user, zone), today)
+        current, best = streak(await checkin_days(session, user, zone), today,
+                               user.checkin_days)
         provided.update({"streak.days": current, "streak.best": best})
     if session is not None and COMMITMENT_VARIABLES in groups:
         provided.update(await commitment_variables(session, user.id, today, zone, translator))
