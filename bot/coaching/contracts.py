@@ -47,6 +47,9 @@ LOCALE = "profile.locale"
 ADDRESS = "profile.address"  # an AddressForm: the grammatical gender the client chose
 TIME_ZONE = "profile.time_zone"
 CHECKIN_HOUR = "profile.checkin_hour"
+#: every / working / choose (then CHECKIN_WEEKDAYS names the days)
+CHECKIN_DAYS = "profile.checkin_days"
+CHECKIN_WEEKDAYS = "profile.checkin_weekdays"
 CHECKIN_MARKER = "checkin.mood"  # answered once per check-in, so it marks the day
 GOAL_BASELINE = "goal.baseline"  # the goal's place on its 1-10 scale when it is set
 REVIEW_CURRENT = "review.current"  # and at each weekly review
@@ -72,7 +75,8 @@ class Contract:
 CONTRACTS: tuple[Contract, ...] = (
     Contract(ONBOARDING, "/start and the consent question start it", {
         CONSENT: "yes_no", ADULT: "yes_no", LOCALE: "choice", ADDRESS: "choice",
-        TIME_ZONE: "timezone", CHECKIN_HOUR: "time"}),
+        TIME_ZONE: "timezone", CHECKIN_HOUR: "time", CHECKIN_DAYS: "choice",
+        CHECKIN_WEEKDAYS: "weekdays"}),
     Contract(GOAL_SETTING, "/goal starts it, and a new goal is made of its answers", {
         "goal.title": "text", "goal.why": "text", GOAL_BASELINE: "scale",
         "goal.target": "scale", "goal.due": "date", GOAL_HOLD: "yes_no", "goal.first_step": "text",
@@ -88,7 +92,8 @@ CONTRACTS: tuple[Contract, ...] = (
              {"goal.completed": "yes_no"}),
     Contract(SET_TIMEZONE, "/timezone starts it", {TIME_ZONE: "timezone"}),
     Contract(REMINDERS, "/reminders starts it", {
-        CHECKIN_HOUR: "time", "profile.quiet_start": "time", "profile.quiet_end": "time",
+        CHECKIN_HOUR: "time", CHECKIN_DAYS: "choice", CHECKIN_WEEKDAYS: "weekdays",
+        "profile.quiet_start": "time", "profile.quiet_end": "time",
         "profile.pause_days": "number", "profile.reminders": "choice"}),
     Contract(NEW_EXERCISE, "a coach's /newexercise starts it", {
         "custom.title": "text", "custom.instructions": "text", "custom.save": "yes_no",

@@ -7,7 +7,7 @@ Both front ends (Telegram and the terminal) go through here, so they behave the 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -30,6 +30,8 @@ from bot.coaching.assignments import exercise_ids
 from bot.coaching.checkins import checkin_days, user_zone
 from bot.coaching.contracts import (
     ADDRESS,
+    CHECKIN_DAYS,
+    CHECKIN_WEEKDAYS,
     CUSTOM_EXERCISE,
     ENGAGEMENT_CLOSE,
     EXERCISE_STATUS,
@@ -58,10 +60,12 @@ from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.expr import Value
 from bot.dialogue.model import DialogueSet
 from bot.engine import Context, ConversationState, Outcome, Reply, Turn, handle, resume, start
+from bot.engine.answers import weekdays_of, weekdays_value
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
 from bot.engine.runner import crisis_reply
-from bot.i18n import normalize_locale, translator_for
+from bot.i18n import normalize_locale, translator_for, working_days
+from bot.schedule.planning import days_mask, every_day, mask_days
 from bot.store import Exercise, Goal, TurnUser, UserView
 from bot.store import Turn as StoreTurn
 from bot.store.kinds import AddressForm, CoachEventKind, GoalStatus
@@ -109,9 +113,14 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
     local = now.astimezone(zone)
     today = local.date()
     translator = translator_for(user.locale, user.address)
-    provided: dict[str, Value] = {"min_age": min_age}
+    country = client_country(user)
+    provided: dict[str, Value] = {"min_age": min_age,
+                                  "checkin.working_days": weekdays_value(working_days(country))}
+    if not every_day(user.checkin_days):
+        provided["checkin.days"] = weekdays_value(mask_days(user.checkin_days))
     if session is not None and STREAK_VARIABLES in groups:
-        current, best = streak(await checkin_days(session, user, zone), today)
+        current, best = streak(await checkin_days(session, user, zone), today,
+                               user.checkin_days)
         provided.update({"streak.days": current, "streak.best": best})
     if session is not None and COMMITMENT_VARIABLES in groups:
         provided.update(await commitment_variables(session, user.id, today, zone, translator))
@@ -131,7 +140,7 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
         today=today,
         clock=local.time().replace(second=0, microsecond=0),
         name=user.first_name or "",
-        country=country_for_timezone(user.time_zone) or default_country_for_locale(user.locale),
+        country=country,
         provided=provided,
     )
 
@@ -186,6 +195,7 @@ def apply_profile(user: TurnUser, variables: dict[str, Value], saved: set[str],
     hour = _minutes(variables.get("profile.checkin_hour"))
     if "profile.checkin_hour" in saved and hour is not None:
         user.checkin_hour, user.checkin_minute = divmod(hour, 60)
+    apply_checkin_days(user, variables, saved)
     if "profile.quiet_end" in saved:
         user.quiet_start = _minutes(variables.get("profile.quiet_start"))
         user.quiet_end = _minutes(variables.get("profile.quiet_end"))
@@ -197,6 +207,28 @@ def apply_profile(user: TurnUser, variables: dict[str, Value], saved: set[str],
         user.paused_until = now + timedelta(days=days)
     if "profile.reminders" in saved and variables.get("profile.reminders") == "resume":
         user.paused_until = None
+
+
+def client_country(user: UserView) -> str | None:
+    """Where the client lives, as far as the bot knows: from their time zone, else their
+    language's usual country (their week's order and working days)."""
+    return country_for_timezone(user.time_zone) or default_country_for_locale(user.locale)
+
+
+def apply_checkin_days(user: TurnUser, variables: Mapping[str, Value], saved: set[str]) -> None:
+    """The days of the daily check-in: every day, the client's working days, or the days
+    they named (applied when they name them)."""
+    days: Iterable[int] | None = None
+    choice = variables.get(CHECKIN_DAYS)
+    if CHECKIN_DAYS in saved and choice == "every":
+        days = range(7)
+    elif CHECKIN_DAYS in saved and choice == "working":
+        days = working_days(client_country(user))
+    if CHECKIN_WEEKDAYS in saved:
+        days = weekdays_of(variables.get(CHECKIN_WEEKDAYS))
+    if days:
+        mask = days_mask(days)
+        user.checkin_days = None if every_day(mask) else mask
 
 
 def _minutes(value: Value) -> int | None:

@@ -19,7 +19,7 @@ EXPORT_EVERY = timedelta(hours=1)
 #: user has one (a test walks the schema).
 TABLE_LABELS: dict[str, str] = {
     "users": N_("Your profile: language, how you chose to be addressed, time zone, check-in "
-                "time, quiet hours, pause, "
+                "time and days, quiet hours, pause, "
                 "whether you agreed that I keep your answers and when, and the day you last "
                 "wrote to me."),
     "goals": N_("Your goals, with why they matter to you and how far you are."),

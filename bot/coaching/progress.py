@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.coaching.checkins import checkin_days, user_zone
-from bot.coaching.streaks import streak
+from bot.coaching.streaks import best_run, previous_chosen, streak
 from bot.engine import Context
 from bot.store import Goal, UserView
 from bot.store.kinds import GoalStatus
 
 
-def current_streak(days: list[date], today: date) -> tuple[int, int]:
-    """(current, best) outside a check-in: today counts only once it has one."""
+def current_streak(days: list[date], today: date,
+                   chosen: int | None = None) -> tuple[int, int]:
+    """(current, best) outside a check-in: today counts only once it has one; until then
+    the run up to the last chosen day before it (``chosen``: the client's check-in days)."""
     if today in days:
-        return streak(days, today)
-    yesterday = today - timedelta(days=1)
-    best = streak(days, yesterday)[1] if days else 0
-    return (streak(days, yesterday)[0] if yesterday in days else 0), best
+        return streak(days, today, chosen)
+    before = previous_chosen(today, chosen)
+    # The run so far, without counting today (no check-in yet) as streak() would.
+    return (streak(days, before, chosen)[0] if before in days else 0), best_run(days, chosen)
 
 
 async def progress_text(session: AsyncSession, user: UserView, ctx: Context) -> str:
@@ -47,7 +49,7 @@ async def progress_text(session: AsyncSession, user: UserView, ctx: Context) -> 
                                  "You have reached {count} goals so far.",
                                  len(done)).format(count=tr.number(len(done))))
     days = await checkin_days(session, user, user_zone(user))
-    current, best = current_streak(days, ctx.today)
+    current, best = current_streak(days, ctx.today, user.checkin_days)
     if current:
         lines.append(tr.ngettext("Check-ins in a row: {count} day.",
                                  "Check-ins in a row: {count} days.",

@@ -156,7 +156,8 @@ async def _streak(
         )
     )
     today = now.astimezone(zone).date()
-    current, best = current_streak([at.astimezone(zone).date() for at in stamps.scalars()], today)
+    current, best = current_streak([at.astimezone(zone).date() for at in stamps.scalars()], today,
+                                   client.checkin_days)
     return today, current, best
 
 

@@ -1,24 +1,55 @@
-"""Check-in streaks, as coaches count them: days in a row, today included."""
+"""Check-in streaks, as coaches count them: days in a row, today included. A client who chose
+their check-in days (a weekday mask, Monday = bit 0; None is every day) keeps their streak
+over the days they did not choose: the streak counts their chosen days in a row."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import date, timedelta
 
+from bot.schedule.planning import chosen_day
 
-def streak(checkin_days: Iterable[date], today: date) -> tuple[int, int]:
+
+def previous_chosen(day: date, chosen: int | None = None) -> date:
+    """The last chosen day before ``day`` (the day before, for every day)."""
+    before = day - timedelta(days=1)
+    while not chosen_day(chosen, before.weekday()):
+        before -= timedelta(days=1)
+    return before
+
+
+def streak(checkin_days: Iterable[date], today: date,
+           chosen: int | None = None) -> tuple[int, int]:
     """(current, best). The current streak counts today, since it is read during today's
-    check-in, plus the unbroken run of days with a check-in just before it."""
+    check-in, plus the unbroken run of chosen days with a check-in just before it."""
     days = set(checkin_days)
     current = 1
-    while today - timedelta(days=current) in days:
+    day = previous_chosen(today, chosen)
+    while day in days:
         current += 1
-    best = current
-    for day in days:
-        if day - timedelta(days=1) in days:
+        day = previous_chosen(day, chosen)
+    return current, max(current, best_run(days, chosen))
+
+
+def best_run(checkin_days: Iterable[date], chosen: int | None = None) -> int:
+    """The longest run of chosen days with a check-in (0 without any)."""
+    counted = {day for day in checkin_days if chosen_day(chosen, day.weekday())}
+    best = 0
+    for day in counted:
+        if previous_chosen(day, chosen) in counted:
             continue  # not the start of a run
         length = 1
-        while day + timedelta(days=length) in days:
+        following = next_chosen(day, chosen)
+        while following in counted:
             length += 1
+            following = next_chosen(following, chosen)
         best = max(best, length)
-    return current, best
+    return best
+
+
+def next_chosen(day: date, chosen: int | None = None) -> date:
+    """The first chosen day after ``day``."""
+    after = day + timedelta(days=1)
+    while not chosen_day(chosen, after.weekday()):
+        after += timedelta(days=1)
+    return after

@@ -72,6 +72,7 @@ _ASK_KEYS_BY_TYPE: dict[str, set[str]] = {
     "time": set(),
     "date": set(),
     "timezone": set(),
+    "weekdays": set(),
     "none": set(),
 }
 DEFAULT_TEXT_MAX_LENGTH = 2000

@@ -14,10 +14,11 @@ if TYPE_CHECKING:  # programmes.py uses this module's Position
 from bot.dialogue.expr import Expr
 
 AnswerType = Literal[
-    "text", "number", "scale", "choice", "yes_no", "time", "date", "timezone", "none"
+    "text", "number", "scale", "choice", "yes_no", "time", "date", "timezone", "weekdays", "none"
 ]
 ANSWER_TYPES: tuple[AnswerType, ...] = (
-    "text", "number", "scale", "choice", "yes_no", "time", "date", "timezone", "none",
+    "text", "number", "scale", "choice", "yes_no", "time", "date", "timezone", "weekdays",
+    "none",
 )
 END = "end"
 
@@ -26,8 +27,12 @@ BUILTIN_VARIABLES = frozenset({
     "name", "today", "streak.days", "streak.best", "min_age",
     "commitment.last", "commitment.last_days_ago", "actions.open", "actions.overdue",
     "actions.list", "notes.count", "notes.list", "goal.active", "help.lines",
-    "prep.briefed", "goal.date_passed", "goal.holding",
+    "prep.briefed", "goal.date_passed", "goal.holding", "checkin.days", "checkin.working_days",
 })
+#: Provided weekday lists, saved as a ``weekdays`` answer saves them ("0,4": Monday, Friday):
+#: the days the client chose for their check-in (absent when every day), and their country's
+#: working days.
+WEEKDAY_BUILTINS = frozenset({"checkin.days", "checkin.working_days"})
 #: Handed by the platform to the dialogue it starts (who a message is to or from): a dialogue
 #: lists them under `requires`, and no dialogue saves them.
 STARTED_WITH = frozenset({"message.client_name", "message.client_paused", "reply.coach_name",
@@ -227,6 +232,15 @@ class DialogueSet:
                     for option in step.ask.options:
                         labels.setdefault(step.ask.save, {})[option.key] = option.label
         return labels
+
+    @cached_property
+    def weekday_variables(self) -> frozenset[str]:
+        """The variables that hold weekdays: what a ``weekdays`` answer saves, and the
+        provided lists of days."""
+        return WEEKDAY_BUILTINS | {
+            step.ask.save for dialogue in self.dialogues.values()
+            for step in dialogue.steps.values()
+            if step.ask.type == "weekdays" and step.ask.save}
 
     def reads(self, dialogue_ids: Iterable[str]) -> frozenset[str]:
         """Every variable these dialogues, or the dialogues they call, may read."""

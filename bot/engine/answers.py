@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -15,7 +15,7 @@ from babel.numbers import NumberFormatError, parse_decimal
 from bot.dialogue.expr import Value
 from bot.dialogue.model import AnswerType, Ask
 from bot.engine.places import find_time_zones
-from bot.i18n import Translator
+from bot.i18n import Translator, parse_weekdays
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,31 @@ def _timezone(text: str, tr: Translator) -> Value | Invalid:
                               "you, for example London or New York."))
 
 
+def _weekdays(text: str, tr: Translator) -> Value | Invalid:
+    days = parse_weekdays(text, tr.locale) if len(text) <= 200 else None
+    if days is None:
+        return Invalid(tr.gettext("I could not read those as days of the week. Please write "
+                                  "their names separated by commas, for example: Monday, "
+                                  "Thursday."))
+    return weekdays_value(days)
+
+
+def weekdays_value(days: Iterable[int]) -> str:
+    """How a list of weekdays (Monday = 0) is saved: "0,4" is Monday and Friday."""
+    return ",".join(str(day) for day in sorted(set(days)))
+
+
+def weekdays_of(value: Value) -> tuple[int, ...] | None:
+    """The weekdays (Monday = 0) of a saved ``weekdays`` value; None when it is not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        days = tuple(int(part) for part in value.split(","))
+    except ValueError:
+        return None
+    return days if all(0 <= day <= 6 for day in days) else None
+
+
 Parse = Callable[[Ask, str, Translator, date], Value | Invalid]
 Buttons = Callable[[Ask, Translator, Callable[[str], str]], tuple[tuple[str, str], ...]]
 
@@ -233,5 +258,6 @@ ANSWER_UNITS: Mapping[AnswerType, AnswerUnit] = {
     "time": AnswerUnit(lambda ask, text, tr, today: _time(text, tr)),
     "date": AnswerUnit(lambda ask, text, tr, today: _date(text, tr, today)),
     "timezone": AnswerUnit(lambda ask, text, tr, today: _timezone(text, tr)),
+    "weekdays": AnswerUnit(lambda ask, text, tr, today: _weekdays(text, tr)),
     "none": AnswerUnit(lambda ask, text, tr, today: None),
 }

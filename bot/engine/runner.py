@@ -21,7 +21,7 @@ from bot.dialogue.model import (
     Step,
 )
 from bot.dialogue.template import placeholders, render
-from bot.engine.answers import Invalid, answer_buttons, parse_answer
+from bot.engine.answers import Invalid, answer_buttons, parse_answer, weekdays_of
 from bot.engine.conditions import evaluate
 from bot.engine.crisis import (
     CrisisCategory,
@@ -113,6 +113,9 @@ class _Run:
         label = self.dialogues.choice_labels.get(name, {}).get(value)
         if label is not None:
             return self.tr.gettext(label)
+        days = weekdays_of(value) if name in self.dialogues.weekday_variables else None
+        if days is not None:
+            return self.tr.weekdays(days, self.ctx.country)
         if _ISO_DATE.match(value):
             with suppress(ValueError):
                 return self.tr.date(date.fromisoformat(value), "long")

@@ -10,6 +10,7 @@ import gettext
 import io
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from functools import cache, cached_property, lru_cache
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from babel import Locale
 from babel.dates import format_date, format_datetime, format_time, format_timedelta
+from babel.lists import format_list
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal
@@ -137,6 +139,13 @@ class Translator:
     def weekday(self, day: int, width: str = "wide") -> str:
         """The name of a weekday (Monday = 0) as a day on its own (``abbreviated``: short)."""
         return str(Locale.parse(self.locale).days["stand-alone"][width][day])
+
+    def weekdays(self, days: Iterable[int], country: str | None) -> str:
+        """Weekdays (Monday = 0) as a list in this language ("Monday, Tuesday and Friday"),
+        in the order of ``country``'s week."""
+        chosen = set(days)
+        return format_list([self.weekday(day) for day in week_order(country) if day in chosen],
+                           locale=self.locale)
 
 
 @lru_cache(maxsize=256)

@@ -63,7 +63,7 @@ OPEN = (CheckinStatus.PLANNED, CheckinStatus.CLAIMED)
 
 def profile_of(row: Any) -> Profile:
     return Profile(row.time_zone, row.checkin_hour, row.quiet_start, row.quiet_end,
-                   row.paused_until, row.checkin_minute)
+                   row.paused_until, row.checkin_minute, row.checkin_days)
 
 # -- planning ---------------------------------------------------------------------------
 #
@@ -148,7 +148,7 @@ class _Batch:
 def _plannable(now: datetime, horizon: timedelta, after: int, batch: int) -> Any:
     return (
         select(User.id, User.time_zone, User.checkin_hour, User.quiet_start, User.quiet_end,
-               User.paused_until, User.checkin_minute)
+               User.paused_until, User.checkin_minute, User.checkin_days)
         .where(User.id > after, User.reachable, User.consent_at.is_not(None),
                or_(User.paused_until.is_(None), User.paused_until <= now + horizon))
         .order_by(User.id)
@@ -195,7 +195,7 @@ _DAILY, _WEEKLY, _EXERCISE = (CheckinKind.DAILY.value, CheckinKind.WEEKLY.value,
 
 class _Planner:
     """The rows to propose for a batch of users, at one ``now``. Users who share a profile
-    (zone, hour, quiet hours, pause) and the same question share the answer: it is computed
+    (zone, hour, quiet hours, pause, days) and the same question share the answer: it is computed
     once per plan() run. What is left per user is looking the answers up (and a goal's
     local creation date), so a million users cost a few seconds of Python."""
 
@@ -244,12 +244,12 @@ class _Planner:
     def rows(self, batch: _Batch) -> list[tuple[int, str, str, datetime]]:
         rows: list[tuple[int, str, str, datetime]] = []
         profiles = self._profiles
-        for uid, zone, hour, quiet_start, quiet_end, paused_until, minute in batch.users:
+        for uid, zone, hour, quiet_start, quiet_end, paused_until, minute, days in batch.users:
             goals = batch.goals.get(uid)
             assignments = batch.assignments.get(uid)
             if not goals and not assignments:
                 continue
-            profile_key = (zone, hour, quiet_start, quiet_end, paused_until, minute)
+            profile_key = (zone, hour, quiet_start, quiet_end, paused_until, minute, days)
             known = profiles.get(profile_key)
             if known is None:
                 profile = Profile(*profile_key)
@@ -408,8 +408,9 @@ async def replan(t: Turn, now: datetime, *, horizon: timedelta = DEFAULT_HORIZON
 
 def schedule_of(user: UserView) -> tuple[Any, ...]:
     """What planning reads of a user: when it changes, :func:`replan`."""
-    return (user.time_zone, user.checkin_hour, user.checkin_minute, user.quiet_start,
-            user.quiet_end, user.paused_until, user.consent_at is not None, user.reachable)
+    return (user.time_zone, user.checkin_hour, user.checkin_minute, user.checkin_days,
+            user.quiet_start, user.quiet_end, user.paused_until, user.consent_at is not None,
+            user.reachable)
 
 
 async def has_active_goal(session: AsyncSession, user_id: int) -> bool:

@@ -16,12 +16,15 @@ Rules
   an evening time).
 * **Pause.** Nothing is due before ``paused_until``; occurrences inside a pause are dropped,
   not delivered late.
-* **Daily check-in** at ``checkin_hour`` local time, one per local day.
+* **Daily check-in** at ``checkin_hour`` local time, one per local day, on the local
+  days the client chose (``checkin_days``, a weekday mask with Monday as bit 0; None is
+  every day). A day counts by the local date the check-in falls on, after quiet hours.
 * **Gentler rhythm.** A check-in counts as *answered* when an answer to the check-in
   dialogue was recorded after it was started (its message put in the outbox) and before
   the next one was started. After 3 unanswered check-ins in a row the next one comes two
   days after the last one (every other day); after 6, seven days after (weekly). Any
-  answer resets the count. The rhythm only ever removes messages, never adds.
+  answer resets the count. The rhythm only ever removes messages, never adds: after
+  it, the check-in comes on the first chosen day from the day the rhythm allows.
 * **Weekly review** of an active goal: 7 days after the goal's creation (its local date),
   then every 7 days, at the check-in hour.
 * **Exercises** from an assignment's schedule, in local time, between ``starts_on`` and
@@ -35,7 +38,7 @@ Rules
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
@@ -48,6 +51,7 @@ MINUTES_PER_DAY = 24 * 60
 GENTLE_AFTER = 3  # unanswered check-ins in a row before every other day
 WEEKLY_AFTER = 6  # ... before weekly
 REVIEW_EVERY_DAYS = 7
+EVERY_DAY = 0b1111111  # the weekday mask of every day, Monday = bit 0
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class Profile:
     quiet_end: int | None = None
     paused_until: datetime | None = None
     checkin_minute: int = 0  # of the check-in time: 07:30 is hour 7, minute 30
+    checkin_days: int | None = None  # weekday mask, Monday = bit 0; None: every day
 
     @property
     def checkin_at(self) -> int:
@@ -128,6 +133,29 @@ def occurrence(day: date, minute: int, profile: Profile) -> datetime:
     return wall_to_utc(shifted_day, shifted_minute, profile.zone)
 
 
+def days_mask(weekdays: Iterable[int]) -> int:
+    """The mask of ``weekdays`` (Monday = 0)."""
+    mask = 0
+    for day in weekdays:
+        mask |= 1 << day
+    return mask
+
+
+def mask_days(mask: int | None) -> tuple[int, ...]:
+    """The weekdays (Monday = 0) of a mask, Monday first; None is every day."""
+    return tuple(day for day in range(7) if chosen_day(mask, day))
+
+
+def chosen_day(mask: int | None, weekday: int) -> bool:
+    """Whether a mask (None: every day) holds ``weekday`` (Monday = 0). An empty mask (the
+    database refuses it) reads as every day rather than never."""
+    return not mask or bool(mask >> weekday & 1)
+
+
+def every_day(mask: int | None) -> bool:
+    return not mask or mask & EVERY_DAY == EVERY_DAY
+
+
 def allowed(due: datetime, profile: Profile) -> bool:
     return profile.paused_until is None or due >= profile.paused_until
 
@@ -185,16 +213,20 @@ def next_daily_from(profile: Profile, now: datetime, earliest: date | None,
         if due > limit:
             return None
         if (due > now and allowed(due, profile)
-                and (earliest is None or local_date(due, zone) >= earliest)):
+                and (earliest is None or local_date(due, zone) >= earliest)
+                and chosen_day(profile.checkin_days, local_date(due, zone).weekday())):
             return due
     raise AssertionError("unreachable")
 
 
 def daily_allowed_on(profile: Profile, due: datetime, last_started: datetime | None,
                      unanswered: int) -> bool:
-    """Whether the rhythm lets a daily check-in due at ``due`` happen (checked at start)."""
+    """Whether the rhythm and the chosen days let a daily check-in due at ``due`` happen
+    (checked at start)."""
     earliest = earliest_daily_day(profile, last_started, unanswered)
-    return earliest is None or local_date(due, profile.zone) >= earliest
+    day = local_date(due, profile.zone)
+    return (earliest is None or day >= earliest) and chosen_day(profile.checkin_days,
+                                                                day.weekday())
 
 
 def weekly_reviews(

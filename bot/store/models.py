@@ -82,6 +82,8 @@ class User(Base):
     # Quiet hours in minutes after local midnight (0..1439); the window may wrap midnight.
     quiet_start: Mapped[int | None] = mapped_column(Integer)
     quiet_end: Mapped[int | None] = mapped_column(Integer)
+    # The weekdays of the daily check-in, a mask with Monday as bit 0; None (or 127): every day.
+    checkin_days: Mapped[int | None] = mapped_column(Integer)
     paused_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # After an urgent crisis nothing scheduled starts before this, unless they write first.
     crisis_pause_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -110,6 +112,7 @@ class User(Base):
         CheckConstraint("checkin_minute BETWEEN 0 AND 59", name="checkin_minute"),
         CheckConstraint("quiet_start BETWEEN 0 AND 1439", name="quiet_start"),
         CheckConstraint("quiet_end BETWEEN 0 AND 1439", name="quiet_end"),
+        CheckConstraint("checkin_days BETWEEN 1 AND 127", name="checkin_days"),
     )
 
 

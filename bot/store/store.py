@@ -112,6 +112,7 @@ class TurnUser:
     checkin_minute: int
     quiet_start: int | None
     quiet_end: int | None
+    checkin_days: int | None
     paused_until: datetime | None
     crisis_pause_until: datetime | None
     reachable: bool

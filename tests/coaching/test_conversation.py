@@ -65,14 +65,14 @@ async def test_answers_are_kept_with_their_dialogue_and_step(store: Store,
 
 async def test_reminder_settings_take_effect(store: Store, dialogues: DialogueSet) -> None:
     await say(store, dialogues, Start("reminders"), *texts("1", "7:30"))
-    await say(store, dialogues, Start("reminders"), *texts("2", "22:00", "06:30"))
+    await say(store, dialogues, Start("reminders"), *texts("3", "22:00", "06:30"))
     user = await store.get_user(USER)
     assert user is not None
     assert (user.checkin_hour, user.quiet_start, user.quiet_end) == (7, 22 * 60, 6 * 60 + 30)
-    await say(store, dialogues, Start("reminders"), *texts("3", "10"))
+    await say(store, dialogues, Start("reminders"), *texts("4", "10"))
     user = await store.get_user(USER)
     assert user is not None and user.paused_until == NOW + timedelta(days=10)
-    await say(store, dialogues, Start("reminders"), *texts("4"))
+    await say(store, dialogues, Start("reminders"), *texts("5"))
     user = await store.get_user(USER)
     assert user is not None and user.paused_until is None
 
@@ -169,7 +169,7 @@ async def test_a_turn_without_the_streak_makes_no_streak_query(
 async def test_a_holiday_pauses_everything_until_a_date_in_the_clients_zone(
         store: Store, dialogues: DialogueSet) -> None:
     await say(store, dialogues, Start("set_timezone"), *texts("Jerusalem"))
-    outcome = await say(store, dialogues, Start("reminders"), *texts("5", "2026-12-20"))
+    outcome = await say(store, dialogues, Start("reminders"), *texts("6", "2026-12-20"))
     user = await store.get_user(USER)
     assert user is not None
     assert user.paused_until == datetime(2026, 12, 19, 22, 0, tzinfo=UTC)  # local midnight

@@ -38,7 +38,8 @@ def test_a_new_client_reads_about_sos_with_what_the_bot_is_not(
 
 def test_the_onboarding_asks_for_the_city_once_and_leads_to_the_goal_without_judging(
         dialogues: DialogueSet) -> None:
-    said, _ = play(dialogues, "onboarding", ["Yes", "Yes", "English", "London", "08:00"],
+    said, _ = play(dialogues, "onboarding", ["Yes", "Yes", "English", "London", "08:00",
+                                                   "Every day"],
                    variables={})
     city = next(text for text in said if "city" in text)
     assert city.count("city") == 1

@@ -3,8 +3,9 @@
 A generic explorer starts each dialogue, and from every state it reaches tries representative
 answers for the question asked: every option of a choice (by its button data), yes and no, the
 lowest, middle and highest point of a scale, a sample text, 'tomorrow' for a date, '08:00' for a
-time, 'Rome' for a time zone, and /skip where a question is optional. Each (dialogue stack,
-variables that conditions read) state is explored once, which keeps the search small.
+time, 'Rome' for a time zone, two day names for weekdays, and /skip where a question is
+optional. Each (dialogue stack, variables that conditions ahead read) state is explored once,
+which keeps the search small.
 
 The explorer traces which branch of each `next` the engine must take, checks that the engine
 ends up exactly there, and records coverage: every step reached, every branch taken, every
@@ -63,7 +64,11 @@ PROVIDED: list[Mapping[str, Value]] = [
     {"notes.count": 1, "notes.list": "• Call Ana", "prep.briefed": False},
     # The date of the client's goal has come.
     {"goal.date_passed": True},
+    # The client chose their check-in days (absent above: every day).
+    {"checkin.days": "0,2,4"},
 ]
+#: What the platform provides on every turn, whatever else it provides.
+ALWAYS_PROVIDED: Mapping[str, Value] = {"checkin.working_days": "0,1,2,3,4"}
 #: What the platform hands to a dialogue it starts, where a name is not the only kind: whether
 #: the client has a coach, the first goal and the scale then and now (or none), a count, whether
 #: a care check-in is the last in a row.
@@ -115,6 +120,8 @@ def raw_samples(ask: Ask) -> list[str]:
             return ["tomorrow"]
         case "timezone":
             return ["Rome"]
+        case "weekdays":
+            return ["Monday, Thursday"]
     return [SAMPLE_TEXT]
 
 
@@ -151,6 +158,71 @@ def relevant_variables(dialogues: DialogueSet) -> frozenset[str]:
     )
 
 
+class FutureReads:
+    """The variables a condition may still read from a place in a dialogue: in the steps
+    reachable from it (and every dialogue they call). A state is explored once per value of
+    these only: a variable no condition ahead reads cannot change where the client goes."""
+
+    def __init__(self, dialogues: DialogueSet, relevant: frozenset[str]) -> None:
+        self.dialogues = dialogues
+        self.relevant = relevant
+        self._steps: dict[Position, frozenset[str]] = {}
+        self._dialogues: dict[str, frozenset[str]] = {}
+
+    def _walk(self, start: Position) -> tuple[set[str], set[str]]:
+        """Conditions' variables in the steps reachable from ``start`` in its dialogue, and
+        the dialogues those steps call."""
+        dialogue = self.dialogues[start[0]]
+        reads: set[str] = set()
+        calls: set[str] = set()
+        todo, seen = [start[1]], {start[1]}
+        while todo:
+            step = dialogue.steps[todo.pop()]
+            targets = [b.goto for b in step.next]
+            if step.later is not None:
+                targets.append(step.later.goto)
+            for branch in step.next:
+                if branch.condition is not None:
+                    reads |= variables_read(branch.condition)
+                if branch.call is not None:
+                    calls.add(branch.call)
+            for target in targets:
+                if target != END and target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return reads, calls
+
+    def of_dialogue(self, dialogue_id: str) -> frozenset[str]:
+        if dialogue_id not in self._dialogues:
+            reads: set[str] = set()
+            todo, seen = [dialogue_id], {dialogue_id}
+            while todo:
+                dialogue = self.dialogues[todo.pop()]
+                found, calls = self._walk((dialogue.id, dialogue.start))
+                reads |= found
+                for step in dialogue.steps.values():  # steps come back later on their own too
+                    for branch in step.next:
+                        if branch.condition is not None:
+                            reads |= variables_read(branch.condition)
+                        if branch.call is not None:
+                            calls.add(branch.call)
+                todo += [c for c in calls if c not in seen]
+                seen |= calls
+            self._dialogues[dialogue_id] = frozenset(reads)
+        return self._dialogues[dialogue_id]
+
+    def of_step(self, place: Position) -> frozenset[str]:
+        if place not in self._steps:
+            reads, calls = self._walk(place)
+            for call in calls:
+                reads |= self.of_dialogue(call)
+            self._steps[place] = frozenset(reads) & self.relevant
+        return self._steps[place]
+
+    def of_stack(self, stack: tuple[Position, ...]) -> frozenset[str]:
+        return frozenset().union(*(self.of_step(place) for place in stack))
+
+
 def answers(step: Step, outcome: Outcome) -> Iterator[Turn]:
     """Representative answers to the question the client was just shown."""
     ask = step.ask
@@ -173,6 +245,8 @@ def answers(step: Step, outcome: Outcome) -> Iterator[Turn]:
         yield Turn(text="tomorrow")
     elif ask.type == "timezone":
         yield Turn(text="Rome")
+    elif ask.type == "weekdays":
+        yield Turn(text="Monday, Thursday")
     elif ask.type == "text":
         yield Turn(text=SAMPLE_TEXT)
     if ask.optional:
@@ -251,9 +325,10 @@ def entries(dialogue: Dialogue) -> Iterator[tuple[str, time]]:
 
 def explore(dialogues: DialogueSet, locale: str) -> Coverage:
     coverage = Coverage()
-    relevant = relevant_variables(dialogues)
+    ahead = FutureReads(dialogues, relevant_variables(dialogues))
     seen: set[StateKey] = set()
-    for provided_index, provided in enumerate(PROVIDED):
+    for provided_index, some in enumerate(PROVIDED):
+        provided = {**ALWAYS_PROVIDED, **some}
         ctx = Context(translator=translator_for(locale), today=TODAY, name=NAME,
                       provided=provided)
         for root in sorted(dialogues.dialogues):
@@ -294,9 +369,11 @@ def explore(dialogues: DialogueSet, locale: str) -> Coverage:
                             dialogues, [(f.dialogue, f.step) for f in before.state.stack],
                             readable(after.state, provided), coverage)
                         check_position(dialogues, after, expected, finished, where, coverage)
+                        stack = tuple((f.dialogue, f.step) for f in after.state.stack)
+                        relevant = ahead.of_stack(stack)
                         key: StateKey = (
                             provided_index,
-                            tuple((f.dialogue, f.step) for f in after.state.stack),
+                            stack,
                             tuple(sorted((k, v) for k, v in after.state.variables.items()
                                          if k in relevant)),
                         )

@@ -82,6 +82,7 @@ async def test_a_run_with_failures_logs_no_typed_text_and_no_secret(
         await client.press("English")
         await client.send("Rome")
         await client.send("8:00")
+        await client.press("Every day")
         await client.send(TYPED[3])
         # A statement fails while the client's words are its parameters.
         await fail_answers(bot, True)

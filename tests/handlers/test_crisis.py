@@ -32,6 +32,7 @@ async def onboarded(bot: InProcessBot, user_id: int, locale: str, yes: str,
     await user.press(neutral)  # how to be addressed: the neutral wording
     await user.send(city)
     await user.send("8:00")
+    await user.send("1")  # the check-in every day
     return user
 
 

@@ -11,7 +11,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import String, Text
+from sqlalchemy import String, Text, inspect
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -70,11 +70,11 @@ async def test_no_drift_between_migrations_and_models(empty_db_url: str) -> None
 
 
 async def test_ensure_schema_is_idempotent_and_concurrency_safe(empty_db_url: str) -> None:
-    assert head_revision() == "0021"
+    assert head_revision() == "0022"
     assert await current_revision(empty_db_url) is None
     await asyncio.gather(*(ensure_schema(empty_db_url) for _ in range(4)))
     await ensure_schema(empty_db_url)
-    assert await current_revision(empty_db_url) == "0021"
+    assert await current_revision(empty_db_url) == "0022"
 
 
 async def test_start_creates_the_database_from_any_cwd(
@@ -360,3 +360,46 @@ async def test_0021_keeps_the_planned_rows_and_allows_coming_back_later(
         assert left == ["daily"]
     finally:
         await engine.dispose()
+
+
+async def test_0022_keeps_every_user_on_every_day_and_back(empty_db_url: str) -> None:
+    """0021 -> 0022: every user keeps their row, with no chosen days (every day); a mask
+    outside 1..127 is refused; back down, the column goes and the rows stay."""
+    await upgrade_with(
+        empty_db_url, "0021",
+        "INSERT INTO users (id, created_at) VALUES (1, '2026-12-01 00:00:00'), "
+        "(2, '2026-12-01 00:00:00')",
+        "INSERT INTO goals (user_id, title, status, created_at) "
+        "VALUES (1, 'sealed', 'active', '2026-12-01 00:00:00')",
+    )
+    engine = make_engine(empty_db_url)
+    try:
+        async with engine.begin() as conn:
+            days = (await conn.exec_driver_sql(
+                "SELECT id, checkin_days FROM users ORDER BY id")).all()
+            assert [tuple(row) for row in days] == [(1, None), (2, None)]
+            await conn.exec_driver_sql("UPDATE users SET checkin_days = 31 WHERE id = 1")
+        for bad in (0, 128):
+            with pytest.raises(IntegrityError):
+                async with engine.begin() as conn:
+                    await conn.exec_driver_sql(
+                        f"UPDATE users SET checkin_days = {bad} WHERE id = 2")
+        async with engine.begin() as conn:
+            await conn.run_sync(_downgrade, "0021")
+            users = (await conn.exec_driver_sql("SELECT id FROM users ORDER BY id")).all()
+            assert [row[0] for row in users] == [1, 2]
+            assert await count_in(conn, "goals") == 1
+            columns = await conn.run_sync(
+                lambda sync: [c["name"] for c in inspect(sync).get_columns("users")])
+            assert "checkin_days" not in columns
+        await upgrade(empty_db_url)
+        async with engine.begin() as conn:
+            days = (await conn.exec_driver_sql(
+                "SELECT checkin_days FROM users WHERE id = 1")).scalar()
+            assert days is None
+    finally:
+        await engine.dispose()
+
+
+async def count_in(conn: Any, table: str) -> int:
+    return int((await conn.exec_driver_sql(f"SELECT count(*) FROM {table}")).scalar())

@@ -66,7 +66,7 @@ async def _populate(store: Store) -> None:
     async with store.sessionmaker() as s, s.begin():
         for uid, name in ((CLIENT, WORDS), (COACH, COACH_WORDS), (OTHER, "Other")):
             s.add(User(id=uid, first_name=name, locale="it", time_zone="Europe/Rome",
-                       checkin_hour=8, quiet_start=1300, quiet_end=420,
+                       checkin_hour=8, checkin_days=0b0011111, quiet_start=1300, quiet_end=420,
                        paused_until=NOW, crisis_pause_until=NOW, reachable=True,
                        consent_at=NOW,
                        is_coach=uid == COACH, created_at=NOW, exported_at=NOW,
