@@ -189,7 +189,7 @@ def _timezone(text: str, tr: Translator) -> Value | Invalid:
 def _weekdays(text: str, tr: Translator) -> Value | Invalid:
     days = parse_weekdays(text, tr.locale) if len(text) <= 200 else None
     if days is None:
-        return Invalid(tr.gettext("I could not read those as days of the week. Please write "
+        return Invalid(tr.gettext("I did not recognise those as days of the week. Please write "
                                   "their names separated by commas, for example: Monday, "
                                   "Thursday."))
     return weekdays_value(days)

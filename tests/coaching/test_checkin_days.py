@@ -61,7 +61,7 @@ async def test_working_days_named_days_and_every_day(store: Store,
     asked = await say(store, dialogues, Turn(text="days"))
     assert last_text(asked) == "On which days would you like your check-in?"
     assert [b.label for b in asked.replies[-1].buttons] == [
-        "Every day", "Weekdays only", "Let me choose the days"]
+        "Every day", "Working days only", "Let me choose the days"]
     done = await say(store, dialogues, Turn(text="working"))
     # Israel's working week, in its own order, in words.
     assert last_text(done) == ("Done. Check-in days: Sunday, Monday, Tuesday, Wednesday, "
@@ -70,7 +70,7 @@ async def test_working_days_named_days_and_every_day(store: Store,
 
     await say(store, dialogues, Start("reminders"), Turn(text="days"), Turn(text="choose"))
     wrong = await say(store, dialogues, *texts("Funday"))
-    assert "could not read those as days of the week" in last_text(wrong)
+    assert "did not recognise those as days of the week" in last_text(wrong)
     assert await days_of(store) == 0b1001111  # nothing changes on a wrong answer
     named = await say(store, dialogues, *texts("thursday, Sun"))
     assert "Check-in days: Sunday and Thursday." in last_text(named)

@@ -20,10 +20,10 @@ async def test_onboarding_asks_the_days_and_the_closing_says_them(bot: InProcess
     await ana.press("English")
     await ana.send("Zagreb")
     asked = await ana.send("7:30")
-    assert asked[-1].text == "On which days would you like it?"
+    assert asked[-1].text == "On which days would you like your check-in?"
     await ana.press("Let me choose the days")
     wrong = await ana.send("Someday")
-    assert "could not read those as days of the week" in (wrong[-1].text or "")
+    assert "did not recognise those as days of the week" in (wrong[-1].text or "")
     goal = await ana.send("Friday, monday and Wed")
     assert (goal[-1].text or "").startswith("In your own words") or any(
         "first goal" in (m.text or "") for m in goal)
@@ -32,8 +32,8 @@ async def test_onboarding_asks_the_days_and_the_closing_says_them(bot: InProcess
     await answer_until_idle(bot, ana, {
         "goal": "Run a 10k race", "baseline": "3", "target": "8", "commitment": "9"})
     closing = ana.messages[-1].text or ""
-    assert "I will write to you on the days you chose. Check-in days: Monday, " \
-           "Wednesday, and Friday. Check-in time: " in closing
+    assert "You are all set. Check-in days: Monday, Wednesday, and Friday. Check-in time: " \
+        in closing
     assert "every day" not in closing
 
 
@@ -66,7 +66,7 @@ async def test_weekdays_only_in_reminders_plans_again_at_once(bot: InProcessBot)
     ana = bot.user(823)
     await ana.send("/reminders")
     await ana.press("Check-in days")
-    done = await ana.press("Weekdays only")
+    done = await ana.press("Working days only")
     assert done[-1].text == ("Done. Check-in days: Monday, Tuesday, Wednesday, Thursday, "
                              "and Friday.")
     rows = await raw(store, "SELECT due_at FROM planned_checkins WHERE user_id = 823 "
