@@ -10,6 +10,7 @@ import gettext
 import io
 import os
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
@@ -174,9 +175,10 @@ def parse_weekdays(text: str, locale: str) -> list[int] | None:
         for context in ("format", "stand-alone"):
             for width in ("wide", "abbreviated", "short"):
                 for day, name in days[context][width].items():
-                    names.setdefault(str(name).casefold().rstrip("."), day)
+                    names.setdefault(_without_accents(str(name).casefold().rstrip(".")), day)
     found: set[int] = set()
-    for segment in _LIST_SEPARATORS.split(text.casefold()):
+    # Typed on a phone, "lunedi" and "cetvrtak" are as clear as "lunedì" and "četvrtak".
+    for segment in _LIST_SEPARATORS.split(_without_accents(text.casefold())):
         segment = segment.strip(" .")
         if not segment:
             continue
@@ -190,6 +192,11 @@ def parse_weekdays(text: str, locale: str) -> list[int] | None:
                 return None
             found.update(day for day in words if day is not None)
     return sorted(found) or None
+
+
+def _without_accents(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", text)
+                   if not unicodedata.combining(c))
 
 
 _LIST_SEPARATORS = re.compile(r"[,;/]|\s+(?:and|i|и|e|y|&)\s+")

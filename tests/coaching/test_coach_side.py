@@ -403,6 +403,9 @@ def test_working_days_and_week_order_follow_the_clients_country() -> None:
     ("lunedì e venerdì", "it", [0, 4]), ("יום שני, יום רביעי", "he", [0, 2]),
     ("понеделник и сряда", "bg", [0, 2]), ("dilluns i dimecres", "ca", [0, 2]),
     ("Mon Wed", "hr", [0, 2]), ("Monday, someday", "en", None), ("", "en", None),
+    # Typed without accents, as on many phones (r29-it).
+    ("lunedi, giovedi", "it", [0, 3]), ("cetvrtak i petak", "hr", [3, 4]),
+    ("dimecres, dissabte", "ca", [2, 5]),
 ])
 def test_days_are_read_in_the_coachs_language(text: str, locale: str,
                                                days: list[int] | None) -> None:
