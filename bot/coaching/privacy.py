@@ -98,7 +98,7 @@ def privacy_summary(tr: Translator, facts: PrivacyFacts) -> list[str]:
     kept = tr.gettext(
         "What I keep. Until you agree, only your Telegram id, your language and how far "
         "you got in my first questions; if you say no, I delete even that. Once you agree: your "
-        "first name, time zone and check-in time, and what you do with me: your goals, your "
+        "first name, time zone, check-in time and days, and what you do with me: your goals, your "
         "answers (including your mood ratings), your check-ins, your sessions and the notes "
         "you choose to keep. If I notice signs that you may be in crisis, I keep a record "
         "that I noticed them, but not your words.")

@@ -125,7 +125,7 @@ COMMANDS = CommandRegistry(
     BotCommandSpec("progress", C, _progress, N_("See your progress")),
     BotCommandSpec("exercises", C, lambda h, c: h.on_exercises(c), N_("Exercises")),
     BotCommandSpec("reminders", C, lambda h, c: h.start_dialogue(c, REMINDERS),
-                   N_("Check-in time, quiet hours, pause")),
+                   N_("Check-in time and days, quiet hours, pause")),
     BotCommandSpec("timezone", C, lambda h, c: h.start_dialogue(c, SET_TIMEZONE),
                    N_("Change your time zone")),
     BotCommandSpec("language", C, lambda h, c: h.on_language_command(c),

@@ -23,10 +23,10 @@ CONSENT = ("May I keep your answers, including your mood ratings, to support you
 AGE = "I am made for adults. Are you 18 or older?"
 KEPT = ("What I keep. Until you agree, only your Telegram id, your language and how far you "
         "got in my first questions; if you say no, I delete even that. Once you agree: your first "
-        "name, time zone and check-in time, and what you do with me: your goals, your answers "
-        "(including your mood ratings), your check-ins, your sessions and the notes you choose "
-        "to keep. If I notice signs that you may be in crisis, I keep a record that I noticed "
-        "them, but not your words.")
+        "name, time zone, check-in time and days, and what you do with me: your goals, your "
+        "answers (including your mood ratings), your check-ins, your sessions and the notes "
+        "you choose to keep. If I notice signs that you may be in crisis, I keep a record that "
+        "I noticed them, but not your words.")
 ENCRYPTED = "Your name, your words and your ratings are stored encrypted."
 WHO = ("Who sees it: you, and your coach only what you agree to share with them, from the day "
        "you accept their invitation. You can stop sharing at any time with /coach. One "
