@@ -668,16 +668,13 @@ _DOSE_MIN = 5
 _NUMBER = re.compile(r"\d+")
 _NOT_A_DOSE = frozenset({"FICTION", "JOKE", "HYPERBOLE", "RESOLVED", "MEDICAL_OK", "SPORT_FOOD",
                          "GROOMING", "OTHER_PERSON", "HOME_PERSON"})
-_WHOSE = frozenset({"OTHER_PERSON", "HOME_PERSON", "JOKE"})
 
 
 def _dose_taken(pieces: Sequence[str]) -> bool:
     """Whether a sentence says a dose was taken: a poison swallowed, or pills in a number of at
     least five (of the first three numbers, under 1,000: not a year or a price)."""
     said = [frozenset().union(*_sentence_tags(p)) for p in pieces]
-    excluded = _NOT_A_DOSE - ({"RESOLVED"} if _RULE_R else set()) \
-        - (_WHOSE if _RULE_W else set())
-    if frozenset().union(*said) & excluded:
+    if frozenset().union(*said) & _NOT_A_DOSE:
         return False
     return any("TOOK" in s and "NEGATION" not in s and ("POISON" in s or ("PILLS" in s and any(
         int(n) >= _DOSE_MIN for n in _NUMBER.findall(p)[:3] if len(n) < 4)))
@@ -753,10 +750,6 @@ _RULE_N = True
 # Rule D: a dose taken in numbers or a poison swallowed, read as explicit intent or a plan,
 # is urgent.
 _RULE_D = True
-# Rule R (with D): "ago" ("преди час", "prije sat vremena") does not set a dose in the past.
-_RULE_R = False
-# Rule W (with D): whose pills they were ("de l'àvia", "shel aba") does not set a dose aside.
-_RULE_W = False
 _COACHING = "coaching_context"  # a euphemism next to a coached habit: asked about at most
 _DOSE = "dose_taken"  # a dose taken in numbers or a poison swallowed (rule D)
 
