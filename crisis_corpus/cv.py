@@ -1,12 +1,15 @@
 """Cross-validate the detector on crisis_corpus/dev + seed, scored through detect_crisis.
 
-    PYTHONPATH=<code> python crisis_corpus/cv.py OUT.json [variant ...]
+    PYTHONPATH=<code> python crisis_corpus/cv.py OUT.json [variant ...] [--models DIR] [--reuse]
 
 The trainer's 4 folds and thresholds (crisis_train.choose_thresholds, repeated here so that the
 fold models are kept); each held-out message is then read by ``detect_crisis`` with its fold's
-model and the cross-validated thresholds. A variant names module flags of bot.engine.crisis to
-set (``base`` sets none; ``N`` sets ``_RULE_N``), so rule variants share one training. Only dev/
-and seed/ are read: never test/, heldout/ or unseen/.
+model and the cross-validated thresholds. A variant names, joined by ``+``, the module flags of
+bot.engine.crisis to set (``base`` sets none; ``N`` sets ``_RULE_N``, ``N+P`` sets ``_RULE_N`` and
+``_RULE_P``; every other ``_RULE_*`` flag is cleared), so rule variants share one training.
+``--models DIR`` keeps the fold models and thresholds there; with ``--reuse`` they are read back
+instead of trained, for rule variants that do not change the features. Only dev/ and seed/ are
+read: never test/, heldout/ or unseen/.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import bot.engine.crisis as crisis
-from bot.engine.crisis_model import SAFE_CLASSES, Model
+from bot.engine.crisis_model import SAFE_CLASSES, Model, arrays_from_model, model_from_arrays
 from bot.engine.crisis_train import (
     ANY_FLAG_BUDGET,
     CLASSES,
@@ -38,9 +41,28 @@ from bot.engine.crisis_train import (
 CORPUS = Path(__file__).parent
 
 
+def _flags(variant: str) -> dict[str, bool]:
+    names = [n for n in dir(crisis) if n.startswith("_RULE_")]
+    wanted = set() if variant == "base" else {f"_RULE_{v}" for v in variant.split("+")}
+    unknown = wanted - set(names)
+    if unknown:
+        raise SystemExit(f"unknown flags {sorted(unknown)}")
+    return {n: n in wanted for n in names}
+
+
 def main() -> None:
-    out = Path(sys.argv[1])
-    variants = sys.argv[2:] or ["base"]
+    args = sys.argv[1:]
+    reuse = "--reuse" in args
+    args = [a for a in args if a != "--reuse"]
+    models_dir: Path | None = None
+    if "--models" in args:
+        k = args.index("--models")
+        models_dir = Path(args[k + 1])
+        del args[k:k + 2]
+    out = Path(args[0])
+    variants = args[1:] or ["base"]
+    for variant in variants:
+        _flags(variant)
     examples = read_corpus(CORPUS / "dev") + read_corpus(CORPUS / "seed") + ordinary_messages()
     sentences = [crisis.message_features(e.text)[0] for e in examples]
     order = np.random.default_rng(7).permutation(len(examples))
@@ -50,16 +72,27 @@ def main() -> None:
     models = []
     for fold in range(FOLDS):
         held = order[fold::FOLDS]
-        kept = np.setdiff1d(order, held)
-        model = train([whole(sentences[i]) for i in kept], [examples[i].label for i in kept],
-                      [examples[i].weight for i in kept])
+        if reuse and models_dir is not None:
+            with np.load(models_dir / f"fold{fold}.npz", allow_pickle=False) as stored:
+                model = model_from_arrays({name: stored[name] for name in stored.files})
+        else:
+            kept = np.setdiff1d(order, held)
+            model = train([whole(sentences[i]) for i in kept],
+                          [examples[i].label for i in kept],
+                          [examples[i].weight for i in kept])
+            if models_dir is not None:
+                # Read back as stored (float16), so a --reuse run scores exactly the same.
+                arrays = arrays_from_model(model)
+                models_dir.mkdir(parents=True, exist_ok=True)
+                np.savez_compressed(models_dir / f"fold{fold}.npz", **arrays)
+                model = model_from_arrays(arrays)
         models.append(model)
         for i in held:
             fold_of[i] = fold
             probs = model.score(sentences[i]).probabilities
             risk[i] = 1.0 - float(probs[:len(SAFE_CLASSES)].sum())
             urgent_risk[i] = crisis.urgent_score(CLASSES, [float(p) for p in probs])
-        print(f"fold {fold} trained", flush=True)
+        print(f"fold {fold} ready", flush=True)
     telling = np.array([crisis.has_telling_word(e.text) for e in examples])
     hard = np.array([e.label == 0 for e in examples])
     everyday = np.array([e.category == ORDINARY_ANSWER for e in examples])
@@ -81,10 +114,12 @@ def main() -> None:
         row: dict[str, object] = {"text": example.text, "category": example.category,
                                   "language": example.language}
         for variant in variants:
-            if hasattr(crisis, "_RULE_N"):
-                crisis._RULE_N = variant == "N"
+            for name, value in _flags(variant).items():
+                setattr(crisis, name, value)
             signal = crisis.detect_crisis(example.text)
             row[variant] = "" if signal is None else signal.level.value
+            if signal is not None:
+                row[f"{variant}:fired"] = signal.fired[0]
         rows.append(row)
     out.write_text(json.dumps({"thresholds": thresholds, "rows": rows}, ensure_ascii=False))
     print("wrote", out, len(rows))

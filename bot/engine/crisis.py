@@ -660,6 +660,27 @@ def _stated_suicide(pieces: Sequence[str]) -> bool:
         and (bool(found & _SUICIDE) or any(s >= _WISH_OF_DEATH for s in said))
 
 
+# A dose already taken, said in numbers ("took 25 tylenol", "לקחתי 20 אקמול") or a poison
+# swallowed ("mi sono bevuto mezza bottiglia di candeggina"), with no word of suicide: read as
+# explicit intent or a plan, it is urgent, unless its sentence has a negation or the message
+# sets it in medicine, fiction, sport or food, grooming, the past or someone else's hands.
+_DOSE_MIN = 5
+_NUMBER = re.compile(r"\d+")
+_NOT_A_DOSE = frozenset({"FICTION", "JOKE", "HYPERBOLE", "RESOLVED", "MEDICAL_OK", "SPORT_FOOD",
+                         "GROOMING", "OTHER_PERSON", "HOME_PERSON"})
+
+
+def _dose_taken(pieces: Sequence[str]) -> bool:
+    """Whether a sentence says a dose was taken: a poison swallowed, or pills in a number of at
+    least five (of the first three numbers, under 1,000: not a year or a price)."""
+    said = [frozenset().union(*_sentence_tags(p)) for p in pieces]
+    if frozenset().union(*said) & _NOT_A_DOSE:
+        return False
+    return any("TOOK" in s and "NEGATION" not in s and ("POISON" in s or ("PILLS" in s and any(
+        int(n) >= _DOSE_MIN for n in _NUMBER.findall(p)[:3] if len(n) < 4)))
+        for s, p in zip(said, pieces, strict=True))
+
+
 # Concepts that say nothing of risk on their own (a short message needs another one).
 _NEUTRAL_CONCEPTS = frozenset({
     "I", "SELF", "WANT", "LIFE", "END", "NEGATION", "RESOLVED", "MEDICAL_OK", "FICTION", "WORK",
@@ -726,7 +747,11 @@ _LEXICON = "lexicon"
 # Rule N of crisis_corpus/README.md (every word of risk denied: never urgent); a switch so that
 # crisis_corpus/cv.py measures the rules with and without it from one training.
 _RULE_N = True
+# Rule D: a dose taken in numbers or a poison swallowed, read as explicit intent or a plan,
+# is urgent.
+_RULE_D = True
 _COACHING = "coaching_context"  # a euphemism next to a coached habit: asked about at most
+_DOSE = "dose_taken"  # a dose taken in numbers or a poison swallowed (rule D)
 
 
 @dataclass(frozen=True, slots=True)
@@ -890,15 +915,17 @@ def detect_crisis(text: str) -> CrisisSignal | None:
     # A message whose every word of risk is denied ("no em vull matar, vull matar el wifi") is
     # asked about at most, however long.
     denied = _RULE_N and _all_denied(pieces)
+    dose = _RULE_D and category in _STATED_CATEGORIES and _dose_taken(pieces)
     # A listed phrase the model is sure of and reads as urgent ("non voglio più vivere": explicit
     # and indirect wishes split the model's probability) is urgent too.
     urgent = category is not CrisisCategory.CONCERN_OTHER and not coaching and not denied \
         and not _lone_ambiguous_means(pieces, lexicon) and (
         urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
         or (lexicon and risk >= model.thresholds["sure"] and category in URGENT_CATEGORIES)
-        or (category in _STATED_CATEGORIES and _stated_suicide(pieces)))
+        or (category in _STATED_CATEGORIES and _stated_suicide(pieces))
+        or dose)
     fired = (f"model:{category}:{risk:.2f}",) + ((_LEXICON,) if lexicon else ()) \
-        + ((_COACHING,) if coaching else ())
+        + ((_COACHING,) if coaching else ()) + ((_DOSE,) if dose and urgent else ())
     return CrisisSignal(CrisisLevel.URGENT if urgent else CrisisLevel.CHECK, category, risk,
                         fired)
 
