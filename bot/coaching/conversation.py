@@ -61,8 +61,6 @@ from bot.dialogue.expr import Value
 from bot.dialogue.model import DialogueSet
 from bot.engine import Context, ConversationState, Outcome, Reply, Turn, handle, resume, start
 from bot.engine.answers import weekdays_of, weekdays_value
-from bot.engine.crisis import default_country_for_locale
-from bot.engine.places import country_for_timezone
 from bot.engine.runner import crisis_reply
 from bot.i18n import normalize_locale, translator_for, working_days
 from bot.schedule.planning import days_mask, every_day, mask_days
@@ -113,7 +111,7 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
     local = now.astimezone(zone)
     today = local.date()
     translator = translator_for(user.locale, user.address)
-    country = client_country(user)
+    country = managing.client_country(user)
     provided: dict[str, Value] = {"min_age": min_age,
                                   "checkin.working_days": weekdays_value(working_days(country))}
     if not every_day(user.checkin_days):
@@ -209,12 +207,6 @@ def apply_profile(user: TurnUser, variables: dict[str, Value], saved: set[str],
         user.paused_until = None
 
 
-def client_country(user: UserView) -> str | None:
-    """Where the client lives, as far as the bot knows: from their time zone, else their
-    language's usual country (their week's order and working days)."""
-    return country_for_timezone(user.time_zone) or default_country_for_locale(user.locale)
-
-
 def apply_checkin_days(user: TurnUser, variables: Mapping[str, Value], saved: set[str]) -> None:
     """The days of the daily check-in: every day, the client's working days, or the days
     they named (applied when they name them)."""
@@ -223,7 +215,7 @@ def apply_checkin_days(user: TurnUser, variables: Mapping[str, Value], saved: se
     if CHECKIN_DAYS in saved and choice == "every":
         days = range(7)
     elif CHECKIN_DAYS in saved and choice == "working":
-        days = working_days(client_country(user))
+        days = working_days(managing.client_country(user))
     if CHECKIN_WEEKDAYS in saved:
         days = weekdays_of(variables.get(CHECKIN_WEEKDAYS))
     if days:

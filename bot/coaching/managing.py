@@ -26,7 +26,7 @@ from bot.engine import Outcome, Reply
 from bot.engine.crisis import default_country_for_locale
 from bot.engine.places import country_for_timezone
 from bot.i18n import Translator, parse_weekdays, translator_for, week_order, working_days
-from bot.store import Assignment, CoachDialogue, Exercise, Measure, User
+from bot.store import Assignment, CoachDialogue, Exercise, Measure, User, UserView
 from bot.store import Turn as StoreTurn
 
 __all__ = [
@@ -175,7 +175,7 @@ async def change_schedule(session: AsyncSession, coach_id: int, assignment_id: i
     await session.flush()
 
 
-def client_country(client: User) -> str | None:
+def client_country(client: User | UserView) -> str | None:
     """Where the client lives, as far as the bot knows: from their time zone, else their
     language's usual country. Decides their week's order and working days."""
     return country_for_timezone(client.time_zone) or default_country_for_locale(client.locale)
