@@ -29,7 +29,7 @@ def user_zone(user: UserView) -> ZoneInfo:
         return ZoneInfo("UTC")
 
 
-async def checkin_days(session: AsyncSession, user: UserView, zone: ZoneInfo) -> list[date]:
+async def checkin_dates(session: AsyncSession, user: UserView, zone: ZoneInfo) -> list[date]:
     rows = await session.execute(
         select(Answer.answered_at)
         .where(Answer.user_id == user.id, Answer.marker == CHECKIN_MARKER)

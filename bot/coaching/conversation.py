@@ -27,7 +27,7 @@ from bot.coaching import (
 )
 from bot.coaching.actions import COMMITMENT_VARIABLES, commitment_variables, record_commitments
 from bot.coaching.assignments import exercise_ids
-from bot.coaching.checkins import checkin_days, user_zone
+from bot.coaching.checkins import checkin_dates, user_zone
 from bot.coaching.contracts import (
     ADDRESS,
     CHECKIN_DAYS,
@@ -117,7 +117,7 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
     if not every_day(user.checkin_days):
         provided["checkin.days"] = weekdays_value(mask_days(user.checkin_days))
     if session is not None and STREAK_VARIABLES in groups:
-        current, best = streak(await checkin_days(session, user, zone), today,
+        current, best = streak(await checkin_dates(session, user, zone), today,
                                user.checkin_days)
         provided.update({"streak.days": current, "streak.best": best})
     if session is not None and COMMITMENT_VARIABLES in groups:

@@ -7,8 +7,8 @@ from datetime import date
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.checkins import checkin_days, user_zone
-from bot.coaching.streaks import best_run, previous_chosen, streak
+from bot.coaching.checkins import checkin_dates, user_zone
+from bot.coaching.streaks import best_run, previous_chosen, run_through, streak
 from bot.engine import Context
 from bot.store import Goal, UserView
 from bot.store.kinds import GoalStatus
@@ -20,9 +20,7 @@ def current_streak(days: list[date], today: date,
     the run up to the last chosen day before it (``chosen``: the client's check-in days)."""
     if today in days:
         return streak(days, today, chosen)
-    before = previous_chosen(today, chosen)
-    # The run so far, without counting today (no check-in yet) as streak() would.
-    return (streak(days, before, chosen)[0] if before in days else 0), best_run(days, chosen)
+    return run_through(set(days), previous_chosen(today, chosen), chosen), best_run(days, chosen)
 
 
 async def progress_text(session: AsyncSession, user: UserView, ctx: Context) -> str:
@@ -48,7 +46,7 @@ async def progress_text(session: AsyncSession, user: UserView, ctx: Context) -> 
         lines.append(tr.ngettext("You have reached {count} goal so far.",
                                  "You have reached {count} goals so far.",
                                  len(done)).format(count=tr.number(len(done))))
-    days = await checkin_days(session, user, user_zone(user))
+    days = await checkin_dates(session, user, user_zone(user))
     current, best = current_streak(days, ctx.today, user.checkin_days)
     if current:
         lines.append(tr.ngettext("Check-ins in a row: {count} day.",

@@ -18,22 +18,27 @@ def previous_chosen(day: date, chosen: int | None = None) -> date:
     return before
 
 
-def streak(checkin_days: Iterable[date], today: date,
+def streak(checkin_dates: Iterable[date], today: date,
            chosen: int | None = None) -> tuple[int, int]:
     """(current, best). The current streak counts today, since it is read during today's
     check-in, plus the unbroken run of chosen days with a check-in just before it."""
-    days = set(checkin_days)
-    current = 1
-    day = previous_chosen(today, chosen)
-    while day in days:
-        current += 1
-        day = previous_chosen(day, chosen)
+    days = set(checkin_dates)
+    current = 1 + run_through(days, previous_chosen(today, chosen), chosen)
     return current, max(current, best_run(days, chosen))
 
 
-def best_run(checkin_days: Iterable[date], chosen: int | None = None) -> int:
+def run_through(checkin_dates: set[date], last: date, chosen: int | None = None) -> int:
+    """The chosen days with a check-in in a row that end on ``last`` (0 if ``last`` has none)."""
+    length = 0
+    while last in checkin_dates:
+        length += 1
+        last = previous_chosen(last, chosen)
+    return length
+
+
+def best_run(checkin_dates: Iterable[date], chosen: int | None = None) -> int:
     """The longest run of chosen days with a check-in (0 without any)."""
-    counted = {day for day in checkin_days if chosen_day(chosen, day.weekday())}
+    counted = {day for day in checkin_dates if chosen_day(chosen, day.weekday())}
     best = 0
     for day in counted:
         if previous_chosen(day, chosen) in counted:

@@ -5,21 +5,24 @@ the weekly review and the coach, marked by the client."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from bot.coaching.actions import actions_summary, open_actions, set_status, summary_lines
-from bot.coaching.conversation import Start, converse
+from bot.coaching.conversation import Start
 from bot.dialogue import DialogueSet, load_dialogues
-from bot.engine import Outcome, Turn
+from bot.engine import Turn
 from bot.i18n import translator_for
 from bot.store import ActionSource, ActionStatus, CommitmentAction, Goal, Store
+from tests.coaching import turns
 
 REPO = Path(__file__).parents[2]
 MONDAY = datetime(2026, 12, 7, 8, 0, tzinfo=UTC)  # 09:00 in Rome
 USER = 42
+say = partial(turns.say, user=USER, now=MONDAY, time_zone="Europe/Rome")
 SKIP = Turn(command="skip")
 
 
@@ -27,19 +30,6 @@ SKIP = Turn(command="skip")
 def dialogues() -> DialogueSet:
     return load_dialogues(REPO / "dialogues")
 
-
-async def say(store: Store, dialogues: DialogueSet, *actions: Turn | Start,
-              now: datetime = MONDAY) -> Outcome:
-    outcome = None
-    for action in actions:
-        async def run(t, action=action):  # type: ignore[no-untyped-def]
-            t.user.consent_at = t.user.consent_at or now
-            t.user.time_zone = "Europe/Rome"
-            return await converse(t, dialogues, action, now)
-
-        outcome = await store.run_turn(USER, run)
-    assert outcome is not None
-    return outcome
 
 
 async def _with_goal(store: Store) -> None:

@@ -4,21 +4,25 @@ planned only on those days, exported and erased with them (SQLite and PostgreSQL
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import pytest
 from sqlalchemy import insert
 
-from bot.coaching.conversation import Resume, Start, converse
+from bot.coaching.conversation import Start
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.engine import Outcome, Turn
 from bot.schedule.planner import plan
 from bot.store import Goal, Store
+from tests.coaching import turns
+from tests.coaching.turns import texts
 from tests.store.store_helpers import raw
 
 REPO = Path(__file__).parents[2]
 FRIDAY_EVENING = datetime(2026, 12, 4, 18, 0, tzinfo=UTC)
 USER = 43
+say = partial(turns.say, user=USER, now=FRIDAY_EVENING)
 
 
 @pytest.fixture(scope="module")
@@ -26,21 +30,6 @@ def dialogues() -> DialogueSet:
     return load_dialogues(REPO / "dialogues")
 
 
-async def say(store: Store, dialogues: DialogueSet, *actions: Turn | Start | Resume,
-              now: datetime = FRIDAY_EVENING) -> Outcome:
-    outcome = None
-    for action in actions:
-        async def run(t, action=action):  # type: ignore[no-untyped-def]
-            t.user.consent_at = t.user.consent_at or now
-            return await converse(t, dialogues, action, now)
-
-        outcome = await store.run_turn(USER, run)
-    assert outcome is not None
-    return outcome
-
-
-def texts(*lines: str) -> list[Turn]:
-    return [Turn(text=line) for line in lines]
 
 
 def last_text(outcome: Outcome) -> str:

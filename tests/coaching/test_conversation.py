@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -20,13 +21,16 @@ from bot.coaching.conversation import (
 from bot.coaching.progress import current_streak, progress_text
 from bot.coaching.streaks import streak
 from bot.dialogue import DialogueSet, load_dialogues
-from bot.engine import ConversationState, Outcome, Turn
+from bot.engine import ConversationState, Turn
 from bot.engine.state import Frame
 from bot.store import Answer, Goal, Store, User
+from tests.coaching import turns
+from tests.coaching.turns import texts
 
 REPO = Path(__file__).parents[2]
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 USER = 42
+say = partial(turns.say, user=USER, now=NOW)
 
 
 @pytest.fixture(scope="module")
@@ -35,21 +39,6 @@ def dialogues() -> DialogueSet:
 
 
 
-async def say(store: Store, dialogues: DialogueSet, *actions: Turn | Start | Resume,
-              now: datetime = NOW) -> Outcome:
-    outcome = None
-    for action in actions:
-        async def run(t, action=action):  # type: ignore[no-untyped-def]
-            t.user.consent_at = t.user.consent_at or now  # answers are kept after consent
-            return await converse(t, dialogues, action, now)
-
-        outcome = await store.run_turn(USER, run)
-    assert outcome is not None
-    return outcome
-
-
-def texts(*lines: str) -> list[Turn]:
-    return [Turn(text=line) for line in lines]
 
 
 async def test_answers_are_kept_with_their_dialogue_and_step(store: Store,
