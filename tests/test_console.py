@@ -38,7 +38,7 @@ def test_a_scripted_goal_setting_completes_and_exits_0(tmp_path: Path) -> None:
     assert ("Goal: “\u2068Run a 10k race\u2069”. Today you are at 3 out of 10, and your target is "
             "8, by December 31, 2026. First step: “\u2068Buy running shoes\u2069”, by December 24, "
             "2026.") in out
-    assert out.rstrip().endswith("I will ask how it goes in your daily check-ins.")
+    assert out.rstrip().endswith("I will ask how it goes in your check-ins.")
     assert result.stderr == ""
 
 

@@ -96,8 +96,9 @@ def privacy_summary(tr: Translator, facts: PrivacyFacts) -> list[str]:
     """/privacy: what is kept, who sees it, for how long, and /export and /delete with what
     they cannot take back, one message each; true to the code (docs/privacy.md)."""
     kept = tr.gettext(
-        "What I keep. Until you agree, only your Telegram id, your language and how far "
-        "you got in my first questions; if you say no, I delete even that. Once you agree: your "
+        "What I keep. Until you agree, only your Telegram id, your language, how far you got "
+        "in my first questions and the invitation link you opened, if any; if you say no, I "
+        "delete even that. Once you agree: your "
         "first name, time zone, check-in time and days, and what you do with me: your goals, your "
         "answers (including your mood ratings), your check-ins, your sessions and the notes "
         "you choose to keep. If I notice signs that you may be in crisis, I keep a record "

@@ -514,7 +514,8 @@ class GroupHandlers:
         say(t, tr.gettext(
             "{coach} invites you to join the group “{group}”. What you write to me stays "
             "private: your coach sees only the group's figures, and only when at least three "
-            "members have contributed, never your own answers. You can leave at any time with "
+            "members have contributed, never your own answers unless you choose to share them. "
+            "You can leave at any time with "
             "/leave.").format(coach=coach_name, group=tr.words(group.name)),
             subject=group.coach_id)
         say(t, tr.gettext(

@@ -57,7 +57,7 @@ def test_a_target_at_today_is_asked_about_without_hinting_at_a_mistake(
                    ["Run 5 km", "Health", "Lighter", "8", "Some runs", "/skip", "8", "Yes"],
                    variables={})
     assert said[-2] == ("Today you are at 8, and the target you chose is 8, no higher than where "
-                        "you are now. Is that what you intend, for example to hold steady?")
+                        "you are now. Do you mean to hold steady at this level?")
     assert said[-1].startswith("By what date would you like to be there?")
 
 
@@ -93,7 +93,7 @@ NEW_GOAL = ["Sleep by 11", "Energy", "Rested", "4", "Some nights", "/skip", "8",
             "/skip", "/skip", "Phone away", "/skip", "Phone in the hall", "2026-12-06", "8"]
 WELL_DONE = ("You have a new goal. You also named what you will keep doing: "
              "“\u2068Stretching\u2069”.")
-LATER = ("Take the time you need. Your daily check-ins are about a goal in progress, so they "
+LATER = ("Take the time you need. Your check-ins are about a goal in progress, so they "
          "pause until you set a new one. When you are ready, send /goal and we will start from "
          "there.")
 
@@ -110,7 +110,7 @@ def test_a_reached_goal_ends_the_review_on_goal_completions_last_words(
 # At 5 (from 3, target 8), the client changes the target in the weekly review.
 ADJUST_TARGET = ["5", "Mornings", "/skip", "Patience", "Yes", "The target"]
 HOLD_CHECK = ("Today you are at 5, and the new target you chose is 5, no higher than where "
-              "you are now. Is that what you intend, for example to hold steady?")
+              "you are now. Do you mean to hold steady at this level?")
 NEXT_ACTION = "What, if anything, will you commit to for the coming week? You can send /skip."
 
 

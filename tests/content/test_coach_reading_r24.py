@@ -29,7 +29,7 @@ def test_the_daily_commitment_may_be_skipped(dialogues: DialogueSet) -> None:
 def test_the_weeks_commitment_may_be_skipped(dialogues: DialogueSet) -> None:
     said, outcome = play(dialogues, "weekly_review", [*AT_TEN, "No", "/skip"])
     assert said[-2:] == [NEXT_ACTION, "Thank you for this review, \u2068Ana\u2069. I will ask "
-                         "about your goal in your daily check-ins."]
+                         "about your goal in your check-ins."]
     assert outcome.state.variables["review.next_action"] is None
 
 

@@ -15,9 +15,9 @@ from tests.content.test_coach_reading_r11 import REPO
 from tests.content.test_coach_reading_r12 import context, play
 
 TODAY = date(2026, 12, 5)  # the day of test_coach_reading_r12's context
-DAY_LONG = {"energy_audit": ("How did your energy audit go?", time(19)),
-            "time_log": ("How did your time log go?", time(19)),
-            "three_good_things": ("How was writing down your three good things?", time(20))}
+DAY_LONG = {"energy_audit": ("Did you get to do your energy audit?", time(19)),
+            "time_log": ("Did you get to keep your time log?", time(19)),
+            "three_good_things": ("Did you get to write down your three good things?", time(20))}
 THIS_EVENING = "I will check in with you this evening at {} to hear how it went."
 TOMORROW = ("There is not much of the day left, so this one is for tomorrow. I will check in "
             "with you tomorrow at {} to hear how it went.")

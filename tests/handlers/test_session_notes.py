@@ -84,10 +84,11 @@ async def test_crisis_then_open_question_then_safety_question_then_the_offer(
 
     offered = await ana.send("I want to talk about my sister")
     assert KEEP in labels(offered) and "Start a check-in" in labels(offered)
-    assert "a note for yourself (you will find it in /export)" in (offered[0].text or "")
+    assert "a note for yourself, or start a check-in now?" in (offered[0].text or "")
     assert await notes(bot) == []  # nothing kept before the client says so
     kept = await ana.press(KEEP)
-    assert kept[0].text == "Kept for you: you will find it in /export."  # no session to prepare
+    # No session to prepare:
+    assert kept[0].text == "Kept for you. It is part of your data: /export includes it."
     [note] = await notes(bot)
     assert note.words == "I want to talk about my sister" and note.share == NoteShare.PRIVATE
 

@@ -86,7 +86,7 @@ async def test_it_comes_back_this_evening_and_the_coach_hears_how_it_went(
     assert await claim_and_start(db, dialogues, EVENING, worker_id="w") == {"started": 1}
     assert await later_rows(db) == [("time_log:status", "started", EVENING)]
     question = (await sent(db))[-1]
-    assert question["text"] == "How did your time log go?"
+    assert question["text"] == "Did you get to keep your time log?"
     assert [b["label"] for b in question["buttons"]] == [
         "I did it", "I did part of it", "Not this time"]
 
@@ -129,7 +129,7 @@ async def test_another_dialogue_in_between_does_not_lose_it(
     evening = datetime(2026, 3, 4, 19, 0, tzinfo=UTC)  # 20:00 in Rome
     assert await later_rows(db) == [("three_good_things:status", "planned", evening)]
     assert await claim_and_start(db, dialogues, evening, worker_id="w") == {"started": 1}
-    assert (await sent(db))[-1]["text"] == "How was writing down your three good things?"
+    assert (await sent(db))[-1]["text"] == "Did you get to write down your three good things?"
 
 
 async def test_a_client_in_the_middle_of_a_dialogue_is_asked_half_an_hour_later(
