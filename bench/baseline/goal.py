@@ -23,7 +23,7 @@ ASK_TRIED = ("If you have already tried something towards this, what did you lea
              "You can send /skip.")
 ASK_TARGET = "Where on the same scale from 1 to 10 do you want to be?"
 ASK_TARGET_CHECK = ("Today you are at {baseline}, and the target you chose is {target}, no higher "
-                    "than where you are now. Is that what you intend, for example to hold steady?")
+                    "than where you are now. Do you mean to hold at {target} or above?")
 ASK_DUE = ("By what date would you like to be there? Send a date, or /skip if you prefer not "
            "to set one.")
 ASK_OBSTACLES = "What could get in your way? You can send /skip."
@@ -38,7 +38,7 @@ ASK_COMMITMENT = "How committed are you to this step, from 1 to 10?"
 ASK_COMMITMENT_LIFT = ("Thank you. What would need to be different for that number to go up by "
                        "one point?")
 ASK_CHANGE_STEP = "Would you like to change your first step?"
-CLOSING = "I will ask how it goes in your daily check-ins."
+CLOSING = "I will ask how it goes in your check-ins."
 
 SCALE_HINT = "Please answer with a whole number from 1 to 10."
 YES_NO_HINT = "Please answer yes or no."

@@ -88,7 +88,7 @@ async def test_crisis_then_open_question_then_safety_question_then_the_offer(
     assert await notes(bot) == []  # nothing kept before the client says so
     kept = await ana.press(KEEP)
     # No session to prepare:
-    assert kept[0].text == "Kept for you. It is part of your data: /export includes it."
+    assert kept[0].text == "Kept for you. /export includes it with the rest of your data."
     [note] = await notes(bot)
     assert note.words == "I want to talk about my sister" and note.share == NoteShare.PRIVATE
 
