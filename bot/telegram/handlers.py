@@ -762,8 +762,9 @@ class Handlers:
         await self.store.erase_user(user.id)
         await self.sender.say_now(user.id, tr.gettext(
             "Done. Everything I stored about you is deleted. Anything already sent to your "
-            "coach stays in their Telegram chat, and backups keep a copy for a while (/privacy). "
-            "If you ever want to start again, send /start."))
+            "coach stays in their Telegram chat, and database backups keep a copy for as long as "
+            "the people who run me keep them (/privacy). If you ever want to start again, send "
+            "/start."))
 
 
 def _as_words(text: str) -> str:

@@ -45,7 +45,7 @@ def test_reached_but_not_to_be_marked_asks_what_they_want_first(
     said, outcome = play(dialogues, "goal_completion", ["No", "Another race first"],
                          variables=variables)
     assert said[0] == "Shall I mark “\u2068Run 5 km\u2069” as reached?"
-    assert "What would you like to happen before I mark it as reached? You can send /skip." in said
+    assert "What is still open for you in this goal? You can send /skip." in said
     assert "What would need to happen for it to feel complete?" not in said
     assert outcome.state.variables["goal.completion_gap"] == "Another race first"
 

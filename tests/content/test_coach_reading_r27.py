@@ -49,13 +49,13 @@ def test_a_reached_goal_looked_back_on_in_silence_is_not_thanked(
                    variables=REACHED)
     assert said[2].startswith("A few questions to look back on, if you like: you can send /skip")
     assert said[-1] == "Would you like to set a new goal now?"
-    assert "Thank you for sharing all this." not in said
+    assert "Thank you for sharing this." not in said
 
 
 def test_a_reached_goal_looked_back_on_is_thanked(dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "goal_completion", ["Yes", "/skip", "Friends", "/skip",
                                                   "Running on Sundays"], variables=REACHED)
-    assert said[-2:] == ["Thank you for sharing all this.",
+    assert said[-2:] == ["Thank you for sharing this.",
                          "Would you like to set a new goal now?"]
 
 

@@ -168,8 +168,8 @@ async def test_export_and_delete(bot: InProcessBot) -> None:
     done = await ana.press("Yes, delete everything")
     assert (done[-1].text or "") == (
         "Done. Everything I stored about you is deleted. Anything already sent to your coach "
-        "stays in their Telegram chat, and backups keep a copy for a while (/privacy). If you "
-        "ever want to start again, send /start.")
+        "stays in their Telegram chat, and database backups keep a copy for as long as the "
+        "people who run me keep them (/privacy). If you ever want to start again, send /start.")
     assert await count(bot, User, 105) == 0
     assert await count(bot, Answer, 105) == 0
 

@@ -84,7 +84,7 @@ async def test_crisis_then_open_question_then_safety_question_then_the_offer(
 
     offered = await ana.send("I want to talk about my sister")
     assert KEEP in labels(offered) and "Start a check-in" in labels(offered)
-    assert "a note for yourself, or start a check-in now?" in (offered[0].text or "")
+    assert "a note for yourself, start a check-in now, or not keep it?" in (offered[0].text or "")
     assert await notes(bot) == []  # nothing kept before the client says so
     kept = await ana.press(KEEP)
     # No session to prepare:

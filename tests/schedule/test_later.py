@@ -78,7 +78,7 @@ async def test_it_comes_back_this_evening_and_the_coach_hears_how_it_went(
             s, COACH, CLIENT, dialogues.programmes["two_week_focus"], MORNING.date(), 8, 0,
             MORNING, exercise_ids(dialogues))
     outcome = await run(db, dialogues, CLIENT, Start("time_log"), now=MORNING)
-    assert outcome.replies[-1].text == ("You have the whole day for it. I will check in with "
+    assert outcome.replies[-1].text == ("You have the rest of the day for it. I will check in with "
                                         "you this evening at 7:00\u202fPM to hear how it went.")
     assert not outcome.replies[-1].buttons and not outcome.state.active
     assert await later_rows(db) == [("time_log:status", "planned", EVENING)]
