@@ -667,8 +667,8 @@ def contribution_offer(group_id: int, group_name: str, locale: str) -> Reply:
     """The invitation to say, in private, what one's own part in the team's goal is."""
     tr = translator_for(locale)
     return Reply(tr.gettext("The team “{group}” has a shared goal now. Only you decide whether "
-                            "your coach sees what you answer here. Would you like to name your "
-                            "own part in it?")
+                            "your coach sees your answers. Would you like to name your own part "
+                            "in it?")
                  .format(group=tr.words(group_name)),
                  (Button(tr.gettext("Name my part"), f"gcontrib:{group_id}"),))
 

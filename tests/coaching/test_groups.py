@@ -560,7 +560,7 @@ async def test_a_shared_goal_and_each_members_own_part_shared_only_on_their_yes(
         (m, f"gcontrib:{team.id}") for m in (ANA, BO, CI)]
     italian = translator_for("it").gettext(
         "The team “{group}” has a shared goal now. Only you decide whether your coach sees "
-        "what you answer here. Would you like to name your own part in it?"
+        "your answers. Would you like to name your own part in it?"
     ).split("{group}")[0]
     assert offers[0].payload["text"].startswith(italian) and italian != "The team “"
     goal = "Ship the new onboarding by June"
