@@ -60,7 +60,7 @@ TABLE_LABELS: dict[str, str] = {
     "measures": N_("What your coach asks you to rate or count, with its target, or what you "
                    "ask your clients for, if you are a coach."),
     "measure_values": N_("Your ratings and numbers for those measures, and the scores you gave "
-                         "in exercises such as the wheel of life, with the moment."),
+                         "in exercises such as the wheel of life, with the date and time of each."),
     "programme_runs": N_("The programmes a coach gave you, or that you gave your clients, and "
                          "whether they are running, paused or cancelled."),
     "coach_dialogues": N_("Dialogues you wrote and sent me, if you are a coach."),
