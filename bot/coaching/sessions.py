@@ -713,7 +713,7 @@ async def brief_text(session: AsyncSession, cs: CoachingSession, tr: Translator,
     shown = [(label, answers[name]) for name, label in BRIEF_ANSWERS
              if answers.get(name) is not None]
     if not shown:
-        lines.append(tr.gettext("They have not prepared this time."))
+        lines.append(tr.gettext("No preparation answers this time."))
     for label, value in shown:
         text = tr.isolate(tr.number(value)) if isinstance(value, int | float) \
             else tr.words(str(value))

@@ -608,7 +608,8 @@ class GroupHandlers:
         if group is None:
             return False  # not linked by a coach: refused like any group
         await self._say_in_chat(chat.id, translator_for(locale).gettext(
-            "Let us talk in private, where what you write stays between us: {link}").format(
+            "Let us talk in private: nobody in this group sees what you write to me there. "
+            "/privacy says what I keep and who sees it. {link}").format(
                 link=f"https://t.me/{self.bot_username()}"))
         return True
 

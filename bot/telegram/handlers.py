@@ -348,7 +348,8 @@ class Handlers:
         tr = translator_for(user.language_code if user else None)
         try:
             await self.sender.say_now(chat.id, tr.gettext(
-                "I only talk in private chats, because what you share with me is private. "
+                "I only talk in private chats, so that nobody in a group sees what you share with "
+                "me. "
                 "Please write to me directly."))
         except TelegramError as exc:
             log.warning("could not answer in a group: %s", type(exc).__name__)

@@ -214,15 +214,15 @@ async def test_the_coachs_request_is_told_the_first_time_only(
         he.gettext("Your coach asks you to keep track of this: {tracked.name}. They see your "
                    "answers; if you would like to change or stop it, tell them.").replace(
             "{tracked.name}", "\u2068Energy\u2069"),
-        he.gettext("How would you rate it today, from 1 to 10?")]
+        he.gettext("How would you rate it today, from 1 (lowest) to 10 (highest)?")]
     await run(db, dialogues, CLIENT, Turn(text="5"))
     async with db.sessionmaker() as s:
         again = await measures.measure_start(s, measure)
     assert again[1][measures.ASKED_FIRST] is False
     asked_again = await run(db, dialogues, CLIENT, Start(*again))
     assert [r.text for r in asked_again.replies] == [
-        he.gettext("{tracked.name}: how would you rate it today, from 1 to 10?").replace(
-            "{tracked.name}", "\u2068Energy\u2069")]
+        he.gettext("{tracked.name}: how would you rate it today, from 1 (lowest) to 10 "
+                   "(highest)?").replace("{tracked.name}", "\u2068Energy\u2069")]
 
 
 async def test_the_client_answers_and_both_get_a_summary_every_few_weeks(

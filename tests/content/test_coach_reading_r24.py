@@ -35,8 +35,8 @@ def test_the_weeks_commitment_may_be_skipped(dialogues: DialogueSet) -> None:
 
 def test_the_sessions_commitment_may_be_skipped(dialogues: DialogueSet) -> None:
     said, outcome = play(dialogues, "session_recap", ["Speak first", "/skip"], variables={})
-    assert said[-2:] == ["What will you do before the next session? If nothing for now, send "
-                         "/skip.", "Thank you, \u2068Ana\u2069. What you take away is noted."]
+    assert said[-2:] == ["What, if anything, will you do before the next session? You can "
+                         "send /skip.", "Thank you, \u2068Ana\u2069. What you take away is noted."]
     assert outcome.state.variables["recap.commitment"] is None
     assert "recap.by" not in outcome.state.variables  # no date asked for nothing
 

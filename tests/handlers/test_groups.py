@@ -225,7 +225,8 @@ async def test_the_coach_picks_the_chats_language_and_the_bot_posts_in_it(
     fake.send_text(ANA, "/help", chat_type="group", chat_id=CHAT, first_name="Ana")
     pointer = await messages_in(bot, CHAT, 2)
     assert pointer[1].text == he.gettext(
-        "Let us talk in private, where what you write stays between us: {link}").format(
+        "Let us talk in private: nobody in this group sees what you write to me there. "
+        "/privacy says what I keep and who sees it. {link}").format(
             link=f"https://t.me/{fake.bot_username}")
 
 
