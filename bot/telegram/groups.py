@@ -609,7 +609,7 @@ class GroupHandlers:
             return False  # not linked by a coach: refused like any group
         await self._say_in_chat(chat.id, translator_for(locale).gettext(
             "Let us talk in private: nobody in this group sees what you write to me there. "
-            "/privacy says what I keep and who sees it. {link}").format(
+            "/privacy says what I keep and who sees it. Here is our private chat: {link}").format(
                 link=f"https://t.me/{self.bot_username()}"))
         return True
 

@@ -226,7 +226,7 @@ async def test_the_coach_picks_the_chats_language_and_the_bot_posts_in_it(
     pointer = await messages_in(bot, CHAT, 2)
     assert pointer[1].text == he.gettext(
         "Let us talk in private: nobody in this group sees what you write to me there. "
-        "/privacy says what I keep and who sees it. {link}").format(
+        "/privacy says what I keep and who sees it. Here is our private chat: {link}").format(
             link=f"https://t.me/{fake.bot_username}")
 
 
