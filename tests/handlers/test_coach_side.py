@@ -35,7 +35,7 @@ async def test_a_coach_writes_and_the_client_replies(bot: InProcessBot) -> None:
     asked = await coach.press(LUCA)
     assert "What would you like to tell" in (asked[0].text or "")
     sent = await coach.send("How did the talk with your manager go?")
-    assert (sent[0].text or "").startswith("Sent.")
+    assert (sent[0].text or "").startswith("Done.")
     got = await client.replies()
     assert got[0].text == (f"A message from your coach {MARTA}:\n\n"
                            "\u2068How did the talk with your manager go?\u2069")

@@ -79,7 +79,8 @@ async def test_a_measure_is_set_asked_on_schedule_answered_and_charted(
     assert asked[0].text == ("Il tuo coach ti chiede di tenere traccia di questo: "
                              "\u2068Energy when you wake up\u2069. Vedrà le tue risposte; se "
                              "vuoi cambiare qualcosa o smettere, diglielo.")
-    assert asked[1].text == "Che voto dai oggi, da 1 a 10?"  # the request told once, the first time
+    # The request told once, the first time:
+    assert asked[1].text == "Che voto dai oggi, da 1 (minimo) a 10 (massimo)?"
     thanks = await client.press("6")
     assert thanks[-1].text == "Grazie. Scrivi /progress per vedere l'andamento finora."
     async with bot.store.sessionmaker() as session:
