@@ -738,7 +738,7 @@ def _not_wanting_to_live(pieces: Sequence[str]) -> bool:
             if life is None or any("NEGATION" in tags[v] for v in range(k + 1, life)):
                 continue
             after = words[life + 1:end]
-            if len(after) <= 1 and not set(after) & _MANNER \
+            if len(after) <= 1 and not set(words[want + 1:end]) & _MANNER \
                     and not any(tags[v] - {"RESOLVED"} for v in range(life + 1, end)):
                 return True
     return False
@@ -836,11 +836,11 @@ _RULE_N = True
 # is urgent.
 _RULE_D = True
 # Rule S: a negation denies suicide said outright only in its clause or after it.
-_RULE_S = False
+_RULE_S = True
 # Rule L: not wanting to live, read as a wish or as explicit intent or a plan, is urgent.
-_RULE_L = False
+_RULE_L = True
 # Rule I: the words of suicide said outright are urgent when the model reads an indirect wish.
-_RULE_I = False
+_RULE_I = True
 _COACHING = "coaching_context"  # a euphemism next to a coached habit: asked about at most
 _DOSE = "dose_taken"  # a dose taken in numbers or a poison swallowed (rule D)
 
