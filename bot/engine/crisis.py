@@ -660,6 +660,90 @@ def _stated_suicide(pieces: Sequence[str]) -> bool:
         and (bool(found & _SUICIDE) or any(s >= _WISH_OF_DEATH for s in said))
 
 
+# Rule S: suicide said outright in a clause of its own, a negation in an earlier clause ("no és
+# que estigui trist, és que vull morir", "7? no. 1. i wish i was dead"). A negation in the clause
+# of the words of suicide, or in any clause after them ("suicide? the answer is no"), still
+# denies them; fiction, a joke, hyperbole or the past anywhere in the message still set them
+# aside.
+def _clauses(pieces: Sequence[str]) -> list[frozenset[str]]:
+    """The concepts of each clause of a message, in order (a sentence ends a clause too)."""
+    clauses: list[frozenset[str]] = []
+    for piece in pieces:
+        current: frozenset[str] = frozenset()
+        for tag in _sentence_tags(piece):
+            if tag is _CLAUSE_TAG:
+                clauses.append(current)
+                current = frozenset()
+            else:
+                current |= tag
+        clauses.append(current)
+    return [c for c in clauses if c]
+
+
+def _suicide_clause(clause: frozenset[str], outright: bool) -> bool:
+    return bool(clause & _SUICIDE) or (not outright and clause >= _WISH_OF_DEATH)
+
+
+def _stated_in_clause(pieces: Sequence[str], outright: bool = False) -> bool:
+    """Whether a message says suicide (``outright``: its words, not a wish to die) in a clause
+    with no negation and no negation after it, and nothing that makes it fiction, a joke,
+    hyperbole or the past."""
+    clauses = _clauses(pieces)
+    if frozenset().union(*clauses) & (_NOT_STATED - {"NEGATION"}):
+        return False
+    first = next((k for k, c in enumerate(clauses) if _suicide_clause(c, outright)), None)
+    if first is None:
+        return False
+    # An earlier negation denies a word of risk of its own ("не съм мислила да се нараня,
+    # искам просто да си почина"): the message is a denial, not a cry.
+    return not any("NEGATION" in c for c in clauses[first:]) \
+        and not any("NEGATION" in c and c - _NEUTRAL_CONCEPTS for c in clauses[:first])
+
+
+# Rule L: not wanting to live ("I don't want to live anymore", "non voglio più vivere", "ne
+# iskam da jiveq", "אני לא רוצה להיות בחיים") is explicit intent, not a wish to be asked about:
+# a negation, then a wish at most two words on with no new subject between, then life at most
+# three words on, and at most one word after it in its clause ("anymore", "više"), none of them
+# a manner ("like this", "così", "ovako": a life that should change, a low mood).
+_MANNER = frozenset({"this", "that", "cosi", "aixi", "taka", "така", "ovako", "ovak", "ovakav",
+                     "ovakva", "ככה", "kaha", "kacha", "kakha", "asi", "like", "so", "here",
+                     "there", "with", "without"})
+_NOT_A_LIFE_WISH = frozenset({"FICTION", "JOKE", "HYPERBOLE", "OTHER_PERSON", "HOME_PERSON"})
+
+
+def _not_wanting_to_live(pieces: Sequence[str]) -> bool:
+    """Whether a clause says the speaker does not want to live."""
+    if frozenset().union(*(t for p in pieces for t in _sentence_tags(p))) & _NOT_A_LIFE_WISH:
+        return False
+    for piece in pieces:
+        words = piece.split()
+        tags = _sentence_tags(piece)
+        ends = [k for k, t in enumerate(tags) if t is _CLAUSE_TAG] + [len(tags)]
+        for k, tag in enumerate(tags):
+            if "NEGATION" not in tag or tag is _CLAUSE_TAG:
+                continue
+            # A negation before it ("זה לא שאני לא רוצה לחיות", "no és que no vulgui viure")
+            # or in a clause after it ("...però era la ràbia, no ho penso") takes it back.
+            end = next(e for e in ends if e > k)
+            later = tags[end:]
+            if any("NEGATION" in t for t in tags[:k]) or (
+                    any("NEGATION" in t for t in later) and any("CONTRAST" in t for t in later)):
+                return False
+            want = next((w for w in range(k + 1, min(k + 3, end))
+                         if "WANT" in tags[w]), None)
+            if want is None or any("I" in tags[w] for w in range(k + 1, want)):
+                continue
+            life = next((v for v in range(want + 1, min(want + 4, end))
+                         if "LIFE" in tags[v]), None)
+            if life is None or any("NEGATION" in tags[v] for v in range(k + 1, life)):
+                continue
+            after = words[life + 1:end]
+            if len(after) <= 1 and not set(words[want + 1:end]) & _MANNER \
+                    and not any(tags[v] - {"RESOLVED"} for v in range(life + 1, end)):
+                return True
+    return False
+
+
 # A dose already taken, said in numbers ("took 25 tylenol", "לקחתי 20 אקמול") or a poison
 # swallowed ("mi sono bevuto mezza bottiglia di candeggina"), with no word of suicide: read as
 # explicit intent or a plan, it is urgent, unless its sentence has a negation or the message
@@ -743,6 +827,7 @@ URGENT_CATEGORIES = frozenset({
 })
 #: Categories in which suicide said outright is urgent whatever the model's urgent score.
 _STATED_CATEGORIES = frozenset({CrisisCategory.EXPLICIT_IDEATION, CrisisCategory.PLAN_MEANS})
+_LIFE_WISH_CATEGORIES = _STATED_CATEGORIES | {CrisisCategory.INDIRECT_IDEATION}
 _LEXICON = "lexicon"
 # Rule N of crisis_corpus/README.md (every word of risk denied: never urgent); a switch so that
 # crisis_corpus/cv.py measures the rules with and without it from one training.
@@ -750,6 +835,12 @@ _RULE_N = True
 # Rule D: a dose taken in numbers or a poison swallowed, read as explicit intent or a plan,
 # is urgent.
 _RULE_D = True
+# Rule S: a negation denies suicide said outright only in its clause or after it.
+_RULE_S = True
+# Rule L: not wanting to live, read as a wish or as explicit intent or a plan, is urgent.
+_RULE_L = True
+# Rule I: the words of suicide said outright are urgent when the model reads an indirect wish.
+_RULE_I = True
 _COACHING = "coaching_context"  # a euphemism next to a coached habit: asked about at most
 _DOSE = "dose_taken"  # a dose taken in numbers or a poison swallowed (rule D)
 
@@ -922,7 +1013,13 @@ def detect_crisis(text: str) -> CrisisSignal | None:
         and not _lone_ambiguous_means(pieces, lexicon) and (
         urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
         or (lexicon and risk >= model.thresholds["sure"] and category in URGENT_CATEGORIES)
-        or (category in _STATED_CATEGORIES and _stated_suicide(pieces))
+        or (category in _STATED_CATEGORIES and (
+            _stated_suicide(pieces) or (_RULE_S and _stated_in_clause(pieces))))
+        or (_RULE_I and category is CrisisCategory.INDIRECT_IDEATION and (
+            _stated_in_clause(pieces, outright=True) if _RULE_S else
+            _stated_suicide(pieces) and any(_SUICIDE & t for p in pieces
+                                            for t in _sentence_tags(p))))
+        or (_RULE_L and category in _LIFE_WISH_CATEGORIES and _not_wanting_to_live(pieces))
         or dose)
     fired = (f"model:{category}:{risk:.2f}",) + ((_LEXICON,) if lexicon else ()) \
         + ((_COACHING,) if coaching else ()) + ((_DOSE,) if dose and urgent else ())
