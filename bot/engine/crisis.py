@@ -531,8 +531,10 @@ def _concepts_of(word: str) -> frozenset[str]:
     return _word_concepts(word, _concepts())
 
 
-def _sentence_tags(sentence: str) -> list[frozenset[str]]:
-    """The concepts of each word of a normalised sentence, a listed phrase's on its first word."""
+@lru_cache(maxsize=1 << 12)
+def _sentence_tags(sentence: str) -> tuple[frozenset[str], ...]:
+    """The concepts of each word of a normalised sentence, a listed phrase's on its first word
+    (cached: the rules and the features read the same sentences of a long message again)."""
     words = sentence.split()
     tags: list[frozenset[str]] = [_CLAUSE_TAG if w == CLAUSE else _concepts_of(w) for w in words]
     # A negation that affirms ("non sto scherzando", "not joking", "can't stop thinking of it")
@@ -543,7 +545,7 @@ def _sentence_tags(sentence: str) -> list[frozenset[str]]:
     for k in range(1, len(words)):
         if words[k] in _NOUN_AFTER and words[k - 1] in _NOUN_AFTER[words[k]]:
             tags[k] = tags[k] - {"NEGATION"}
-    return [tag & _AFFIRMING if tag & _AFFIRMING else tag for tag in tags]
+    return tuple(tag & _AFFIRMING if tag & _AFFIRMING else tag for tag in tags)
 
 
 def concept_features(sentence: str) -> list[str]:
