@@ -746,6 +746,24 @@ def _not_wanting_to_live(pieces: Sequence[str]) -> bool:
     return False
 
 
+def _said_outright(pieces: Sequence[str], category: CrisisCategory) -> str | None:
+    """The rule by which a message the model flags says suicide outright, if one does: its
+    name, for ``fired``."""
+    if category in _STATED_CATEGORIES:
+        if _stated_suicide(pieces):
+            return "stated"
+        if _RULE_S and _stated_in_clause(pieces):
+            return "stated_in_clause"
+    if _RULE_I and category is CrisisCategory.INDIRECT_IDEATION and (
+            _stated_in_clause(pieces, outright=True) if _RULE_S else
+            _stated_suicide(pieces) and any(_SUICIDE & t for p in pieces
+                                            for t in _sentence_tags(p))):
+        return "stated_outright"
+    if _RULE_L and category in _LIFE_WISH_CATEGORIES and _not_wanting_to_live(pieces):
+        return "not_wanting_to_live"
+    return None
+
+
 # A dose already taken, said in numbers ("took 25 tylenol", "לקחתי 20 אקמול") or a poison
 # swallowed ("mi sono bevuto mezza bottiglia di candeggina"), with no word of suicide: read as
 # explicit intent or a plan, it is urgent, unless its sentence has a negation or the message
@@ -1011,20 +1029,16 @@ def detect_crisis(text: str) -> CrisisSignal | None:
     dose = _RULE_D and category in _STATED_CATEGORIES and _dose_taken(pieces)
     # A listed phrase the model is sure of and reads as urgent ("non voglio più vivere": explicit
     # and indirect wishes split the model's probability) is urgent too.
-    urgent = category is not CrisisCategory.CONCERN_OTHER and not coaching and not denied \
-        and not _lone_ambiguous_means(pieces, lexicon) and (
+    possible = category is not CrisisCategory.CONCERN_OTHER and not coaching and not denied \
+        and not _lone_ambiguous_means(pieces, lexicon)
+    read_urgent = possible and (
         urgent_score(model.classes, scores.probabilities.tolist()) >= model.thresholds["urgent"]
-        or (lexicon and risk >= model.thresholds["sure"] and category in URGENT_CATEGORIES)
-        or (category in _STATED_CATEGORIES and (
-            _stated_suicide(pieces) or (_RULE_S and _stated_in_clause(pieces))))
-        or (_RULE_I and category is CrisisCategory.INDIRECT_IDEATION and (
-            _stated_in_clause(pieces, outright=True) if _RULE_S else
-            _stated_suicide(pieces) and any(_SUICIDE & t for p in pieces
-                                            for t in _sentence_tags(p))))
-        or (_RULE_L and category in _LIFE_WISH_CATEGORIES and _not_wanting_to_live(pieces))
-        or dose)
+        or (lexicon and risk >= model.thresholds["sure"] and category in URGENT_CATEGORIES))
+    rule = _said_outright(pieces, category) if possible and not read_urgent else None
+    urgent = read_urgent or rule is not None or (possible and dose)
     fired = (f"model:{category}:{risk:.2f}",) + ((_LEXICON,) if lexicon else ()) \
-        + ((_COACHING,) if coaching else ()) + ((_DOSE,) if dose and urgent else ())
+        + ((_COACHING,) if coaching else ()) + ((rule,) if rule else ()) \
+        + ((_DOSE,) if dose and urgent else ())
     return CrisisSignal(CrisisLevel.URGENT if urgent else CrisisLevel.CHECK, category, risk,
                         fired)
 

@@ -117,3 +117,11 @@ def test_not_wanting_to_live_and_suicide_after_a_negation_are_urgent(text: str) 
 def test_a_life_that_should_change_a_past_attempt_or_prevention_is_not_urgent(text: str) -> None:
     signal = detect_crisis(text)
     assert signal is None or signal.level is not CrisisLevel.URGENT, signal
+
+
+def test_the_rule_that_made_it_urgent_is_named_for_the_audit_log() -> None:
+    signal = detect_crisis("I don't want to live anymore")
+    assert signal is not None and signal.level is CrisisLevel.URGENT
+    assert "not_wanting_to_live" in signal.fired
+    calm = detect_crisis("I don't want to live like this, I want a job I like")
+    assert calm is None or "not_wanting_to_live" not in calm.fired
