@@ -39,22 +39,6 @@ def run_through(checkin_dates: set[date], last: date, chosen: int | None = None)
 def best_run(checkin_dates: Iterable[date], chosen: int | None = None) -> int:
     """The longest run of chosen days with a check-in (0 without any)."""
     counted = {day for day in checkin_dates if chosen_day(chosen, day.weekday())}
-    best = 0
-    for day in counted:
-        if previous_chosen(day, chosen) in counted:
-            continue  # not the start of a run
-        length = 1
-        following = next_chosen(day, chosen)
-        while following in counted:
-            length += 1
-            following = next_chosen(following, chosen)
-        best = max(best, length)
-    return best
-
-
-def next_chosen(day: date, chosen: int | None = None) -> date:
-    """The first chosen day after ``day``."""
-    after = day + timedelta(days=1)
-    while not chosen_day(chosen, after.weekday()):
-        after += timedelta(days=1)
-    return after
+    # A run ends on a day that is no other counted day's previous chosen day.
+    continued = {previous_chosen(day, chosen) for day in counted}
+    return max((run_through(counted, day, chosen) for day in counted - continued), default=0)
