@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -15,7 +14,7 @@ from babel.numbers import NumberFormatError, parse_decimal
 from bot.dialogue.expr import Value
 from bot.dialogue.model import AnswerType, Ask
 from bot.engine.places import find_time_zones
-from bot.i18n import Translator, parse_weekdays
+from bot.i18n import Translator, parse_weekdays, without_accents
 
 
 @dataclass(frozen=True)
@@ -108,8 +107,7 @@ def _choice(ask: Ask, text: str, tr: Translator) -> Value | Invalid:
 
 def _bare(word: str) -> str:
     """A typed word without case or accents: phones often drop them ("si" for "sì")."""
-    decomposed = unicodedata.normalize("NFKD", word.casefold().strip().rstrip(".!"))
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    return without_accents(word.casefold().strip().rstrip(".!"))
 
 
 def _yes_no(text: str, tr: Translator) -> Value | Invalid:

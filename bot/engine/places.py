@@ -6,7 +6,6 @@ CLDR (through Babel) in every supported language, and the zone-to-country table 
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
@@ -14,7 +13,7 @@ from zoneinfo import available_timezones
 
 from babel import Locale
 
-from bot.i18n import SUPPORTED_LOCALES
+from bot.i18n import SUPPORTED_LOCALES, without_accents
 
 
 def _tz_text(name: str) -> str:
@@ -64,9 +63,7 @@ def country_for_timezone(tz: str) -> str | None:
 
 
 def _key(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return " ".join("".join(c for c in decomposed if not unicodedata.combining(c))
-                    .replace("_", " ").replace("-", " ").split())
+    return " ".join(without_accents(text.casefold()).replace("_", " ").replace("-", " ").split())
 
 
 # Big cities and regions of our clients' countries that CLDR does not name, as people write them.

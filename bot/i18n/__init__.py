@@ -175,10 +175,10 @@ def parse_weekdays(text: str, locale: str) -> list[int] | None:
         for context in ("format", "stand-alone"):
             for width in ("wide", "abbreviated", "short"):
                 for day, name in days[context][width].items():
-                    names.setdefault(_without_accents(str(name).casefold().rstrip(".")), day)
+                    names.setdefault(without_accents(str(name).casefold().rstrip(".")), day)
     found: set[int] = set()
     # Typed on a phone, "lunedi" and "cetvrtak" are as clear as "lunedì" and "četvrtak".
-    for segment in _LIST_SEPARATORS.split(_without_accents(text.casefold())):
+    for segment in _LIST_SEPARATORS.split(without_accents(text.casefold())):
         segment = segment.strip(" .")
         if not segment:
             continue
@@ -194,8 +194,10 @@ def parse_weekdays(text: str, locale: str) -> list[int] | None:
     return sorted(found) or None
 
 
-def _without_accents(text: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFD", text)
+def without_accents(text: str) -> str:
+    """``text`` decomposed (compatibility forms too) without its combining marks: typed on a
+    phone, "lunedi", "cetvrtak" and "si" are as clear as "lunedì", "četvrtak" and "sì"."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text)
                    if not unicodedata.combining(c))
 
 
