@@ -7,19 +7,27 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from tests.handlers.test_bot import answer_until_idle
-from tests.inprocess import InProcessBot
+from tests.inprocess import ClientUser, InProcessBot
 from tests.schedule.helpers import add_due, add_users
 from tests.store.store_helpers import raw
 
 
+async def to_the_days(bot: InProcessBot, user_id: int, city: str, time: str) -> ClientUser:
+    """A new client through the onboarding up to the check-in days (the question's message is
+    the client's last)."""
+    client = bot.user(user_id)
+    await client.send("/start")
+    await client.press("Yes")
+    await client.press("Yes")
+    await client.press("English")
+    await client.send(city)
+    await client.send(time)
+    return client
+
+
 async def test_onboarding_asks_the_days_and_the_closing_says_them(bot: InProcessBot) -> None:
-    ana = bot.user(121)
-    await ana.send("/start")
-    await ana.press("Yes")
-    await ana.press("Yes")
-    await ana.press("English")
-    await ana.send("Zagreb")
-    asked = await ana.send("7:30")
+    ana = await to_the_days(bot, 121, "Zagreb", "7:30")
+    asked = ana.messages[-1:]
     assert asked[-1].text == "On which days would you like your check-in?"
     await ana.press("Let me choose the days")
     wrong = await ana.send("Someday")
@@ -38,13 +46,7 @@ async def test_onboarding_asks_the_days_and_the_closing_says_them(bot: InProcess
 
 
 async def test_onboarding_every_day_keeps_its_closing(bot: InProcessBot) -> None:
-    ana = bot.user(122)
-    await ana.send("/start")
-    await ana.press("Yes")
-    await ana.press("Yes")
-    await ana.press("English")
-    await ana.send("Rome")
-    await ana.send("8:00")
+    ana = await to_the_days(bot, 122, "Rome", "8:00")
     await ana.press("Every day")
     await answer_until_idle(bot, ana, {
         "goal": "Read more", "baseline": "3", "target": "8", "commitment": "9"})
