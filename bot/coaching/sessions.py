@@ -739,9 +739,9 @@ async def set_brief_consent(session: AsyncSession, client_id: int, coach_id: int
 def brief_question(coach_id: int, coach_name: str, tr: Translator) -> dict[str, object]:
     """Asked when a client links with a coach, and by /brief."""
     return {"text": tr.gettext(
-        "Would you like {coach} to get your session preparation an hour before each session? "
-        "They would see only your answers to it and your actions. You can change this at any "
-        "time with /brief.").format(coach=tr.words(coach_name)),
+        "{coach} can get your session preparation an hour before each session: only your "
+        "answers to it and the actions you committed to. You can change this at any time with "
+        "/brief. Would you like {coach} to get it?").format(coach=tr.words(coach_name)),
         "buttons": _buttons((tr.gettext("Yes, share it"), f"{BUTTON}:brief:yes:{coach_id}"),
                             (tr.gettext("No, keep it private"),
                              f"{BUTTON}:brief:no:{coach_id}"))}

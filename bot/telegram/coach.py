@@ -383,8 +383,9 @@ class CoachHandlers:
                               "used or have expired). Please ask your coach for a new one."))
             return None
         say(t, tr.gettext("{coach} invites you to share your coaching progress with them: "
-                          "your goals, check-ins and exercise answers, including when you skip "
-                          "an exercise or do not answer for a few days. Nothing you write "
+                          "your goals, your check-ins (mood ratings included) and your exercise "
+                          "answers, and also when you skip an exercise or do not answer for a "
+                          "few days. Nothing you write "
                           "before you agree is shared, and you can stop sharing at any time "
                           "with /coach. If you share and I notice signs that you may be in "
                           "crisis, I tell {coach}, without any of your words, so that they can "

@@ -513,14 +513,16 @@ class GroupHandlers:
         # Two messages: on a phone, one this long hides the question under it.
         say(t, tr.gettext(
             "{coach} invites you to join the group “{group}”. What you write to me stays "
-            "private: your coach sees only the group's figures, and only when at least three "
+            "private: your coach sees only the group's figures (such as how many answered and "
+            "the average mood), and only when at least three "
             "members have contributed, never your own answers unless you choose to share them. "
             "You can leave at any time with "
             "/leave.").format(coach=coach_name, group=tr.words(group.name)),
             subject=group.coach_id)
         say(t, tr.gettext(
-            "You can also let {coach} follow your own progress (goals, check-ins and exercise "
-            "answers, including when you skip an exercise or do not answer for a few days), as "
+            "You can also let {coach} follow your own progress (your goals, your check-ins with "
+            "their mood ratings and your exercise answers, and also when you skip an exercise "
+            "or do not answer for a few days), as "
             "in one-to-one coaching. If you share your progress and I notice signs that you may "
             "be in crisis, I tell {coach}, without any of your words, so that they can reach "
             "out to you. Would you like to join?").format(coach=coach_name), (

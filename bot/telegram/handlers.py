@@ -595,7 +595,8 @@ class Handlers:
         if not await has_active_goal(t.session, t.user_id):
             t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(
                 "A check-in looks at a goal in progress, and you have none at the "
-                "moment. We can set one now, if you like; if not, send /cancel.")).to_payload())
+                "moment, so let us set one now. If you would rather not, send /cancel.")
+            ).to_payload())
             action = Start(GOAL_SETTING)
         outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)
         enqueue_replies(t, outcome)
@@ -856,8 +857,10 @@ def delete_reply(locale: str) -> Reply:
     tr = translator_for(locale)
     return Reply(tr.gettext("This deletes everything I have stored about you: your profile, "
                             "goals, answers, check-ins, notes, messages with your coach and "
-                            "your link to them. It cannot be undone. Anything already sent "
-                            "to your coach stays in their Telegram chat. Delete everything?"),
+                            "your link to them. It cannot be undone. What it cannot reach: "
+                            "anything already sent to your coach stays in their Telegram "
+                            "chat, and database backups keep a copy for as long as the "
+                            "people who run me keep them. Delete everything?"),
                  (Button(tr.gettext("Yes, delete everything"), "delete:yes"),
                   Button(tr.gettext("No, keep it"), "delete:no")))
 

@@ -30,8 +30,8 @@ def test_the_onboarding_notices_a_crisis_only_from_what_the_client_writes(
 
 YESTERDAY = {"commitment.last": "Stretch", "commitment.last_days_ago": 1}
 INSTEAD = "What came up instead? You can send /skip."
-COMMIT = ("What is one thing you would like to do towards “\u2068Run 5 km\u2069” before we "
-          "next talk? It can be small, or send /skip if there is nothing for now.")
+COMMIT = ("What is one thing, however small, you would like to do towards “\u2068Run 5 km\u2069” "
+          "before we next talk? If there is nothing for now, you can send /skip.")
 
 
 @pytest.mark.parametrize("rating", ["Done", "Part of it"])

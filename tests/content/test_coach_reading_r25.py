@@ -36,8 +36,8 @@ def test_a_skipped_sprint_step_is_not_asked_when(dialogues: DialogueSet) -> None
 
 @pytest.mark.parametrize(("answers", "last"), [
     (["/skip", "/skip"], "All right. Thank you, \u2068Ana\u2069."),
-    (["Testing the builds", "/skip"], "Would you like your coach to see what you wrote here? "
-                                      "Nobody else in the group sees it.")])
+    (["Testing the builds", "/skip"], "Nobody else in the group sees what you wrote here. "
+                                      "Would you like your coach to see it?")])
 def test_a_team_member_may_leave_out_their_part(dialogues: DialogueSet, answers: list[str],
                                                 last: str) -> None:
     said, _ = play(dialogues, "group_contribution", answers,

@@ -154,7 +154,7 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) ->
                                  (members[2], "My private doubt", "No")):
         fake.press_button(member.user_id, question.message_id, data, chat_id=CHAT)
         asked = await member.replies()
-        assert asked[-1].text == "Take a moment. What is your answer?"
+        assert asked[-1].text == "Take a moment. What is your answer? You can send /skip."
         await member.send(words)
         await member.press(share)
     posted = await messages_in(running_bot, CHAT, 5)
