@@ -209,8 +209,8 @@ def own_exercise_source(title: str, instructions: str,
         "how": {"say": _literal(instructions), "next": "status"},
         "status": {
             "say": _literal(tr.gettext("Take your time. When you have finished, or if you "
-                                       "decide to stop, come back here: how much of it "
-                                       "did you do?")),
+                                       "decide to stop, come back here: did you get to "
+                                       "do it?")),
             "ask": {"type": "choice", "save": "exercise.status", "options": {
                 "done": _literal(tr.gettext("I did it")),
                 "partly": _literal(tr.gettext("I did part of it")),

@@ -116,12 +116,12 @@ def privacy_summary(tr: Translator, facts: PrivacyFacts) -> list[str]:
             "words, so that they can reach out to you. The people who run me can access the "
             "database, as for any online service."),
         tr.ngettext(
-            "How long: for as long as you use me, and for as long as you share your progress "
-            "with a coach. After that, I delete everything about you {days} day after the last "
+            "How long: for as long as you use me or share your progress with a coach. "
+            "After that, I delete everything about you {days} day after the last "
             "time you wrote or answered (or after your coach stopped coaching you here, if "
             "that was later).",
-            "How long: for as long as you use me, and for as long as you share your progress "
-            "with a coach. After that, I delete everything about you {days} days after the last "
+            "How long: for as long as you use me or share your progress with a coach. "
+            "After that, I delete everything about you {days} days after the last "
             "time you wrote or answered (or after your coach stopped coaching you here, if "
             "that was later).",
             facts.history_days).format(days=tr.number(facts.history_days)),

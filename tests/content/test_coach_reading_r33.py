@@ -11,7 +11,7 @@ from tests.content.test_coach_reading_r11 import REPO, STREAK, walk
 from tests.content.test_coach_reading_r12 import play
 
 WRAP_UP = ("Take your time. When you have finished, or if you decide to stop, come back here: "
-           "how much of it did you do?")
+           "did you get to do it?")
 
 
 @pytest.fixture(scope="module")

@@ -42,8 +42,8 @@ EXPORT_DELETE = ("/export sends you a file with everything I keep about you. /de
 
 
 def how_long(days: str) -> str:
-    return ("How long: for as long as you use me, and for as long as you share your progress "
-            f"with a coach. After that, I delete everything about you {days} after the last time "
+    return ("How long: for as long as you use me or share your progress with a coach. After "
+            f"that, I delete everything about you {days} after the last time "
             "you wrote or answered (or after your coach stopped coaching you here, if that was "
             "later).")
 
