@@ -140,6 +140,7 @@ async def context_for(session: AsyncSession | None, user: UserView, now: datetim
         name=user.first_name or "",
         country=country,
         provided=provided,
+        consented=user.consent_at is not None or user.is_coach,
     )
 
 

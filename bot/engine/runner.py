@@ -340,6 +340,11 @@ def cancel(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Ou
     run = _Run(dialogues, state, ctx)
     if not run.stack:
         run.say(ctx.translator.gettext("There is nothing to cancel right now."))
+    elif not ctx.consented:
+        run.stack.clear()
+        run.say(ctx.translator.gettext("All right, we will stop here. Until you agree, I keep "
+                                       "none of your answers. If you would like to begin "
+                                       "again, send /start."))
     else:
         run.stack.clear()
         run.say(ctx.translator.gettext("Okay, we will stop here. Everything you said so far is "

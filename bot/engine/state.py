@@ -98,6 +98,8 @@ class Context:
     clock: time = time(0)
     # Values the platform computes, such as streak.days: readable, never saved.
     provided: Mapping[str, Value] = field(default_factory=dict)
+    # False until the client agreed to what the bot keeps: none of their answers is kept.
+    consented: bool = True
 
 
 @dataclass(frozen=True)

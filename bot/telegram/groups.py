@@ -416,7 +416,7 @@ class GroupHandlers:
         tr = translator_for(t.user.locale)
         say(t, tr.gettext("Add me to the group's Telegram chat with this link. There I post "
                           "only what is for everyone, never what anyone writes to me in "
-                          "private:\n{link}").format(
+                          "private unless they choose to share it:\n{link}").format(
             link=self._link(CHAT_PREFIX + str(group.id), group_chat=True)))
 
     async def assign_step(self, t: StoreTurn, rest: str) -> None:
@@ -633,7 +633,8 @@ class GroupHandlers:
             return
         tr = translator_for(locale)
         await self._say_in_chat(chat.id, tr.gettext(
-            "Hello, “{group}”! Here I post only what is for everyone. Everything personal "
+            "Hello, “{group}”! Here I post only what is for everyone, and an answer written to "
+            "me in private only when its author chooses to share it. Everything personal "
             "happens in private chats with me.").format(group=tr.words(name)))
 
     async def _membership_changed(self, change: ChatMemberUpdated) -> None:

@@ -58,6 +58,22 @@ async def test_a_crisis_before_consent_is_answered_and_not_kept(
     assert await users_row(bot, 7002) == [(None, "en", None)]
 
 
+async def test_cancel_before_consent_says_nothing_was_kept_and_how_to_begin_again(
+        bot: InProcessBot) -> None:
+    ana = bot.user(7004, first_name=NAME)
+    await ana.send("/start")
+    await ana.press("Yes")  # an adult, not yet agreeing
+    stopped = await ana.send("/cancel")
+    assert [m.text for m in stopped] == [
+        "All right, we will stop here. Until you agree, I keep none of your answers. If you "
+        "would like to begin again, send /start."]
+    async with bot.store.engine.connect() as connection:
+        answers = (await connection.execute(text("SELECT count(*) FROM answers"))).scalar()
+    assert answers == 0 and await users_row(bot, 7004) == [(None, "en", None)]
+    again = await ana.send("/start")
+    assert (again[0].text or "").startswith("Hello, and welcome.")
+
+
 async def test_delete_works_before_consent(bot: InProcessBot) -> None:
     ana = bot.user(7003, first_name=NAME)
     await ana.send("/start")
