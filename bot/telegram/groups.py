@@ -633,9 +633,9 @@ class GroupHandlers:
             return
         tr = translator_for(locale)
         await self._say_in_chat(chat.id, tr.gettext(
-            "Hello, “{group}”! Here I post only what is for everyone, and an answer written to "
-            "me in private only when its author chooses to share it. Everything personal "
-            "happens in private chats with me.").format(group=tr.words(name)))
+            "Hello, “{group}”! Here I post only what is for everyone, and a private answer only "
+            "when the person who wrote it chooses to share it. Everything personal happens in "
+            "private chats with me.").format(group=tr.words(name)))
 
     async def _membership_changed(self, change: ChatMemberUpdated) -> None:
         """Removed from a group: its link ends (added: nothing yet, a coach links it)."""

@@ -211,9 +211,9 @@ async def test_the_coach_picks_the_chats_language_and_the_bot_posts_in_it(
                    chat_type="group", chat_id=CHAT, first_name="Marta", language_code="he")
     hello = await messages_in(bot, CHAT, 1)
     assert hello[0].text == it.gettext(
-        "Hello, “{group}”! Here I post only what is for everyone, and an answer written to "
-        "me in private only when its author chooses to share it. Everything personal "
-        "happens in private chats with me.").format(group="\u2068Squadra\u2069")
+        "Hello, “{group}”! Here I post only what is for everyone, and a private answer only "
+        "when the person who wrote it chooses to share it. Everything personal happens in "
+        "private chats with me.").format(group="\u2068Squadra\u2069")
 
     await coach.send("/groups")
     await coach.press("\u2068Squadra\u2069 (0)")
