@@ -45,8 +45,9 @@ def test_the_onboarding_asks_for_the_city_once_and_leads_to_the_goal_without_jud
     assert city.count("city") == 1
     intro = said.index("Let us give your goal some shape, \u2068Ana\u2069. You choose the goal "
                        "and you own the results. I will only ask questions.")
-    assert said[intro - 1] == ("Next comes your first goal, if you are ready for it: about ten "
-                               "to fifteen minutes. /back takes you to the previous question. "
+    assert said[intro - 1] == ("Next comes your first goal, if you are ready for it: it takes "
+                               "about ten to fifteen minutes. /back takes you to the previous "
+                               "question. "
                                "Your check-ins begin once you have a goal. "
                                "If now is not a good time, or you would rather set it with your "
                                "coach first, send /cancel and start it later with /goal.")

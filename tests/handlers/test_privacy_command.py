@@ -152,8 +152,9 @@ async def test_the_first_goal_is_offered_and_cancel_then_goal_do_what_it_says(
     offered = texts(await ana.press("Every day"))
     intro = next(i for i, t in enumerate(offered) if t.startswith("Next comes your first goal"))
     assert offered[intro] == (
-        "Next comes your first goal, if you are ready for it: about ten to fifteen minutes. "
-        "/back takes you to the previous question. Your check-ins begin once you have a goal. "
+        "Next comes your first goal, if you are ready for it: it takes about ten to fifteen "
+        "minutes. /back takes you to the previous question. Your check-ins begin once you have "
+        "a goal. "
         "If now is not a good time, or you would rather set it with your coach first, send "
         "/cancel and start it later with /goal.")
     stopped = texts(await ana.send("/cancel"))
