@@ -116,14 +116,12 @@ def privacy_summary(tr: Translator, facts: PrivacyFacts) -> list[str]:
             "words, so that they can reach out to you. The people who run me can access the "
             "database, as for any online service."),
         tr.ngettext(
-            "How long: for as long as you use me or share your progress with a coach. "
-            "After that, I delete everything about you {days} day after the last "
-            "time you wrote or answered (or after your coach stopped coaching you here, if "
-            "that was later).",
-            "How long: for as long as you use me or share your progress with a coach. "
-            "After that, I delete everything about you {days} days after the last "
-            "time you wrote or answered (or after your coach stopped coaching you here, if "
-            "that was later).",
+            "How long: I keep it while you use me or share your progress with a coach. When "
+            "{days} day has passed since you last wrote or answered (or since your link with "
+            "a coach ended, if that was later), I delete everything about you.",
+            "How long: I keep it while you use me or share your progress with a coach. When "
+            "{days} days have passed since you last wrote or answered (or since your link with "
+            "a coach ended, if that was later), I delete everything about you.",
             facts.history_days).format(days=tr.number(facts.history_days)),
         tr.gettext(
             "/export sends you a file with everything I keep about you. /delete deletes it "

@@ -636,7 +636,7 @@ async def _group_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due |
             return None  # no chat, or too late to say "in an hour"
         ctr = translator_for(group.chat_locale)
         return Due(chat_id=group.chat_id, messages=({"text": ctr.gettext(
-            "A reminder for everyone: the group's session starts in an hour. Each of you "
+            "A reminder for everyone: the group's session starts within the hour. Each of you "
             "has the details in our private chat.")},))
     tr = translator_for(t.user.locale)
     attending = await t.session.scalar(

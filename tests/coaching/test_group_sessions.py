@@ -148,8 +148,8 @@ async def test_members_in_three_zones_hear_at_their_own_time_in_their_language(
         assert reminders[0]["buttons"][0]["label"] == tr.gettext("I cannot make it")
     in_chat = [p for p in await outbox(db, -500) if "buttons" not in p]  # not the question
     assert [p["text"] for p in in_chat] == [translator_for("he").gettext(
-        "A reminder for everyone: the group's session starts in an hour. Each of you has the "
-        "details in our private chat.")]
+        "A reminder for everyone: the group's session starts within the hour. Each of you has "
+        "the details in our private chat.")]
     coach_reminder = [p["text"] for p in await outbox(db, COACH)]
     assert len(coach_reminder) == 1 and "Sales team" in coach_reminder[0]
     assert "Members invited: 3" in coach_reminder[0]
