@@ -633,7 +633,7 @@ async def _group_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due |
         return None
     if kind == CheckinKind.GROUP_CHAT:
         if group.chat_id is None or gs.starts_at - now < REMINDER_BEFORE / 2:
-            return None  # no chat, or too late to say "in an hour"
+            return None  # no chat, or too late to say "within the hour"
         ctr = translator_for(group.chat_locale)
         return Due(chat_id=group.chat_id, messages=({"text": ctr.gettext(
             "A reminder for everyone: the group's session starts within the hour. Each of you "
