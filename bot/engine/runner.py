@@ -338,17 +338,16 @@ def resume(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Ou
 
 def cancel(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Outcome:
     run = _Run(dialogues, state, ctx)
+    tr = ctx.translator
     if not run.stack:
-        run.say(ctx.translator.gettext("There is nothing to cancel right now."))
-    elif not ctx.consented:
-        run.stack.clear()
-        run.say(ctx.translator.gettext("All right, we will stop here. Until you agree, I keep "
-                                       "none of your answers. If you would like to begin "
-                                       "again, send /start."))
+        run.say(tr.gettext("There is nothing to cancel right now."))
+        return run.outcome()
+    run.stack.clear()
+    if ctx.consented:
+        run.say(tr.gettext("Okay, we will stop here. Everything you said so far is kept."))
     else:
-        run.stack.clear()
-        run.say(ctx.translator.gettext("Okay, we will stop here. Everything you said so far is "
-                                       "kept."))
+        run.say(tr.gettext("All right, we will stop here. Until you agree, I keep none of your "
+                           "answers. If you would like to begin again, send /start."))
     return run.outcome()
 
 
