@@ -93,8 +93,9 @@ async def upload(session: AsyncSession, coach_id: int, raw: bytes, filename: str
             CoachDialogue.coach_id == coach_id))).all())
         if count >= MAX_PER_COACH:
             raise UploadRefused([DialogueError(Position(dialogue.path, 1, 1), message(
-                N_("you have {count} dialogues already; send a new version of one (the same "
-                   "id) instead"), count=MAX_PER_COACH))])
+                N_("you have {count} exercises and dialogues of your own already, the most I "
+                   "can keep; a file with the id of one of them replaces it"),
+                count=MAX_PER_COACH))])
         row = CoachDialogue(coach_id=coach_id, dialogue_id=dialogue.id, created_at=now)
         session.add(row)
     row.locale, row.title, row.created_at = dialogue.language or "", dialogue.title, now

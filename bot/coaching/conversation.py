@@ -311,7 +311,8 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome,
             await coach_dialogues.upload(t.session, t.user_id, source, "exercise.yaml",
                                          dialogues, t.now)
         except coach_dialogues.UploadRefused as refused:
-            return [Reply(tr.gettext("I could not keep that exercise with its questions:")
+            return [Reply(tr.gettext("Sorry: I could not save that exercise after all, so "
+                                     "/assign does not offer it. The reason:")
                           + "\n" + "\n".join(refused.lines(tr)))]
         return [Reply(tr.gettext("Your questions are in your language, so /assign offers this "
                                  "exercise for your clients who use it."))]

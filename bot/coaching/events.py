@@ -184,15 +184,19 @@ def digest_text(digest: Digest, tr: Translator) -> str:
             "When you reach them, check that they are safe and encourage them to use the help "
             "lines I showed them; you do not need to counsel them. If you believe they are in "
             "immediate danger, call the emergency services.\n\n"
-            "Their coaching is paused for a day unless they write to me first, and messages you "
-            "send through me wait until then. Nothing they wrote is shared here.",
+            "Their coaching is paused for a day, and for up to three days if they tell me they "
+            "are still struggling; it resumes sooner if they write to me and show no sign of "
+            "crisis. Messages you send through me wait until it resumes. Nothing they wrote is "
+            "shared here.",
             "Please call these clients soon: {names}. You can also reach them another way "
             "you have agreed on. I noticed signs that they may be in crisis.\n\n"
             "When you reach them, check that they are safe and encourage them to use the help "
             "lines I showed them; you do not need to counsel them. If you believe one of them "
             "is in immediate danger, call the emergency services.\n\n"
-            "Their coaching is paused for a day unless they write to me first, and messages you "
-            "send through me wait until then. Nothing they wrote is shared here.",
+            "Their coaching is paused for a day, and for up to three days if they tell me they "
+            "are still struggling; it resumes sooner if they write to me and show no sign of "
+            "crisis. Messages you send through me wait until it resumes. Nothing they wrote is "
+            "shared here.",
             len(digest.crisis_clients),
         ).format(names=names)
     lines = [tr.gettext("News from your clients:")]

@@ -229,7 +229,7 @@ def _exercise_lines(stats: ExerciseStats, tr: Translator) -> list[str]:
     if stats.rate is None:
         return [tr.gettext("No assigned exercise reported yet.")]
     return [
-        tr.gettext("Exercises: {done} done, {partly} partly, {skipped} skipped.").format(
+        tr.gettext("Exercises: {done} done, {partly} partly done, {skipped} skipped.").format(
             done=tr.number(stats.done), partly=tr.number(stats.partly),
             skipped=tr.number(stats.skipped)),
         tr.gettext("Completion rate: {percent}%.").format(

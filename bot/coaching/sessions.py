@@ -850,7 +850,8 @@ async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetim
         t.enqueue(t.user_id, {"text": tr.gettext("This session is not planned any more.")})
         return
     counts = await engagement(t.session, cs.coach_id, cs.client_id)
-    text = (tr.gettext("Noted: held.") if held else tr.gettext("Noted: missed.")) + "\n" \
+    text = (tr.gettext("Noted: it took place.") if held
+            else tr.gettext("Noted: it did not take place.")) + "\n" \
         + engagement_text(counts, tr)
     client = await t.session.get(User, cs.client_id)
     if counts.ended and client is not None and await plan_closing(

@@ -295,9 +295,9 @@ class CoachHandlers:
                   if locale not in coach_dialogues.languages(row)]
         if not titles:
             return []
-        return [tr.gettext("These are neither written nor translated in the language of "
-                           "{client} ({language}); a translation under “{code}” in the file "
-                           "makes one available:").format(
+        return [tr.gettext("These are not available in the language of {client} "
+                           "({language}). To offer one of them, add a translation under "
+                           "“{code}” in its file:").format(
             client=tr.words(name), language=LANGUAGE_NAMES.get(locale, locale), code=locale),
             *(f"• {tr.words(title)}" for title in titles)]
 

@@ -45,6 +45,16 @@ HOURS = ("7", "8", "12", "18", "20")  # each member's own local time
 KIND_LABELS = {GroupKind.TEAM: N_("Team"), GroupKind.COHORT: N_("Cohort")}
 WITHHELD = "—"
 STALE_BUTTON = N_("That button is no longer valid. Send /groups to start again.")
+#: A member's shared part in the team's goal, by what they gave of it (either may be
+#: skipped): (a contribution, a first step, its date).
+CONTRIBUTION_LINES = {
+    (True, True, False): N_("{name} will contribute: {contribution}; commits to: {commitment}"),
+    (True, True, True): N_(
+        "{name} will contribute: {contribution}; commits to: {commitment}, by {date}"),
+    (False, True, False): N_("{name} commits to: {commitment}"),
+    (False, True, True): N_("{name} commits to: {commitment}, by {date}"),
+    (True, False, False): N_("{name} will contribute: {contribution}"),
+}
 
 
 def _chat_language(locale: str, tr: Translator) -> str:
@@ -216,14 +226,14 @@ class GroupHandlers:
             return [tr.gettext("No shared goal yet.")]
         lines = [tr.gettext("Shared goal: {goal}").format(goal=tr.words(group.shared_goal))]
         for c in await groups.shared_contributions(t.session, t.user_id, group.id):
-            said = {"name": tr.words(c.first_name or ""),
-                    "contribution": tr.words(c.contribution),
-                    "commitment": tr.words(c.commitment)}
-            lines.append("• " + (tr.gettext(
-                "{name} will contribute: {contribution}; commits to: {commitment}")
-                if c.due_on is None else tr.gettext(
-                "{name} will contribute: {contribution}; commits to: {commitment}, by {date}"
-            )).format(**said, date=tr.date(c.due_on, "long") if c.due_on else ""))
+            dated = bool(c.commitment) and c.due_on is not None  # the date is the step's
+            line = CONTRIBUTION_LINES.get((bool(c.contribution), bool(c.commitment), dated))
+            if line is None:
+                continue
+            lines.append("• " + tr.gettext(line).format(
+                name=tr.words(c.first_name or ""), contribution=tr.words(c.contribution),
+                commitment=tr.words(c.commitment),
+                date=tr.date(c.due_on, "long") if c.due_on else ""))
         return lines
 
     async def set_goal(self, t: StoreTurn, rest: str) -> Outcome | None:
@@ -321,8 +331,10 @@ class GroupHandlers:
             return
         name = tr.words(members[member_id].first_name or str(member_id))
         if len(parts) == 2:
-            say(t, tr.gettext("Remove {name} from “{group}”? The group's exercises and sessions "
-                              "stop for them, and I will let them know.").format(
+            say(t, tr.gettext("The group's exercises and sessions stop for them, and if they "
+                              "share their progress with you through this group, that "
+                              "sharing ends too. I will let them know. Remove {name} from "
+                              "“{group}”?").format(
                 name=name, group=tr.words(group.name)), (
                 Button(tr.gettext("Yes, remove"), f"grm:{group.id}:{member_id}:y"),
                 Button(tr.gettext("No, keep"), f"grp:{group.id}")), subject=member_id)
@@ -335,10 +347,15 @@ class GroupHandlers:
         member = await t.session.get(User, member_id)
         if member is not None:
             mtr = translator_for(member.locale)
-            t.enqueue(member_id, {"text": mtr.gettext(
-                "Your coach has taken you off the group “{group}”. Its exercises and "
+            told = mtr.gettext(
+                "Your coach has removed you from the group “{group}”. Its exercises and "
+                "sessions stop for you, and so does the sharing of your progress with your "
+                "coach that began when you joined it. Thank you for taking part, and all the "
+                "best.") if ended.coaches else mtr.gettext(
+                "Your coach has removed you from the group “{group}”. Its exercises and "
                 "sessions stop for you; what you wrote to me stays private, as before. Thank "
-                "you for taking part, and all the best.").format(group=mtr.words(group.name))})
+                "you for taking part, and all the best.")
+            t.enqueue(member_id, {"text": told.format(group=mtr.words(group.name))})
             await group_sessions.tell_members(t, group, cancelled, t.now,
                                               SessionChange.CANCELLED)
         say(t, tr.gettext("Done: {name} is no longer in “{group}” and has been told.").format(
@@ -377,9 +394,10 @@ class GroupHandlers:
 
         def celebration(locale: str) -> dict[str, object]:
             tr = translator_for(locale)
-            return Reply(tr.gettext("Congratulations, {group}! You reached your shared goal: "
-                                    "{goal}").format(group=tr.words(group.name),
-                                                     goal=tr.words(goal))).to_payload()
+            return Reply(tr.gettext("Your coach has marked the shared goal of “{group}” as "
+                                    "reached: “{goal}”. Take a moment to notice what made it "
+                                    "possible, together.").format(
+                group=tr.words(group.name), goal=tr.words(goal))).to_payload()
 
         if group.chat_id is not None:
             t.enqueue(group.chat_id, celebration(group.chat_locale))
@@ -574,7 +592,10 @@ class GroupHandlers:
         if group_id is None or ended is None:
             say(t, tr.gettext("You are not in that group."))
             return
-        say(t, tr.gettext("Done: you have left “{group}”. Its exercises stop for you.")
+        say(t, (tr.gettext("Done: you have left “{group}”. Its exercises and sessions stop for "
+                           "you, and so does the sharing of your progress with your coach that "
+                           "began when you joined it.") if ended.coaches else tr.gettext(
+            "Done: you have left “{group}”. Its exercises and sessions stop for you."))
             .format(group=tr.words(names[group_id])))
         group = await t.session.get(Group, group_id)
         if group is not None:

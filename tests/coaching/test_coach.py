@@ -369,7 +369,7 @@ async def test_progress_report_is_translated_and_isolates_client_words(db: Store
     text = reports.progress_report(p, EN)
     for expected in (f"Progress of {FSI}Ana{PDI}", f"• {FSI}Run 5 km{PDI}",
                      "Baseline 3, now 5, target 8",
-                     "Check-ins in a row: 5 days.", "2 done, 1 partly, 1 skipped",
+                     "Check-ins in a row: 5 days.", "2 done, 1 partly done, 1 skipped",
                      "Completion rate: 50%.", "Latest reflections:", f"{FSI}keep going{PDI}"):
         assert expected in text  # a client's words are isolated in every language (L5)
     hebrew = reports.progress_report(p, translator_for("he"))

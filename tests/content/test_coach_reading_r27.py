@@ -5,9 +5,12 @@ the coach's crisis notice says what their part is."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from bot.coaching.events import Digest, digest_text
+from bot.coaching.safety import CRISIS_PAUSE, MAX_CARE_CHECKINS
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.engine import runner
 from bot.i18n import translator_for
@@ -83,7 +86,11 @@ def test_the_crisis_notice_tells_the_coach_their_part(clients: tuple[str, ...]) 
     assert "call the emergency services" in text
     first, what_to_do, why = text.split("\n\n")  # what to do first, on a phone
     assert first.startswith("Please call") and "check that they are safe" in what_to_do
-    assert "messages you send through me wait" in why
+    assert "messages you send through me wait" in why.lower()
+    # As long as the pause can last (r36-en): a day, up to three with the care check-ins.
+    assert timedelta(days=1) == CRISIS_PAUSE
+    assert MAX_CARE_CHECKINS == 3
+    assert "for a day, and for up to three days" in why
 
 
 def test_what_to_do_with_a_gratitude_note_is_chosen_by_a_button(dialogues: DialogueSet) -> None:

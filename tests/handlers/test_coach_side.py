@@ -80,7 +80,7 @@ async def test_a_reply_in_crisis_never_reaches_the_coach(bot: InProcessBot) -> N
     assert len(notice) == 1 and (notice[0].text or "").startswith(
         f"Please call {LUCA} soon, or reach them another way you have agreed on: I noticed "
         "signs that they may be in crisis.")
-    assert "messages you send through me wait until then" in (notice[0].text or "")
+    assert "Messages you send through me wait until it resumes" in (notice[0].text or "")
     # The coach who answers through the bot is told, before writing, that it waits.
     asked = await coach.send("/message Luca")
     assert (asked[0].text or "").startswith(

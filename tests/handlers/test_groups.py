@@ -132,7 +132,7 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) ->
     assert when[-1].text == "By when will you do it? Send a date, for example “tomorrow”."
     await bo.send("2030-05-17")
     thanked = await bo.press("Yes")
-    assert thanked[-1].text == "Thank you. It goes to your coach, and to nobody else in the group."
+    assert thanked[-1].text == "Thank you. Your coach can see it; nobody else in the group can."
     await coach.send("/groups")
     view = (await coach.press("\u2068Sales team\u2069 (3)"))[0].text or ""
     assert ("\u2068Bo\u2069 will contribute: \u2068I write the guide\u2069; commits to: "
@@ -140,7 +140,8 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) ->
     assert "Ana" not in view.split("Shared goal")[1]  # Ana said nothing: nothing shown
     await coach.press("The team reached its goal")
     party = await messages_in(running_bot, CHAT, 3)
-    assert (party[2].text or "").startswith("Congratulations, \u2068Sales team\u2069!")
+    assert (party[2].text or "").startswith(
+        "Your coach has marked the shared goal of “\u2068Sales team\u2069” as reached: ")
     assert "I write the guide" not in " ".join(m.text or "" for m in party)
 
     # This week's question in the chat; answered in private, shared there on a yes only.
@@ -180,8 +181,8 @@ async def test_a_group_from_the_link_to_its_own_chat(group_bot: InProcessBot) ->
     # A member leaves with /leave; a forged leave of a group they are not in gets nothing.
     await members[0].send("/leave")
     left = await members[0].press("\u2068Sales team\u2069")
-    assert left[0].text == ("Done: you have left “\u2068Sales team\u2069”. Its exercises stop "
-                            "for you.")
+    assert left[0].text == ("Done: you have left “\u2068Sales team\u2069”. Its exercises and "
+                            "sessions stop for you.")
     stranger = running_bot.user(STRANGER)
     await stranger.send("/leave")
     assert stranger.messages[-1].text == "You are not in any group."

@@ -153,7 +153,9 @@ async def test_leaving_the_group_that_made_the_link_ends_it_and_its_sessions_too
     coach, luca, before = await shared_member(link_bot)
     await luca.send("/leave")
     left = await luca.press("\u2068Runners\u2069")
-    assert "you have left" in (left[0].text or "")
+    assert left[0].text == ("Done: you have left “\u2068Runners\u2069”. Its exercises and "
+                            "sessions stop for you, and so does the sharing of your progress "
+                            "with your coach that began when you joined it.")
     assert "because your link with \u2068Marta\u2069 ended" in text_of(left)
     await assert_cancelled(link_bot, before)
     await link_bot.pump()
@@ -166,7 +168,12 @@ async def test_a_member_removed_by_the_coach_hears_the_sessions_went_as_the_coac
     coach, luca, before = await shared_member(link_bot)
     done = await remove_member(coach, "\u2068Runners\u2069 (1)", "\u2068Luca\u2069")
     assert "2 sessions with \u2068Luca\u2069 cancelled:" in text_of(done)
-    assert "Coaching sessions cancelled by \u2068Marta\u2069" in text_of(await luca.replies())
+    told = await luca.replies()
+    assert told[0].text == ("Your coach has removed you from the group “\u2068Runners\u2069”. "
+                            "Its exercises and sessions stop for you, and so does the sharing "
+                            "of your progress with your coach that began when you joined it. "
+                            "Thank you for taking part, and all the best.")
+    assert "Coaching sessions cancelled by \u2068Marta\u2069" in text_of(told)
     await assert_cancelled(link_bot, before)
 
 
