@@ -146,8 +146,8 @@ async def test_a_croatian_coach_reads_the_errors_in_croatian_and_the_italian_tra
     picker = (await coach.press("\u2068Bojan\u2069"))[-1]
     assert "Jutarnje stranice" not in coach.button_labels()
     assert (picker.text or "").endswith(
-        "Ovi dijalozi nisu napisani ni prevedeni na jezik koji koristi \u2068Bojan\u2069 "
-        "(Български); dodaj u datoteku prijevod s kodom „bg“ da ih možeš dodijeliti:\n"
+        "Sljedeće nije dostupno na jeziku koji koristi \u2068Bojan\u2069 (Български). Ako "
+        "nešto od toga želiš ponuditi, dodaj u njegovu datoteku prijevod pod „bg“:\n"
         "• \u2068Jutarnje stranice\u2069")
 
     await coach.send("/assign")

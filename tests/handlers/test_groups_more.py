@@ -179,7 +179,7 @@ async def test_a_new_link_revokes_the_old_and_renaming_and_removing(bot: InProce
     done = await flows.remove_member(coach, "\u2068Sales & Success\u2069 (2)", "\u2068Bo\u2069")
     assert "no longer in" in (done[-1].text or "")
     told = await bo.replies()
-    assert "הקואצ'ר שלך הסיר אותך מהקבוצה" in (told[-1].text or "")
+    assert "הסתיימה לפי החלטת הקואצ'ר שלך" in (told[-1].text or "")
     assert await forge(bot, bo, f"gcontrib:{group_id}") == "You are not in that group."
     # Removing someone who is no member any more: said so, nothing else.
     assert await forge(bot, coach, f"grm:{group_id}:{BO}:y") == (
@@ -214,6 +214,11 @@ async def test_a_coach_gives_the_whole_group_a_programme_and_no_one_else_can(
         assert len((await session.execute(select(ProgrammeRun.id))).all()) == 2
 
 
+REACHED_IT = ("Il vostro coach ha segnato come raggiunto l'obiettivo comune di "
+              "«\u2068Sales team\u2069»: «\u2068Ship the guide by June\u2069». Prendiamoci un "
+              "momento per riconoscere, insieme, che cosa ha permesso di arrivarci.")
+
+
 async def test_reaching_the_goal_is_celebrated_in_the_chats_language_without_names(
         bot: InProcessBot) -> None:
     coach, ana, bo, group_id, _ = await group_with_members(bot)
@@ -228,8 +233,7 @@ async def test_reaching_the_goal_is_celebrated_in_the_chats_language_without_nam
     await coach.press("The team reached its goal")
     await bot.pump()
     posted = [m.text or "" for m in bot.fake.messages_to(chat)]
-    assert posted == ["Complimenti, \u2068Sales team\u2069! Avete raggiunto il vostro "
-                      "obiettivo comune: \u2068Ship the guide by June\u2069"]
+    assert posted == [REACHED_IT]
     assert not any(name in posted[0] for name in ("Ana", "Bo", "Marta"))
     # Once reached, the button is gone; a forged press by a member changes nothing.
     assert await forge(bot, ana, f"gdone:{group_id}") == (
@@ -247,7 +251,5 @@ async def test_reaching_the_goal_is_celebrated_in_the_chats_language_without_nam
     await coach.send("/groups")
     await coach.press("\u2068Sales team\u2069 (2)")
     await coach.press("The team reached its goal")
-    assert (await ana.replies())[-1].text == (
-        "Complimenti, \u2068Sales team\u2069! Avete raggiunto il vostro obiettivo comune: "
-        "\u2068Ship the guide by June\u2069")
-    assert ((await bo.replies())[-1].text or "").startswith("מזל טוב")
+    assert (await ana.replies())[-1].text == REACHED_IT
+    assert ((await bo.replies())[-1].text or "").startswith("עדכון מהקואצ'ר")
