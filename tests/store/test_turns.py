@@ -287,7 +287,7 @@ async def test_a_usual_turn_writes_state_answer_and_message_in_one_statement_on_
         event.remove(store.engine.sync_engine, "before_cursor_execute", record)
     writes = statements[2:]  # after the locking SELECT and the processed update
     if store.engine.dialect.name == "postgresql":
-        assert writes == [["WITH", "written_answer", "AS"]]
+        assert writes == [["WITH", "written_answers", "AS"]]
     else:
         assert len(writes) == 3
     [held] = t.held
@@ -304,6 +304,65 @@ async def test_a_usual_turn_writes_state_answer_and_message_in_one_statement_on_
             answer.answered_at) == ("goal_setting", "goal", "goal_setting.goal", "Run a 10k",
                                     "goal", t.now)
     assert (conversation.state, conversation.version) == ({"step": "why"}, 1)
+
+
+async def test_two_messages_and_the_users_changes_go_in_the_one_statement_on_postgresql(
+        store: Store) -> None:
+    """A first contact (two messages) or the day's first message (the user's last_seen_at):
+    still one statement on PostgreSQL; the messages keep their order, the user's changed
+    columns are written, and the others kept."""
+    async with store.turn(21) as t:
+        t.user.time_zone = "Europe/Rome"
+    statements: list[list[str]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement.split()[:3])
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        async with store.turn(21, update_id=210, hold_for=timedelta(seconds=30)) as t:
+            t.user.first_name = "Ada"
+            t.user.reachable = False
+            t.set_state({"step": "goal"})
+            t.enqueue(21, {"text": "Let us set a goal."})
+            t.enqueue(21, {"text": "What would you like to achieve?"})
+            t.record_answer("goal_setting", "start", "goal_setting.start", "yes")
+            t.record_answer("goal_setting", "why", "goal_setting.why", "health")
+    finally:
+        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
+    writes = statements[2:]
+    if store.engine.dialect.name == "postgresql":
+        assert writes == [["WITH", "written_answers", "AS"]]
+    else:  # answers, messages, the user and the state, each on its own
+        assert [w[:2] for w in writes] == [["INSERT", "INTO"]] * 3 + [["UPDATE", "users"],
+                                                                       ["UPDATE", "conversations"]]
+    async with store.sessionmaker() as session:
+        sent = (await session.scalars(select(Outbox).where(Outbox.user_id == 21)
+                                      .order_by(Outbox.id))).all()
+        answers = (await session.scalars(select(Answer).where(Answer.user_id == 21)
+                                         .order_by(Answer.id))).all()
+        user = await session.get_one(User, 21)
+        conversation = await session.get_one(Conversation, 21)
+    assert [(m.id, m.payload["text"]) for m in sent] == [
+        (held.id, held.payload["text"]) for held in t.held]
+    assert [m.payload["text"] for m in sent] == ["Let us set a goal.",
+                                                  "What would you like to achieve?"]
+    assert [(a.variable, a.value) for a in answers] == [("goal_setting.start", "yes"),
+                                                        ("goal_setting.why", "health")]
+    assert (user.first_name, user.reachable, user.time_zone) == ("Ada", False, "Europe/Rome")
+    assert (conversation.state, conversation.version) == ({"step": "goal"}, 1)
+
+
+async def test_a_turn_with_more_messages_than_one_statement_takes_writes_them_all(
+        store: Store) -> None:
+    async with store.turn(22) as t:
+        t.set_state({"step": "report"})
+        for n in range(7):
+            t.enqueue(22, {"text": f"part {n}"})
+    async with store.sessionmaker() as session:
+        sent = (await session.scalars(select(Outbox).where(Outbox.user_id == 22)
+                                      .order_by(Outbox.id))).all()
+    assert [m.payload["text"] for m in sent] == [f"part {n}" for n in range(7)]
 
 
 def test_the_one_statement_binds_every_column_a_turn_gives() -> None:
