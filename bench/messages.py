@@ -45,7 +45,7 @@ from bench.load import (
     run_wave,
     transcript,
 )
-from bot.store import Answer, Goal, Store, User
+from bot.store import Answer, Conversation, Goal, Store, User
 
 USERS = int(os.environ.get("BENCH_USERS", 100))
 RUNS = int(os.environ.get("BENCH_RUNS", 1))
@@ -147,7 +147,10 @@ async def drive(name: str, module: str, args: Callable[[str], list[str]],
 
 async def consented(database_url: str, users: range) -> None:
     """Coachbot asks a new client's consent before anything else, once (the peers do not
-    ask): the run's users have given it, so every bot holds the same conversation."""
+    ask): the run's users have given it, so every bot holds the same conversation. They are
+    left as the onboarding's turns leave a client who agreed: their row and their
+    conversation's (without it, each first update paid for creating it, which no client who
+    agreed ever does)."""
     store = Store(database_url)
     await store.start()
     try:
@@ -155,6 +158,9 @@ async def consented(database_url: str, users: range) -> None:
         async with store.engine.begin() as connection:
             await connection.execute(insert(User), [
                 {"id": uid, "consent_at": now, "created_at": now} for uid in users])
+            await connection.execute(insert(Conversation), [
+                {"user_id": uid, "state": None, "version": 0, "updated_at": now}
+                for uid in users])
     finally:
         await store.close()
 
