@@ -296,7 +296,8 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
 async def apply_new_exercise(t: StoreTurn, outcome: Outcome,
                              dialogues: DialogueSet) -> list[Reply]:
     """A coach who wrote an exercise and chose to save it gets it in their library; with
-    questions of their own, as a dialogue in their language (checked like one they send)."""
+    questions of their own, as a dialogue in their language (checked like one they send).
+    Returns what to say instead of the dialogue's "Saved." when it could not be kept."""
     variables = outcome.state.variables
     if NEW_EXERCISE not in outcome.finished or variables.get("custom.save") is not True \
             or not t.user.is_coach:
@@ -311,11 +312,10 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome,
             await coach_dialogues.upload(t.session, t.user_id, source, "exercise.yaml",
                                          dialogues, t.now)
         except coach_dialogues.UploadRefused as refused:
-            return [Reply(tr.gettext("Sorry: I could not save that exercise after all, so "
-                                     "/assign does not offer it. The reason:")
+            return [Reply(tr.gettext("Sorry: I could not save that exercise, so /assign does "
+                                     "not offer it. The reason:")
                           + "\n" + "\n".join(refused.lines(tr)))]
-        return [Reply(tr.gettext("Your questions are in your language, so /assign offers this "
-                                 "exercise for your clients who use it."))]
+        return []
     t.session.add(Exercise(coach_id=t.user_id, slug=f"custom_{secrets.token_hex(6)}",
                            title=str(variables.get("custom.title") or ""),
                            instructions=str(variables.get("custom.instructions") or ""),
@@ -408,9 +408,11 @@ async def converse(t: StoreTurn, dialogues: DialogueSet, action: Action,
     await apply_goals(t, outcome, now)
     if outcome.saved or outcome.finished:
         await record_commitments(t, outcome, ctx.today, now)
-    told_first = await apply_new_exercise(t, outcome, dialogues)
+    not_kept = await apply_new_exercise(t, outcome, dialogues)
+    if not_kept:  # its dialogue said "Saved."
+        outcome = replace(outcome, replies=tuple(not_kept))
     await apply_group_dialogues(t, outcome)
-    told = [*told_first, *await messages.apply_messages(t, outcome, now),
+    told = [*await messages.apply_messages(t, outcome, now),
             *await notes.apply_note(t, outcome, now),
             *(Reply(text) for text in await session_notes.apply_session_note(t, outcome, now)),
             *(Reply(text) for text in await apply_closing(t, outcome, now)),

@@ -226,7 +226,7 @@ class CoachHandlers:
         if len(parts) == 1:
             left_out = await self._not_offered(t, tr, client,
                                                clients[client_id].first_name or str(client_id))
-            say(t, "\n\n".join([tr.gettext("Which exercise?"), "\n".join(left_out)]).strip(),
+            say(t, "\n\n".join(["\n".join(left_out), tr.gettext("Which exercise?")]).strip(),
                 tuple(
                 Button(title, f"assign:{client_id}:{key}") for key, title in choices.items()))
             return None
@@ -295,10 +295,9 @@ class CoachHandlers:
                   if locale not in coach_dialogues.languages(row)]
         if not titles:
             return []
-        return [tr.gettext("These are not available in the language of {client} "
-                           "({language}). To offer one of them, add a translation under "
-                           "“{code}” in its file:").format(
-            client=tr.words(name), language=LANGUAGE_NAMES.get(locale, locale), code=locale),
+        return [tr.gettext("Not offered to {client}, who uses {language}, because they are "
+                           "not written in it or translated into it:").format(
+            client=tr.words(name), language=LANGUAGE_NAMES.get(locale, locale)),
             *(f"• {tr.words(title)}" for title in titles)]
 
     # -- dialogues a coach sends as files ----------------------------------------------------

@@ -331,10 +331,10 @@ class GroupHandlers:
             return
         name = tr.words(members[member_id].first_name or str(member_id))
         if len(parts) == 2:
-            say(t, tr.gettext("The group's exercises and sessions stop for them, and if they "
-                              "share their progress with you through this group, that "
-                              "sharing ends too. I will let them know. Remove {name} from "
-                              "“{group}”?").format(
+            say(t, tr.gettext("Removing {name} from “{group}”: the group's exercises and "
+                              "sessions stop for them, and if they share their progress with "
+                              "you through this group, that sharing ends too. I will let them "
+                              "know. Shall I remove them?").format(
                 name=name, group=tr.words(group.name)), (
                 Button(tr.gettext("Yes, remove"), f"grm:{group.id}:{member_id}:y"),
                 Button(tr.gettext("No, keep"), f"grp:{group.id}")), subject=member_id)

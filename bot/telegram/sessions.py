@@ -152,9 +152,9 @@ def _mode_label(mode: SessionMode, tr: Translator) -> str:
 def _move_question(tr: Translator, rest_of_series: bool) -> str:
     if rest_of_series:
         return tr.gettext("The later sessions of the series move with it, by the same number "
-                          "of days. The times are in your time zone. To which day should this "
-                          "session move?")
-    return tr.gettext("Move it to which day? The times are in your time zone.")
+                          "of days. The times are in your time zone. Which day should this "
+                          "session move to?")
+    return tr.gettext("The times are in your time zone. Which day should this session move to?")
 
 
 def _repeat_label(key: str, tr: Translator) -> str:

@@ -275,22 +275,21 @@ async def test_a_coachs_own_questions_become_a_dialogue_in_their_language(
     assert (answers["own.q1"], answers["own.q2"], answers["own.q3"]) == ("Mirnije", 8, "o2")
 
 
-async def test_an_own_exercise_over_the_limit_is_said_not_kept_after_saved(
+async def test_an_own_exercise_over_the_limit_is_said_not_kept_instead_of_saved(
         db: Store, dialogues: DialogueSet, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The dialogue says "Saved." before the platform stores it: a refusal then says that
-    nothing was kept, and why, in words a coach of /newexercise can act on (r36-en)."""
+    """The dialogue's "Saved." comes before the platform stores it: a refusal takes its
+    place, saying that nothing was kept and why, in words a coach of /newexercise can act on
+    (r36-en, r38)."""
     monkeypatch.setattr(coach_dialogues, "MAX_PER_COACH", 1)
     await upload(db, COACH, GOOD, dialogues)
     outcome = await run(db, dialogues, COACH, Start("new_exercise"), Turn(text="Walk"),
                         Turn(text="Walk before work."), Turn(text="yes"),
                         Turn(text="What did you notice?"), Turn(text="1"), Turn(text="no"),
                         Turn(text="yes"))
-    said = [r.text for r in outcome.replies]
-    assert said[0].startswith("Saved. Send /assign")
-    assert said[-1] == ("Sorry: I could not save that exercise after all, so /assign does not "
-                        "offer it. The reason:\nexercise.yaml:1:1: you have 1 exercises and "
-                        "dialogues of your own already, the most I can keep; a file with the "
-                        "id of one of them replaces it")
+    assert [r.text for r in outcome.replies] == [
+        "Sorry: I could not save that exercise, so /assign does not offer it. The reason:\n"
+        "exercise.yaml:1:1: you have 1 exercises and dialogues of your own already, the most "
+        "I can keep"]
     async with db.sessionmaker() as s:
         assert len((await s.execute(select(CoachDialogue))).all()) == 1
 

@@ -48,7 +48,10 @@ def test_a_pause_says_session_reminders_stop_too(dialogues: DialogueSet, choice:
 
 def test_a_missed_session_promises_nothing_the_coach_must_do(dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "session_cant", ["Tuesday evening"], variables={})
-    assert said[-1] == "Thank you. Your coach knows, and can move the session."
+    assert said[-1] == "Thank you. I passed it on to your coach, who can move the session."
+    # Skipped: nothing was passed on, so nothing is said to have been (r38-hr).
+    said, _ = play(dialogues, "session_cant", ["/skip"], variables={})
+    assert said[-1] == "All right. Your coach can move the session."
 
 
 def test_a_changed_first_step_is_asked_anew(dialogues: DialogueSet) -> None:

@@ -65,8 +65,9 @@ def test_the_last_care_check_in_still_hard_points_to_lasting_help(
 def test_a_coach_writing_to_a_paused_client_is_told_first(dialogues: DialogueSet) -> None:
     variables = {"message.client_name": "Luca", "message.client_paused": True}
     said, outcome = play(dialogues, "message_client", ["See you Thursday"], variables=variables)
-    assert said[0].startswith("\u2068Luca\u2069 is in a pause after signs of a crisis, so a "
-                              "message you write here waits until the pause ends.")
+    assert said[0].startswith("Coaching with \u2068Luca\u2069 is paused: I noticed signs that "
+                              "they may be in crisis. A message you write here waits until "
+                              "the pause ends.")
     assert said[-1] == "Kept. It goes out to \u2068Luca\u2069 when the pause ends."
     assert outcome.finished == ("message_client",)
     said, _ = play(dialogues, "message_client", ["See you"],

@@ -82,7 +82,7 @@ def test_the_crisis_reply_does_not_defer() -> None:
 @pytest.mark.parametrize("clients", [("Ana",), ("Ana", "Bo")])
 def test_the_crisis_notice_tells_the_coach_their_part(clients: tuple[str, ...]) -> None:
     text = digest_text(Digest(1, "en", crisis=True, crisis_clients=clients), EN)
-    assert "you do not need to counsel them" in text
+    assert "you are not expected to counsel or treat them" in text
     assert "call the emergency services" in text
     first, what_to_do, why = text.split("\n\n")  # what to do first, on a phone
     assert first.startswith("Please call") and "check that they are safe" in what_to_do

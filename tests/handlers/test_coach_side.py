@@ -84,8 +84,8 @@ async def test_a_reply_in_crisis_never_reaches_the_coach(bot: InProcessBot) -> N
     # The coach who answers through the bot is told, before writing, that it waits.
     asked = await coach.send("/message Luca")
     assert (asked[0].text or "").startswith(
-        f"{LUCA} is in a pause after signs of a crisis, so a message you write here waits "
-        "until the pause ends.")
+        f"Coaching with {LUCA} is paused: I noticed signs that they may be in crisis. A "
+        "message you write here waits until the pause ends.")
     kept = await coach.send("Thinking of you")
     assert kept[-1].text == f"Kept. It goes out to {LUCA} when the pause ends."
     seen = len(client.messages)
