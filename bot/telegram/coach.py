@@ -295,8 +295,9 @@ class CoachHandlers:
                   if locale not in coach_dialogues.languages(row)]
         if not titles:
             return []
-        return [tr.gettext("Not offered to {client}, who uses {language}, because they are "
-                           "not written in it or translated into it:").format(
+        return [tr.gettext("These exercises and dialogues of yours are not offered to "
+                           "{client}, who uses {language}, because they are not written in "
+                           "that language or translated into it:").format(
             client=tr.words(name), language=LANGUAGE_NAMES.get(locale, locale)),
             *(f"• {tr.words(title)}" for title in titles)]
 
