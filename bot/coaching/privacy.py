@@ -111,10 +111,10 @@ def privacy_summary(tr: Translator, facts: PrivacyFacts) -> list[str]:
         tr.gettext(
             "Who sees it: you, and your coach only what you agree to share with them, from "
             "the day you accept their invitation. You can stop sharing at any time with "
-            "/coach. One exception: if you share your progress with a coach and "
-            "I notice signs that you may be in crisis, I tell your coach, without any of your "
-            "words, so that they can reach out to you. The people who run me can access the "
-            "database, as for any online service."),
+            "/coach. Two limits to this: if you share your progress with a coach and I "
+            "notice signs that you may be in crisis, I tell your coach, without any of your "
+            "words, so that they can reach out to you; and the people who run me can access "
+            "the database, as for any online service."),
         tr.ngettext(
             "How long: I keep it while you use me or share your progress with a coach. When "
             "{days} day has passed since you last wrote or answered (or since your link with "

@@ -40,7 +40,7 @@ from bot.store import (
 
 REPO = Path(__file__).parents[2]
 SAFETY_QUESTION = "are you having thoughts of ending your life or of hurting yourself?"
-CARE_OPENING = "I wanted to check in with you. How are you today, compared with yesterday?"
+CARE_OPENING = "I wanted to hear from you. How are you today, compared with yesterday?"
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 CLIENT = 42
 WORDS = "MARKER I took all the pills tonight"

@@ -67,7 +67,7 @@ def test_a_target_at_today_is_asked_about_without_hinting_at_a_mistake(
 def test_not_yet_and_a_skipped_exercise_ask_what_happened_not_what_got_in_the_way(
         dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "daily_checkin", ["7", "Not yet"])
-    assert said[-1] == "What came up instead? You can send /skip."
+    assert said[-1] == "What happened instead? You can send /skip."
     # Only the weekly review asks it, after "What, if anything, helped you this week?".
     assert [p.name for p in (REPO / "dialogues").rglob("*.yaml")
             if "got in the way?" in p.read_text(encoding="utf-8")] == ["weekly_review.yaml"]

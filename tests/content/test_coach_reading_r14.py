@@ -29,7 +29,7 @@ def test_the_onboarding_notices_a_crisis_only_from_what_the_client_writes(
 
 
 YESTERDAY = {"commitment.last": "Stretch", "commitment.last_days_ago": 1}
-INSTEAD = "What came up instead? You can send /skip."
+INSTEAD = "What happened instead? You can send /skip."
 COMMIT = ("What is one thing, however small, you would like to do towards “\u2068Run 5 km\u2069” "
           "before we next talk? If there is nothing for now, you can send /skip.")
 

@@ -12,7 +12,7 @@ from tests.content.test_coach_reading_r12 import play
 YESTERDAY = {"commitment.last": "Stretch", "commitment.last_days_ago": 1}
 EARLIER = {"commitment.last": "Stretch", "commitment.last_days_ago": 3}
 LET_GO = "I am letting it go"
-WHY = "What came up instead? You can send /skip."
+WHY = "What happened instead? You can send /skip."
 
 
 @pytest.fixture(scope="module")

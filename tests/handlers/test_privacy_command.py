@@ -30,10 +30,10 @@ KEPT = ("What I keep. Until you agree, only your Telegram id, your language, how
         "I noticed them, but not your words.")
 ENCRYPTED = "Your name, your words and your ratings are stored encrypted."
 WHO = ("Who sees it: you, and your coach only what you agree to share with them, from the day "
-       "you accept their invitation. You can stop sharing at any time with /coach. One "
-       "exception: if you share your progress with a coach and I notice signs that you may be "
-       "in crisis, I tell your coach, without any of your words, so that they can reach out to "
-       "you. The people who run me can access the database, as for any online service.")
+       "you accept their invitation. You can stop sharing at any time with /coach. Two limits "
+       "to this: if you share your progress with a coach and I notice signs that you may be in "
+       "crisis, I tell your coach, without any of your words, so that they can reach out to "
+       "you; and the people who run me can access the database, as for any online service.")
 EXPORT_DELETE = ("/export sends you a file with everything I keep about you. /delete deletes "
                  "it all, at once and for good. What /delete cannot take back: anything already "
                  "sent to your coach (a note or a session preparation you chose to share, your "
