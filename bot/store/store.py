@@ -189,36 +189,27 @@ _LOCK_USER = (select(*(_USERS.c[name] for name in _USER_FIELDS),
               .with_for_update(of=(_CONVERSATIONS, _USERS), key_share=True))
 
 
-#: At most this many messages and answers go in :func:`_write_turn`'s one statement (a turn
-#: that queues more, a coach's report say, writes them with the separate statements).
-_ONE_STATEMENT_ROWS = 4
-
-
 @lru_cache(maxsize=256)  # a few shapes in practice; the user's columns vary most
-def _write_turn(answers: int, messages: int, user_columns: tuple[str, ...]) -> Any:
-    """PostgreSQL: the state, ``messages`` messages, ``answers`` answers and the user's
-    changed ``user_columns`` in one statement, returning the messages' ids and how many
-    states it wrote (none: someone else wrote it first). Parameters: each message's columns
-    prefixed ``message<i>_``, each answer's ``answer<i>_``, the user's ``user_``, and
-    :data:`_WRITE_STATE`'s. A turn's first message of the day (``last_seen_at``) or a first
-    contact (two messages) is one round trip too, not four."""
+def _write_turn(answer: bool, user_columns: tuple[str, ...]) -> Any:
+    """PostgreSQL: the state, one message, ``answer`` or not and the user's changed
+    ``user_columns`` in one statement, returning the message's id and how many states it
+    wrote (none: someone else wrote it first). Parameters: the message's columns prefixed
+    ``message_``, the answer's ``answer_``, the user's ``user_``, and :data:`_WRITE_STATE`'s.
+    (One row each: SQLAlchemy caches no multi-row VALUES, and compiling this anew costs more
+    than the round trips it saves.)"""
     state = _WRITE_STATE.returning(_CONVERSATIONS.c.version).cte("written_state")
     written = select(func.count()).select_from(state).scalar_subquery().label("states")
-    statement = insert(_OUTBOX).values([{
-        **{c: bindparam(f"message{i}_{c.name}", type_=c.type) for c in _OUTBOX.c
-           if c.name in _MESSAGE_COLUMNS},
-        _OUTBOX.c.parts_sent: 0}  # (its default is not filled in beside a CTE's INSERT)
-        for i in range(messages)])
-    if answers:
-        statement = statement.add_cte(insert(_ANSWERS).values([
-            {c: bindparam(f"answer{i}_{c.name}", type_=c.type) for c in _ANSWERS.c
-             if c.name in _ANSWER_COLUMNS}
-            for i in range(answers)]).cte("written_answers"))
+    statement = insert(_OUTBOX).values({
+        **{c: bindparam(f"message_{c.name}") for c in _OUTBOX.c if c.name in _MESSAGE_COLUMNS},
+        _OUTBOX.c.parts_sent: 0})  # (its default is not filled in beside a CTE's INSERT)
+    if answer:
+        statement = statement.add_cte(insert(_ANSWERS).values(
+            {c: bindparam(f"answer_{c.name}") for c in _ANSWERS.c if c.name in _ANSWER_COLUMNS}
+        ).cte("written_answer"))
     if user_columns:
         statement = statement.add_cte(
             update(_USERS).where(_USERS.c.id == bindparam("user"))
-            .values({name: bindparam(f"user_{name}", type_=_USERS.c[name].type)
-                     for name in user_columns})
+            .values({name: bindparam(f"user_{name}") for name in user_columns})
             .cte("written_user"))
     return statement.add_cte(state).returning(_OUTBOX.c.id, written)
 
@@ -428,15 +419,15 @@ class Turn:
     def _write(self, connection: Connection) -> None:
         """The session's changes, then answers and messages in one multi-row INSERT each
         (the ORM's unit of work cost more than the rest of a turn's writes), the user's
-        changed columns and the state. On PostgreSQL a turn's usual writes (the state, a few
-        messages and answers, the user's changes) go in one statement: one round trip instead
-        of three or four."""
+        changed columns and the state. On PostgreSQL a turn's usual writes (the state, one
+        message, at most one answer, the user's changes) go in one statement: one round trip
+        instead of three or four."""
         if self._session is not None:
             self._session.sync_session.flush()
         others = sorted({m["chat_id"] for m in self._messages if m["chat_id"] != self.user.id})
         if connection.dialect.name == "postgresql" and self._state_set \
-                and 0 < len(self._messages) <= _ONE_STATEMENT_ROWS \
-                and len(self._answers) <= _ONE_STATEMENT_ROWS and not self._urgent_chats:
+                and len(self._messages) == 1 and len(self._answers) <= 1 \
+                and not self._urgent_chats:
             self._write_in_one(connection)
         if self._answers:
             connection.execute(_INSERT_ANSWERS, self._answers)
@@ -460,24 +451,20 @@ class Turn:
             self._state_written(rowcount(connection.execute(_WRITE_STATE, self._state_params())))
 
     def _write_in_one(self, connection: Connection) -> None:
-        """PostgreSQL: the state, the messages, the answers and the user's changes in one
+        """PostgreSQL: the state, the message, the answer and the user's changes in one
         statement (see :func:`_write_turn`)."""
         columns = _columns(self.user)
         changed = {name: value for name, value in columns.items()
                    if value != self._user_as_stored[name]}
-        statement = _write_turn(len(self._answers), len(self._messages), tuple(changed))
-        rows = connection.execute(statement, {
-            **{f"message{i}_{k}": v for i, message in enumerate(self._messages)
-               for k, v in message.items()},
-            **{f"answer{i}_{k}": v for i, answer in enumerate(self._answers)
-               for k, v in answer.items()},
+        row = connection.execute(_write_turn(bool(self._answers), tuple(changed)), {
+            **{f"message_{k}": v for k, v in self._messages[0].items()},
+            **{f"answer_{k}": v for answer in self._answers for k, v in answer.items()},
             **{f"user_{k}": v for k, v in changed.items()},
-            **self._state_params()}).all()
+            **self._state_params()}).one()
         self._answers = []
         self._user_as_stored = columns
-        # One sequence, one statement: the ids were taken in the VALUES' order.
-        self._queued(sorted(row.id for row in rows))
-        self._state_written(rows[0].states)
+        self._queued([row.id])
+        self._state_written(row.states)
 
     def _queued(self, ids: Sequence[int]) -> None:
         """The turn's messages were inserted as rows ``ids``."""
