@@ -23,10 +23,11 @@ TABLE_LABELS: dict[str, str] = {
                 "whether you agreed that I keep your answers and when, and the day you last "
                 "wrote to me."),
     "goals": N_("Your goals, with why they matter to you and how far you are."),
-    "answers": N_("Every answer you gave me, with the conversation and the moment."),
+    "answers": N_("Every answer you gave me, with the conversation it belongs to and when you "
+                  "gave it."),
     "conversations": N_("Where you are in the current conversation."),
-    "processed_updates": N_("The numbers of the messages of yours I have handled, so that "
-                            "none is handled twice. They hold no content."),
+    "processed_updates": N_("The ID numbers of your messages that I have already handled, so "
+                            "that none is handled twice. They contain nothing you wrote."),
     "coach_links": N_("The coaches you share your progress with (or shared with), and since "
                       "when."),
     "invites": N_("Invitation links you made or used."),
@@ -109,12 +110,12 @@ def privacy_summary(tr: Translator, facts: PrivacyFacts) -> list[str]:
     return [
         kept,
         tr.gettext(
-            "Who sees it: you, and your coach only what you agree to share with them, from "
-            "the day you accept their invitation. You can stop sharing at any time with "
-            "/coach. Two limits to this: if you share your progress with a coach and I "
-            "notice signs that you may be in crisis, I tell your coach, without any of your "
-            "words, so that they can reach out to you; and the people who run me can access "
-            "the database, as for any online service."),
+            "Who sees it: you. A coach sees only what you agree to share with them, from the "
+            "day you accept their invitation. Two limits to this: if you share your progress "
+            "with a coach and I notice signs that you may be in crisis, I tell your coach, "
+            "without any of your words, so that they can reach out to you; and the people who "
+            "run me can access the database, as with any online service. You can stop sharing "
+            "at any time with /coach."),
         tr.ngettext(
             "How long: I keep it while you use me or share your progress with a coach. When "
             "{days} day has passed since you last wrote or answered (or since your link with "

@@ -344,7 +344,7 @@ def cancel(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Ou
         return run.outcome()
     run.stack.clear()
     if ctx.consented:
-        run.say(tr.gettext("Okay, we will stop here. Everything you said so far is kept."))
+        run.say(tr.gettext("All right, we will stop here. Your answers so far are kept."))
     else:
         run.say(tr.gettext("All right, we will stop here. Until you agree, I keep none of your "
                            "answers. If you would like to begin again, send /start."))

@@ -40,7 +40,7 @@ from bot.store import (
 
 REPO = Path(__file__).parents[2]
 SAFETY_QUESTION = "are you having thoughts of ending your life or of hurting yourself?"
-CARE_OPENING = "I wanted to hear from you. How are you today, compared with yesterday?"
+CARE_OPENING = "How are you today, compared with yesterday?"
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 CLIENT = 42
 WORDS = "MARKER I took all the pills tonight"
@@ -251,7 +251,8 @@ async def test_still_hard_at_the_last_care_check_in_the_client_may_keep_the_paus
         said = await care_answer(store, dialogues, at, "hard")
     for answer in ("yes", "4"):
         said = await client_writes(store, dialogues, at, answer)
-    assert said.startswith("Done. I will not send you anything for 4 days.")
+    assert said.startswith("Done. For 4 days, I will not send you check-ins, reviews, exercises "
+                           "or session reminders.")
     assert "/sos shows them again" in said
     user = await store.get_user(CLIENT)
     assert user is not None and user.paused_until == at + timedelta(days=4)

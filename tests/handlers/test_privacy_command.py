@@ -29,11 +29,12 @@ KEPT = ("What I keep. Until you agree, only your Telegram id, your language, how
         "you choose to keep. If I notice signs that you may be in crisis, I keep a record that "
         "I noticed them, but not your words.")
 ENCRYPTED = "Your name, your words and your ratings are stored encrypted."
-WHO = ("Who sees it: you, and your coach only what you agree to share with them, from the day "
-       "you accept their invitation. You can stop sharing at any time with /coach. Two limits "
-       "to this: if you share your progress with a coach and I notice signs that you may be in "
-       "crisis, I tell your coach, without any of your words, so that they can reach out to "
-       "you; and the people who run me can access the database, as for any online service.")
+WHO = ("Who sees it: you. A coach sees only what you agree to share with them, from the day "
+       "you accept their invitation. Two limits to this: if you share your progress with a "
+       "coach and I notice signs that you may be in crisis, I tell your coach, without any of "
+       "your words, so that they can reach out to you; and the people who run me can access "
+       "the database, as with any online service. You can stop sharing at any time with "
+       "/coach.")
 EXPORT_DELETE = ("/export sends you a file with everything I keep about you. /delete deletes "
                  "it all, at once and for good. What /delete cannot take back: anything already "
                  "sent to your coach (a note or a session preparation you chose to share, your "
@@ -158,6 +159,6 @@ async def test_the_first_goal_is_offered_and_cancel_then_goal_do_what_it_says(
         "If now is not a good time, or you would rather set it with your coach first, send "
         "/cancel and start it later with /goal.")
     stopped = texts(await ana.send("/cancel"))
-    assert stopped == ["Okay, we will stop here. Everything you said so far is kept."]
+    assert stopped == ["All right, we will stop here. Your answers so far are kept."]
     later = texts(await ana.send("/goal"))
     assert later[0].startswith("Let us give your goal some shape")
