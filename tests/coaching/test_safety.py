@@ -251,8 +251,8 @@ async def test_still_hard_at_the_last_care_check_in_the_client_may_keep_the_paus
         said = await care_answer(store, dialogues, at, "hard")
     for answer in ("yes", "4"):
         said = await client_writes(store, dialogues, at, answer)
-    assert said.startswith("Done. For 4 days, I will not send you check-ins, reviews, exercises "
-                           "or session reminders.")
+    assert said.startswith("Done. For 4 days, I will not send you check-ins, weekly reviews, "
+                           "exercises or session reminders.")
     assert "/sos shows them again" in said
     user = await store.get_user(CLIENT)
     assert user is not None and user.paused_until == at + timedelta(days=4)
