@@ -73,4 +73,5 @@ def test_a_coach_writing_to_a_paused_client_is_told_first(dialogues: DialogueSet
     said, _ = play(dialogues, "message_client", ["See you"],
                    variables={**variables, "message.client_paused": False})
     # A client's own pause does not hold it (r37-en): only their quiet hours.
-    assert said[-1] == "Done. \u2068Luca\u2069 gets it now, or as soon as their quiet hours are over."
+    assert said[-1] == ("Done. \u2068Luca\u2069 gets it now, or as soon as their quiet hours are "
+                        "over.")
