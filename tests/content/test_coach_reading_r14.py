@@ -142,7 +142,8 @@ def test_a_pause_for_some_days_says_it_stops_everything_like_a_holiday(
     # A coach's message is not held by the client's own pause (r37-en): said so.
     assert said[-1] == ("Done. For 3 days, I will not send you check-ins, weekly reviews, "
                         "exercises or session reminders. If you have a coach, their messages "
-                        "still reach you. If you would like them back sooner, send /reminders.")
+                        "still reach you. If you would like all of these back sooner, send "
+                        "/reminders.")
     assert outcome.state.variables["profile.pause_days"] == 3
 
 

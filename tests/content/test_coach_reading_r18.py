@@ -58,6 +58,6 @@ def test_the_last_care_check_in_still_hard_offers_to_keep_the_pause(
     assert said.index("For how many days? From 1 to 60.") < said.index(
         "Done. For 5 days, I will not send you check-ins, weekly reviews, exercises or session "
         "reminders. If you have a coach, their messages still reach you. If you would like "
-        "them back sooner, send /reminders.")
+        "all of these back sooner, send /reminders.")
     assert said[-1].startswith("Whenever you need someone")
     assert outcome.state.variables["profile.pause_days"] == 5
