@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,6 +15,21 @@ from sqlalchemy import event, select, text, update
 from bot.store import Answer, ConflictError, Conversation, Outbox, Store, Turn, TurnUser, User
 from bot.store.types import utcnow
 from tests.store.store_helpers import count
+
+
+@contextmanager
+def statements_run(store: Store) -> Iterator[list[list[str]]]:
+    """The first three words of each statement the store runs inside the block."""
+    statements: list[list[str]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement.split()[:3])
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
 
 
 class Boom(Exception):
@@ -271,20 +288,12 @@ async def test_a_usual_turn_writes_state_answer_and_message_in_one_statement_on_
     one round trip, writing every column the separate statements write."""
     async with store.turn(19):
         pass
-    statements: list[list[str]] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement.split()[:3])
-
-    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
-    try:
+    with statements_run(store) as statements:
         async with store.turn(19, update_id=190, hold_for=timedelta(seconds=30)) as t:
             t.set_state({"step": "why"})
             t.record_answer("goal_setting", "goal", "goal_setting.goal", "Run a 10k",
                             marker="goal")
             t.enqueue(19, {"text": "Why does it matter?"})
-    finally:
-        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
     writes = statements[2:]  # after the locking SELECT and the processed update
     if store.engine.dialect.name == "postgresql":
         assert writes == [["WITH", "written_answer", "AS"]]
@@ -311,21 +320,13 @@ async def test_the_users_changes_go_in_the_one_statement_on_postgresql(store: St
     statement on PostgreSQL, writing the user's changed columns and keeping the others."""
     async with store.turn(21) as t:
         t.user.time_zone = "Europe/Rome"
-    statements: list[list[str]] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement.split()[:3])
-
-    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
-    try:
+    with statements_run(store) as statements:
         async with store.turn(21, update_id=210, hold_for=timedelta(seconds=30)) as t:
             t.user.first_name = "Ada"
             t.user.reachable = False
             t.set_state({"step": "goal"})
             t.enqueue(21, {"text": "What would you like to achieve?"})
             t.record_answer("goal_setting", "start", "goal_setting.start", "yes")
-    finally:
-        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
     writes = statements[2:]
     if store.engine.dialect.name == "postgresql":
         assert writes == [["WITH", "written_answer", "AS"]]
