@@ -440,31 +440,32 @@ class Turn:
         if others:
             connection.execute(_HOLD_FOR_CRISIS_PAUSE,
                                {"of_user": self.user.id, "chats": others, "now": self.now})
-        columns = _columns(self.user)
-        changed = {name: value for name, value in columns.items()
-                   if value != self._user_as_stored[name]}
+        changed = self._user_changes()
         if changed:
             connection.execute(update(_USERS).where(_USERS.c.id == self.user.id)
                                .values(changed))
-            self._user_as_stored = columns
+            self._user_as_stored.update(changed)
         if self._state_set:
             self._state_written(rowcount(connection.execute(_WRITE_STATE, self._state_params())))
 
     def _write_in_one(self, connection: Connection) -> None:
         """PostgreSQL: the state, the message, the answer and the user's changes in one
         statement (see :func:`_write_turn`)."""
-        columns = _columns(self.user)
-        changed = {name: value for name, value in columns.items()
-                   if value != self._user_as_stored[name]}
+        changed = self._user_changes()
         row = connection.execute(_write_turn(bool(self._answers), tuple(changed)), {
             **{f"message_{k}": v for k, v in self._messages[0].items()},
             **{f"answer_{k}": v for answer in self._answers for k, v in answer.items()},
             **{f"user_{k}": v for k, v in changed.items()},
             **self._state_params()}).one()
         self._answers = []
-        self._user_as_stored = columns
+        self._user_as_stored.update(changed)
         self._queued([row.id])
         self._state_written(row.states)
+
+    def _user_changes(self) -> dict[str, Any]:
+        """The user's columns this turn changed, with their new values."""
+        return {name: value for name, value in _columns(self.user).items()
+                if value != self._user_as_stored[name]}
 
     def _queued(self, ids: Sequence[int]) -> None:
         """The turn's messages were inserted as rows ``ids``."""
