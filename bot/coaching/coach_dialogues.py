@@ -94,7 +94,7 @@ async def upload(session: AsyncSession, coach_id: int, raw: bytes, filename: str
         if count >= MAX_PER_COACH:
             raise UploadRefused([DialogueError(Position(dialogue.path, 1, 1), message(
                 N_("you have {count} exercises and dialogues of your own already, the most I "
-                   "can keep; to change one of them, send it again with the same id"),
+                   "can keep; to change one of them, send its new version with the same id"),
                 count=MAX_PER_COACH))])
         row = CoachDialogue(coach_id=coach_id, dialogue_id=dialogue.id, created_at=now)
         session.add(row)
