@@ -54,6 +54,10 @@ class UploadRefused(CoachError):
                 for error in self.errors]
 
 
+class LibraryFull(UploadRefused):
+    """The coach already keeps as many dialogues of their own as the bot allows."""
+
+
 def run_id(row_id: int) -> str:
     return f"{PREFIX}{row_id}"
 
@@ -92,7 +96,7 @@ async def upload(session: AsyncSession, coach_id: int, raw: bytes, filename: str
         count = len((await session.execute(select(CoachDialogue.id).where(
             CoachDialogue.coach_id == coach_id))).all())
         if count >= MAX_PER_COACH:
-            raise UploadRefused([DialogueError(Position(dialogue.path, 1, 1), message(
+            raise LibraryFull([DialogueError(Position(dialogue.path, 1, 1), message(
                 N_("you have {count} exercises and dialogues of your own already, the most I "
                    "can keep; to change one of them, send its new version with the same id"),
                 count=MAX_PER_COACH))])

@@ -311,6 +311,15 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome,
         try:
             await coach_dialogues.upload(t.session, t.user_id, source, "exercise.yaml",
                                          dialogues, t.now)
+        except coach_dialogues.LibraryFull:
+            # Its id was made for it, so "send its new version with the same id" cannot apply.
+            limit = coach_dialogues.MAX_PER_COACH
+            return [Reply(tr.ngettext(
+                "Sorry: I could not save that exercise, so /assign does not offer it. You "
+                "already have {count} exercise or dialogue of your own, the most I can keep.",
+                "Sorry: I could not save that exercise, so /assign does not offer it. You "
+                "already have {count} exercises and dialogues of your own, the most I can keep.",
+                limit).format(count=tr.number(limit)))]
         except coach_dialogues.UploadRefused as refused:
             return [Reply(tr.gettext("Sorry: I could not save that exercise, so /assign does "
                                      "not offer it. The reason:")

@@ -275,11 +275,26 @@ async def test_a_coachs_own_questions_become_a_dialogue_in_their_language(
     assert (answers["own.q1"], answers["own.q2"], answers["own.q3"]) == ("Mirnije", 8, "o2")
 
 
+async def test_at_the_limit_a_new_file_is_refused_and_a_new_version_of_a_kept_one_replaces_it(
+        db: Store, dialogues: DialogueSet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusal's advice (send its new version with the same id) is what still works."""
+    monkeypatch.setattr(coach_dialogues, "MAX_PER_COACH", 1)
+    kept = await upload(db, COACH, GOOD, dialogues)
+    with pytest.raises(coach_dialogues.LibraryFull) as refused:
+        await upload(db, COACH, GOOD.replace("id: jutarnje_stranice", "id: vecernje"), dialogues)
+    assert refused.value.lines(translator_for("en")) == [
+        "stranice.yaml:1:1: you have 1 exercises and dialogues of your own already, the most I "
+        "can keep; to change one of them, send its new version with the same id"]
+    assert await upload(db, COACH, GOOD.replace("Jutarnje stranice", "Stranice"),
+                        dialogues) == kept
+
+
 async def test_an_own_exercise_over_the_limit_is_said_not_kept_instead_of_saved(
         db: Store, dialogues: DialogueSet, monkeypatch: pytest.MonkeyPatch) -> None:
     """The dialogue's "Saved." comes before the platform stores it: a refusal takes its
     place, saying that nothing was kept and why, in words a coach of /newexercise can act on
-    (r36-en, r38)."""
+    (r36-en, r38): not the file's advice to send a new version with the same id, since the
+    exercise's id was made for it (r45-he)."""
     monkeypatch.setattr(coach_dialogues, "MAX_PER_COACH", 1)
     await upload(db, COACH, GOOD, dialogues)
     outcome = await run(db, dialogues, COACH, Start("new_exercise"), Turn(text="Walk"),
@@ -287,9 +302,8 @@ async def test_an_own_exercise_over_the_limit_is_said_not_kept_instead_of_saved(
                         Turn(text="What did you notice?"), Turn(text="1"), Turn(text="no"),
                         Turn(text="yes"))
     assert [r.text for r in outcome.replies] == [
-        "Sorry: I could not save that exercise, so /assign does not offer it. The reason:\n"
-        "exercise.yaml:1:1: you have 1 exercises and dialogues of your own already, the most "
-        "I can keep"]
+        "Sorry: I could not save that exercise, so /assign does not offer it. You already "
+        "have 1 exercise or dialogue of your own, the most I can keep."]
     async with db.sessionmaker() as s:
         assert len((await s.execute(select(CoachDialogue))).all()) == 1
 
