@@ -316,9 +316,13 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome,
             limit = coach_dialogues.MAX_PER_COACH
             return [Reply(tr.ngettext(
                 "Sorry: I could not save that exercise, so /assign does not offer it. You "
-                "already have {count} exercise or dialogue of your own, the most I can keep.",
+                "already have {count} exercise or dialogue of your own, the most I can keep. An "
+                "exercise without questions of your own does not count toward this limit, so "
+                "/newexercise can still save one.",
                 "Sorry: I could not save that exercise, so /assign does not offer it. You "
-                "already have {count} exercises and dialogues of your own, the most I can keep.",
+                "already have {count} exercises and dialogues of your own, the most I can keep. An "
+                "exercise without questions of your own does not count toward this limit, so "
+                "/newexercise can still save one.",
                 limit).format(count=tr.number(limit)))]
         except coach_dialogues.UploadRefused as refused:
             return [Reply(tr.gettext("Sorry: I could not save that exercise, so /assign does "
