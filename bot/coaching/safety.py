@@ -35,8 +35,10 @@ The care check-in's answer acts (:func:`apply_care_answer`):
 * This happens at most ``MAX_CARE_CHECKINS`` days in a row (the round travels in the planned
   row's ``ref`` and comes to the dialogue as ``care.round``; ``care.last`` tells the dialogue
   it is the last). At the last one, a hard answer still gets the help lines, but the pause
-  simply ends, and the dialogue says that the check-ins come back at their usual time, that
-  /reminders pauses them, and that /sos is always there.
+  simply ends: the dialogue says that this was the last of these questions and that the
+  check-ins, weekly reviews, exercises and session reminders start again unless the client
+  asks there for a pause of their own (1 to 60 days, as /reminders sets), and that /sos is
+  always there.
   Why stop asking: a bot that asks "how are you" every day for longer starts to stand in for
   the people who can really help, which it must not do (it is not a crisis service); a pause
   that went on by itself would also hold back the coach's messages (``may_write_now``) and
