@@ -317,12 +317,12 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome,
             return [Reply(tr.ngettext(
                 "Sorry: I could not save that exercise, so /assign does not offer it. You "
                 "already have {count} exercise or dialogue of your own, the most I can keep. An "
-                "exercise without questions of your own does not count toward this limit: you can "
-                "still save this one with /newexercise if you write it again without them.",
+                "exercise without questions of your own does not count toward this limit: to keep "
+                "this one, write it again with /newexercise, without questions of your own.",
                 "Sorry: I could not save that exercise, so /assign does not offer it. You "
                 "already have {count} exercises and dialogues of your own, the most I can keep. An "
-                "exercise without questions of your own does not count toward this limit: you can "
-                "still save this one with /newexercise if you write it again without them.",
+                "exercise without questions of your own does not count toward this limit: to keep "
+                "this one, write it again with /newexercise, without questions of your own.",
                 limit).format(count=tr.number(limit)))]
         except coach_dialogues.UploadRefused as refused:
             return [Reply(tr.gettext("Sorry: I could not save that exercise, so /assign does "
