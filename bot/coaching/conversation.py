@@ -318,11 +318,11 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome,
                 "Sorry: I could not save that exercise, so /assign does not offer it. You "
                 "already have {count} exercise or dialogue of your own, the most I can keep. An "
                 "exercise without questions of your own does not count toward this limit: to keep "
-                "this one, write it again with /newexercise, without questions of your own.",
+                "this one, write it again with /newexercise, this time without your questions.",
                 "Sorry: I could not save that exercise, so /assign does not offer it. You "
                 "already have {count} exercises and dialogues of your own, the most I can keep. An "
                 "exercise without questions of your own does not count toward this limit: to keep "
-                "this one, write it again with /newexercise, without questions of your own.",
+                "this one, write it again with /newexercise, this time without your questions.",
                 limit).format(count=tr.number(limit)))]
         except coach_dialogues.UploadRefused as refused:
             return [Reply(tr.gettext("Sorry: I could not save that exercise, so /assign does "
