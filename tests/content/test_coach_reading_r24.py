@@ -58,7 +58,7 @@ def test_the_last_care_check_in_still_hard_points_to_lasting_help(
     said, _ = play(dialogues, "care_checkin", ["About the same"], variables={"care.last": True})
     assert said[-1].startswith("I have asked how you are for a few days now, and it still "
                                "seems hard.")
-    assert "a doctor, or one of the lines above" in said[-1]
+    assert "A doctor, or one of the lines above" in said[-1]
     assert said[-1].endswith("Would you like them to stay paused for a while?")
 
 
