@@ -459,8 +459,11 @@ def _word_concepts(word: str, lexicon: _Concepts) -> frozenset[str]:
     found = _listed(word, lexicon)
     if found is not None:
         return found
-    if "'" in word:  # "don't" as "dont"; an elided article or pronoun: "l'impulso", "m'he"
+    if "'" in word:  # "don't" as "dont"; "knife's" as "knife"; an elided article or pronoun:
+        # "l'impulso", "m'he"
         found = _listed(word.replace("'", ""), lexicon)
+        if found is None and word.endswith("'s") and len(word) > _BG_LATIN_MIN:
+            found = _listed(word[:-2], lexicon)
         if found is None and len(word) - word.rfind("'") > _BG_LATIN_MIN:
             found = _listed(word[word.rfind("'") + 1:], lexicon)
         return found or frozenset()

@@ -68,6 +68,8 @@ def test_latin_words_of_other_languages_rarely_take_a_bulgarian_reading() -> Non
         ("I don't want to live anymore", "c:NEGATION"),  # "don't" is listed as "dont"
         ("they wouldn't miss me", "c:BURDEN"),  # a listed phrase, typed with an apostrophe
         ("ho pensato all'overdose", "c:PILLS"),  # an elided article
+        ("knife's next to me", "c:WEAPON"),  # "'s": is, has or a possessive
+        ("note's written", "c:GOODBYE"),
     ],
 )
 def test_apostrophes(text: str, concept: str) -> None:
