@@ -38,7 +38,7 @@ CLIENTS = {
 CANT_LABELS = {"he": "לא אוכל להגיע", "ca": "No hi podré ser"}
 OTHER_TIMES = {"he": "יום שלישי אחרי 18:00", "ca": "Dimarts a partir de les sis"}
 NOTE_LABELS = {"he": ("לשמור כפתק", "כן, לשלוח עכשיו", "הודעה קולית"),
-               "ca": ("Guardar-ho com a nota", "Sí, envia-la ara", "missatge de veu")}
+               "ca": ("Guardar-lo com a nota", "Sí, envia-la ara", "missatge de veu")}
 
 
 async def _due_now(bot: InProcessBot, kind: str) -> None:
