@@ -595,7 +595,8 @@ class Handlers:
         if not await has_active_goal(t.session, t.user_id):
             t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(
                 "A check-in is about a goal you are working on, and you have none at the "
-                "moment, so we can set one now. If you would rather not, send /cancel.")
+                "moment. If you would like, we can set one now; if you would rather not, "
+                "send /cancel.")
             ).to_payload())
             action = Start(GOAL_SETTING)
         outcome = await converse(t, self.dialogues, action, t.now, min_age=self.min_age)

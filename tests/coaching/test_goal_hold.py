@@ -32,7 +32,7 @@ async def test_a_target_chosen_to_hold_in_a_review_is_held_the_weeks_after(
     for now in WEEK[1:3]:
         asked, said = await play(store, dialogues, "weekly_review", {"current": "7"}, now)
         assert not _reached(asked) and "retarget" not in asked
-        assert said[2] == "You chose to hold at 6 or above, and today you are at 7. Let us " \
+        assert said[2] == "You chose to stay at 6 or above, and today you are at 7. Let us " \
                           "look at the week."
     assert (await goal(store)).status == "active"
 
@@ -61,7 +61,7 @@ async def test_a_hold_chosen_in_goal_setting_is_kept_and_not_passed_to_the_next_
                {**GOAL, "baseline": "7", "target": "7", "target_check": "yes"}, SET_ON)
     assert (await goal(store)).holding
     asked, said = await play(store, dialogues, "weekly_review", {"current": "8"}, WEEK[0])
-    assert not _reached(asked) and said[2].startswith("You chose to hold at 7 or above")
+    assert not _reached(asked) and said[2].startswith("You chose to stay at 7 or above")
     # A next goal, aimed above its start: not held, whatever the last one was.
     await play(store, dialogues, "goal_setting", {**GOAL, "goal": "Sleep by 23:00"}, WEEK[1])
     stored = await goal(store)

@@ -156,7 +156,7 @@ def test_a_goal_to_hold_is_not_asked_every_week_whether_it_is_reached(
     said, outcome = play(dialogues, "weekly_review",
                          [today, "Mornings", "/skip", "Patience", "No", "Run twice"],
                          variables=HOLDING)
-    assert said[2] == (f"You chose to hold at 8 or above, and today you are at {today}. "
+    assert said[2] == (f"You chose to stay at 8 or above, and today you are at {today}. "
                        "Let us look at the week.")
     assert not any("reached this goal" in text for text in said)
     assert "Looking at all this, would you like to change your goal?" in said
