@@ -151,7 +151,7 @@ async def set_status(session: AsyncSession, user_id: int, action_id: int,
 def action_line(action: CommitmentAction, today: date, tr: Translator) -> str:
     """One action as the client or their coach reads it: their words, and by when."""
     words = tr.words(action.words)
-    due = tr.isolate(tr.date(action.due_on, "medium"))
+    due = tr.isolate(tr.date(action.due_on, "long"))
     if action.status == ActionStatus.PARTLY:
         return tr.gettext("• {words} (due {date}, partly done)").format(words=words, date=due)
     if action.status == ActionStatus.OPEN and action.due_on < today:

@@ -185,7 +185,7 @@ class GroupHandlers:
                          "• " + tr.gettext("{name} (also shares their own progress)").format(
                              name=name))
         expiry = tr.isolate(tr.date(group.code_expires_at.astimezone(
-            zone_of(t.user.time_zone)).date(), "medium"))
+            zone_of(t.user.time_zone)).date(), "long"))
         lines += ["", tr.gettext("Join link valid until: {date}").format(date=expiry)
                   if group.code_expires_at > t.now else
                   tr.gettext("The join link has expired. Make a new one to invite people."),
@@ -292,7 +292,7 @@ class GroupHandlers:
         say(t, tr.gettext("Here is the group's new link; the old one no longer works. It is "
                           "valid until {date}, and I show it only this once:\n{link}").format(
             date=tr.isolate(tr.date(group.code_expires_at.astimezone(
-                zone_of(t.user.time_zone)).date(), "medium")),
+                zone_of(t.user.time_zone)).date(), "long")),
             link=self._link(JOIN_PREFIX + code)))
 
     async def rename(self, t: StoreTurn, rest: str) -> Outcome | None:
