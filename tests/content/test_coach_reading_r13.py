@@ -94,7 +94,7 @@ def test_the_groups_question_about_pride_does_not_assume_a_good_week() -> None:
 REACHED = ["8", "Yes", "Running", "Mornings", "Patience", "Stretching"]
 NEW_GOAL = ["Sleep by 11", "Energy", "Rested", "4", "Some nights", "/skip", "8", "/skip",
             "/skip", "/skip", "Phone away", "/skip", "Phone in the hall", "2026-12-06", "8"]
-WELL_DONE = ("You have a new goal. You also named what you will keep doing: "
+WELL_DONE = ("You have a new goal. You also named what you would like to keep doing: "
              "“\u2068Stretching\u2069”.")
 LATER = ("Take the time you need. Your check-ins are about a goal in progress, so they "
          "pause until you set a new one. When you are ready, send /goal and we will start from "

@@ -21,7 +21,7 @@ async def decline(user: TelegramUser, *, settled: bool) -> list[str]:
         await user.bot.idle(user.user_id)
     await user.fake.wait_idle(timeout=10)
     for _ in range(100):  # the age question's buttons
-        if any((m.text or "").startswith("I work only with adults") for m in user.messages):
+        if any((m.text or "").startswith("I work only with people aged") for m in user.messages):
             break
         await asyncio.sleep(0.05)
     message, data = user.button("Yes")

@@ -86,7 +86,7 @@ async def test_only_an_admin_makes_a_coach(bot: InProcessBot) -> None:
 async def test_before_consent_the_gate_asks_for_consent_first(bot: InProcessBot) -> None:
     stranger = bot.user(CLIENT)
     answer = await stranger.send("/clients")
-    assert answer[-1].text == "I work only with adults. Are you 18 or older?"
+    assert answer[-1].text == "I work only with people aged 18 and over. Are you 18 or older?"
 
 
 async def test_a_coach_passes_the_gate(bot: InProcessBot) -> None:

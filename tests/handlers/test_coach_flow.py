@@ -25,7 +25,7 @@ async def test_invite_consent_progress_assign_and_unlink(bot: InProcessBot) -> N
     code = re.search(r"start=(invite_[A-Za-z0-9_-]+)", invite)
     assert code is not None and "coachbot_test_bot" in invite
     before = await client.send(f"/start {code.group(1)}")  # consent comes first
-    assert before[-1].text == "I work only with adults. Are you 18 or older?"
+    assert before[-1].text == "I work only with people aged 18 and over. Are you 18 or older?"
     await bot.agree(CLIENT)
     offer = await client.send(f"/start {code.group(1)}")
     assert "\u2068Marta\u2069 invites you to share" in (offer[0].text or "")

@@ -30,12 +30,12 @@ async def test_before_consent_nothing_typed_is_kept_and_every_command_asks_first
     texts = [m.text or "" for m in first]
     assert texts[0].startswith("Hello, and welcome.") and NAME not in " ".join(texts)
     assert any("without any of your words" in t for t in texts)  # a coach hears of a crisis
-    assert texts[-1] == "I work only with adults. Are you 18 or older?"
+    assert texts[-1] == "I work only with people aged 18 and over. Are you 18 or older?"
     for typed in TYPED:
         await ana.send(typed)
     for command in ("/checkin", "/progress", "/exercises", "/export", "/help", "/coach"):
         again = await ana.send(command)
-        assert again[-1].text == "I work only with adults. Are you 18 or older?", command
+        assert again[-1].text == "I work only with people aged 18 and over. Are you 18 or older?", command
     rows = await stored(bot, 7001, NAME, *TYPED)
     assert await users_row(bot, 7001) == [(None, "en", None)]
     assert set(rows) <= {"users", "conversations", "processed_updates", "outbox"}
@@ -87,7 +87,7 @@ async def test_under_the_minimum_age_is_told_kindly_and_erased(bot: InProcessBot
     ana = bot.user(7004, first_name=NAME)
     await ana.send("/start")
     told = await ana.press("No")
-    assert "I am made for people aged 18 and over" in (told[-1].text or "")
+    assert "I work only with people aged 18 and over" in (told[-1].text or "")
     assert (told[-1].text or "").endswith("/sos shows who you can talk to.")
     assert await users_row(bot, 7004) == []
     assert await stored(bot, 7004, NAME, *TYPED) == {}
