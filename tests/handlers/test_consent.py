@@ -13,6 +13,7 @@ from bot.engine.crisis import detect_crisis
 from tests.flows import stored, text_of
 from tests.inprocess import InProcessBot
 
+AGE_QUESTION = "I work only with people aged 18 and over. Are you 18 or older?"
 NAME = "Zoravka"
 TYPED = ("Tell my wife about the debts", "Because I hide the letters from her")
 
@@ -30,12 +31,12 @@ async def test_before_consent_nothing_typed_is_kept_and_every_command_asks_first
     texts = [m.text or "" for m in first]
     assert texts[0].startswith("Hello, and welcome.") and NAME not in " ".join(texts)
     assert any("without any of your words" in t for t in texts)  # a coach hears of a crisis
-    assert texts[-1] == "I work only with people aged 18 and over. Are you 18 or older?"
+    assert texts[-1] == AGE_QUESTION
     for typed in TYPED:
         await ana.send(typed)
     for command in ("/checkin", "/progress", "/exercises", "/export", "/help", "/coach"):
         again = await ana.send(command)
-        assert again[-1].text == "I work only with people aged 18 and over. Are you 18 or older?", command
+        assert again[-1].text == AGE_QUESTION, command
     rows = await stored(bot, 7001, NAME, *TYPED)
     assert await users_row(bot, 7001) == [(None, "en", None)]
     assert set(rows) <= {"users", "conversations", "processed_updates", "outbox"}
