@@ -118,7 +118,7 @@ ONLY_COACHES_GROUPS = N_("Only coaches can make groups. If you are a coach, ask 
 # In the order /help and the menus show them.
 COMMANDS = CommandRegistry(
     BotCommandSpec("sos", C, lambda h, c: h.on_sos(c.update),
-                   N_("Help right now: people you can talk to"), before_consent=True),
+                   N_("Help lines and the emergency number"), before_consent=True),
     BotCommandSpec("checkin", C, lambda h, c: h.on_checkin(c), N_("Daily check-in")),
     BotCommandSpec("goal", C, lambda h, c: h.start_dialogue(c, GOAL_SETTING),
                    N_("Set a new goal")),

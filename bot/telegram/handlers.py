@@ -463,8 +463,8 @@ class Handlers:
         open, gets a request for words."""
         message = update.message
         jotted = None if message is None else _jotted(message)
-        note = N_("Could you write it in words? If you need someone right now, /sos shows who "
-                  "you can talk to.")
+        note = N_("Could you write it in words? If you need someone to talk to, /sos shows "
+                  "who you can turn to.")
         if jotted is None:
             await self._converse(update, Resume(), note=note)
             return

@@ -105,8 +105,8 @@ async def test_wrong_answers_stale_buttons_stickers_and_commands(
     sticker_update = ana.fake.send_sticker(103)
     assert sticker_update
     re_asked = await ana.replies()
-    assert re_asked[0].text == ("Could you write it in words? If you need someone right now, "
-                                "/sos shows who you can talk to.")
+    assert re_asked[0].text == ("Could you write it in words? If you need someone to talk to, "
+                                "/sos shows who you can turn to.")
     assert re_asked[1].text == stale[1].text
     long_answer = await ana.send("x" * 5000)
     assert "5,000 characters" in (long_answer[0].text or "")

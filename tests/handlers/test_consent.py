@@ -89,7 +89,7 @@ async def test_under_the_minimum_age_is_told_kindly_and_erased(bot: InProcessBot
     await ana.send("/start")
     told = await ana.press("No")
     assert "I work only with people aged 18 and over" in (told[-1].text or "")
-    assert (told[-1].text or "").endswith("/sos shows who you can talk to.")
+    assert (told[-1].text or "").endswith("/sos shows who else you can turn to.")
     assert await users_row(bot, 7004) == []
     assert await stored(bot, 7004, NAME, *TYPED) == {}
     helped = await ana.send("/sos")  # the refusal points to it: it works for them too

@@ -41,7 +41,7 @@ async def other(h: Any, c: Any) -> None:
 def test_the_clients_menu_is_the_client_commands_in_order() -> None:
     menu = COMMANDS.menu(CLIENT_MENU, EN)
     assert [c.command for c in menu] == CLIENT_COMMANDS
-    assert menu[0] == BotCommand("sos", "Help right now: people you can talk to")
+    assert menu[0] == BotCommand("sos", "Help lines and the emergency number")
 
 
 def test_a_coachs_menu_has_the_coach_commands_first_and_no_name_twice() -> None:
