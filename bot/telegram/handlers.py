@@ -594,7 +594,7 @@ class Handlers:
         # cancelled after its title left the title behind, but no goal.
         if not await has_active_goal(t.session, t.user_id):
             t.enqueue(t.user_id, Reply(translator_for(t.user.locale).gettext(
-                "A check-in is about a goal you are working on, and you have none at the "
+                "A check-in is about a goal you are working on, but you have none at the "
                 "moment. If you would like, we can set one now; if you would rather not, "
                 "send /cancel.")
             ).to_payload())

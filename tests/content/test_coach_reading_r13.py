@@ -59,7 +59,7 @@ def test_a_target_at_today_is_asked_about_without_hinting_at_a_mistake(
                    ["Run 5 km", "Health", "Lighter", "8", "Some runs", "/skip", "8", "Yes"],
                    variables={})
     assert said[-2] == ("Today you are at 8, and the target you chose is 8, no higher than "
-                        "today's level. If you answer No, you can choose another target. "
+                        "that. If you answer No, you can choose another target. "
                         "Would you like to stay at 8 or above?")
     assert said[-1].startswith("By what date would you like to be there?")
 
@@ -113,7 +113,7 @@ def test_a_reached_goal_ends_the_review_on_goal_completions_last_words(
 # At 5 (from 3, target 8), the client changes the target in the weekly review.
 ADJUST_TARGET = ["5", "Mornings", "/skip", "Patience", "Yes", "The target"]
 HOLD_CHECK = ("Today you are at 5, and the new target you chose is 5, no higher than "
-              "today's level. If you answer No, you can choose another target. Would "
+              "that. If you answer No, you can choose another target. Would "
               "you like to stay at 5 or above?")
 NEXT_ACTION = "What, if anything, will you commit to for the coming week? You can send /skip."
 

@@ -55,5 +55,5 @@ def test_an_answer_is_offered_to_the_group_only_after_saying_it_stays(
                          variables={"group.id": 1})
     assert said[1] == ("Your answer stays with you unless you say otherwise. Shall I post it in "
                        "the group's chat, with your first name?")
-    assert said[-1] == "Thank you. It is not shared with the group."
+    assert said[-1] == "Thank you. I will not post it in the group."
     assert outcome.state.variables.get("group.answer_share") is False

@@ -67,7 +67,7 @@ async def test_checkin_without_a_goal_offers_to_set_one(bot: InProcessBot) -> No
     await ana.send("Run a marathon")
     await ana.send("/cancel")
     replies = await ana.send("/checkin")
-    assert replies[0].text == ("A check-in is about a goal you are working on, and you have "
+    assert replies[0].text == ("A check-in is about a goal you are working on, but you have "
                                "none at the moment. If you would like, we can set one now; if "
                                "you would rather not, send /cancel.")
     assert replies[-1].text == "In your own words: what would you like to achieve?"
