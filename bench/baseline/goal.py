@@ -23,8 +23,8 @@ ASK_TRIED = ("If you have already tried something towards this, what did you lea
              "You can send /skip.")
 ASK_TARGET = "Where on the same scale from 1 to 10 do you want to be?"
 ASK_TARGET_CHECK = ("Today you are at {baseline}, and the target you chose is {target}, no higher "
-                    "than today's level. If you answer No, you can choose another target. "
-                    "Would you like to hold at {target} or above?")
+                    "than that. If you answer No, you can choose another target. "
+                    "Would you like to stay at {target} or above?")
 ASK_DUE = ("By what date would you like to be there? Send a date, or /skip if you prefer not "
            "to set one.")
 ASK_OBSTACLES = "What could get in your way? You can send /skip."
