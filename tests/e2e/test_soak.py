@@ -23,6 +23,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import socket
 import sys
@@ -405,10 +406,19 @@ class Soak:
         await wait_for(lambda: self.deliveries.accepted(update_id), STEP_TIMEOUT,
                        f"update {update_id} to be accepted by a replica")
 
-    async def question(self, user: Chatter) -> None:
-        """Wait for the bot's next message (the question), as a person reads before answering."""
-        await wait_for(lambda: len(self.fake.sent.get(user.user_id, ())) > user.seen,
-                       STEP_TIMEOUT, f"the bot to answer user {user.user_id}")
+    async def question(self, user: Chatter, step: str) -> None:
+        """Wait for the message that asks ``step``'s question, as a person reads before
+        answering: a turn may send more than one message ("/goal": the introduction, then the
+        first question), and answering after the first would supersede the next one while it
+        waits for the chat's pace."""
+        say = DIALOGUES["goal_setting"].steps[step].say
+        literal = max(re.split(r"\{[^}]*\}", say if isinstance(say, str) else ""), key=len)
+
+        def asked() -> bool:
+            new = self.fake.sent.get(user.user_id, ())[user.seen:]
+            return any(literal.strip() in (message.text or "") for message in new)
+
+        await wait_for(asked, STEP_TIMEOUT, f"the bot to ask user {user.user_id} {step}")
 
     async def button(self, user: Chatter, data: str) -> SentMessage:
         """The message carrying the button `data`, once it arrived."""
@@ -444,7 +454,7 @@ class Soak:
                 user.seen = len(self.fake.sent.get(user.user_id, ()))
                 update_id = self.fake.press_button(user.user_id, message.message_id, data)
             else:
-                await self.question(user)
+                await self.question(user, frame.step)
                 user.seen = len(self.fake.sent.get(user.user_id, ()))
                 update_id = self.fake.send_text(user.user_id, said, first_name=user.first_name)
             user.given.append((frame.step, stored))
