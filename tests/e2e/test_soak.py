@@ -406,12 +406,12 @@ class Soak:
         await wait_for(lambda: self.deliveries.accepted(update_id), STEP_TIMEOUT,
                        f"update {update_id} to be accepted by a replica")
 
-    async def question(self, user: Chatter, step: str) -> None:
+    async def question(self, user: Chatter, dialogue: str, step: str) -> None:
         """Wait for the message that asks ``step``'s question, as a person reads before
         answering: a turn may send more than one message ("/goal": the introduction, then the
         first question), and answering after the first would supersede the next one while it
         waits for the chat's pace."""
-        say = DIALOGUES["goal_setting"].steps[step].say
+        say = DIALOGUES[dialogue].steps[step].say
         literal = max(re.split(r"\{[^}]*\}", say if isinstance(say, str) else ""), key=len)
 
         def asked() -> bool:
@@ -454,7 +454,7 @@ class Soak:
                 user.seen = len(self.fake.sent.get(user.user_id, ()))
                 update_id = self.fake.press_button(user.user_id, message.message_id, data)
             else:
-                await self.question(user, frame.step)
+                await self.question(user, frame.dialogue, frame.step)
                 user.seen = len(self.fake.sent.get(user.user_id, ()))
                 update_id = self.fake.send_text(user.user_id, said, first_name=user.first_name)
             user.given.append((frame.step, stored))
