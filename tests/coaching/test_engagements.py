@@ -47,7 +47,7 @@ REPO = Path(__file__).parents[2]
 STAY = ("Would you like to stay linked with \u2068Marta\u2069, so that they keep seeing your "
         "progress?")
 CONFIRM = ("Just to be sure: if the link ends, \u2068Marta\u2069 will no longer see your "
-           "progress, and I will let them know. Shall I end the link with \u2068Marta\u2069?")
+           "progress, and I will let them know. Shall I end the link?")
 NOW = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)
 COACH, CLIENT = 1, 2
 
@@ -230,7 +230,7 @@ async def test_the_look_back_compares_one_goal_with_itself(
         t, dialogues, Start("engagement_close", variables), NOW))
     said = [r.text for r in started.replies]
     assert said[1:4] == ["When you started, your goal was “\u2068Speak up in meetings\u2069”.",
-                         "Back then you placed yourself at 3 out of 10.",
+                         "Back then, your rating of this goal was 3 out of 10.",
                          "Your latest rating of this goal: 8 out of 10."]
     assert not any("working on now" in text for text in said)
 
