@@ -45,7 +45,7 @@ Verdict = str  # "urgent", "check" or "" (not flagged)
 MEASURED = (
     ("test", "Test part (waves A and R, never tuned on)"),
     ("heldout", "Held-out part (wave B, other writers, never tuned on)"),
-    ("unseen", "Unseen part (waves Y, Z, AA, AB, AC and AD, other writers, written after the "
+    ("unseen", "Unseen part (waves Y, Z, AA, AB, AC, AD and AE, other writers, written after the "
                "model, measuring only)"),
 )
 
