@@ -71,7 +71,7 @@ def test_the_preparation_says_who_reads_it_before_the_first_answer(
     said, _ = play(dialogues, "session_prep", [], variables={},
                    provided={"prep.briefed": briefed, "notes.count": 0})
     assert says in said[0]
-    assert said[-1].startswith("What has happened since you last spoke with your coach? ")
+    assert said[-1].startswith("What has happened since you last spoke with your coach: ")
 
 
 def test_the_crisis_reply_does_not_defer() -> None:
