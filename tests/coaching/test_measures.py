@@ -211,8 +211,9 @@ async def test_the_coachs_request_is_told_the_first_time_only(
                                        measures.ASKED_NAME: "Energy", measures.ASKED_FIRST: True})
     told = await run(db, dialogues, CLIENT, Start(*first))
     assert [r.text for r in told.replies] == [
-        he.gettext("Your coach asks you to keep track of this: {tracked.name}. They see your "
-                   "answers; if you would like to change or stop it, tell them.").replace(
+        he.gettext("Your coach, who sees your answers, asks you to keep track of this: "
+                   "{tracked.name}. If you would like to change or stop it, tell your "
+                   "coach.").replace(
             "{tracked.name}", "\u2068Energy\u2069"),
         he.gettext("How would you rate it today, from 1 (lowest) to 10 (highest)?")]
     await run(db, dialogues, CLIENT, Turn(text="5"))
