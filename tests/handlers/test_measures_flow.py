@@ -76,7 +76,7 @@ async def test_a_measure_is_set_asked_on_schedule_answered_and_charted(
                                    due_at=datetime.now(UTC) - timedelta(minutes=1)))
         await session.commit()
     asked = await client.replies()
-    assert asked[0].text == ("Il tuo coach, che vede le tue risposte, ti chiede di tenere "
+    assert asked[0].text == ("Il tuo coach, che vedrà le tue risposte, ti chiede di tenere "
                              "traccia di questo: \u2068Energy when you wake up\u2069. Se "
                              "vuoi cambiare qualcosa o smettere, diglielo.")
     # The request told once, the first time:
