@@ -80,7 +80,7 @@ async def test_a_measure_is_set_asked_on_schedule_answered_and_charted(
                              "traccia di questo: \u2068Energy when you wake up\u2069. Se "
                              "vuoi cambiare qualcosa o smettere, diglielo.")
     # The request told once, the first time:
-    assert asked[1].text == "Che voto dai oggi, da 1 (minimo) a 10 (massimo)?"
+    assert asked[1].text == "Che valutazione daresti oggi, da 1 (minimo) a 10 (massimo)?"
     thanks = await client.press("6")
     assert thanks[-1].text == "Grazie. Scrivi /progress per vedere l'andamento finora."
     async with bot.store.sessionmaker() as session:
