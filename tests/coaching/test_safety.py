@@ -264,8 +264,8 @@ async def test_better_resumes_as_usual_and_says_so(store: Store,
     await crisis(store, dialogues)
     day1 = NOW + CRISIS_PAUSE + timedelta(minutes=1)
     said = await care_answer(store, dialogues, day1, "better")
-    assert said.startswith("Thank you for letting me know. Your check-ins come back at their "
-                           "usual")
+    assert said.startswith("Thank you for letting me know. Your check-ins, weekly reviews, "
+                           "exercises and session reminders start again as usual.")
     assert "Telefono Amico" not in said and "/checkin" not in said
     user = await store.get_user(CLIENT)
     assert user is not None and not paused_by_crisis(user, day1)
