@@ -146,8 +146,9 @@ async def test_a_croatian_coach_reads_the_errors_in_croatian_and_the_italian_tra
     picker = (await coach.press("\u2068Bojan\u2069"))[-1]
     assert "Jutarnje stranice" not in coach.button_labels()
     assert picker.text == (
-        "\u2068Bojan\u2069 koristi jezik Български, pa ti ne nudim ono što nije napisano na "
-        "tom jeziku ni prevedeno na njega:\n• \u2068Jutarnje stranice\u2069\n\nKoju vježbu?")
+        "Ove tvoje vježbe i dijalozi nisu napisani ni prevedeni na jezik koji \u2068Bojan\u2069 "
+        "koristi (jezik: Български), pa ih toj osobi ne nudim:\n• \u2068Jutarnje stranice\u2069"
+        "\n\nKoju vježbu?")
 
     await coach.send("/assign")
     await coach.press("\u2068Lia\u2069")
