@@ -2,11 +2,13 @@
 
     PYTHONPATH=<code> python crisis_corpus/cv.py OUT.json [variant ...] [--models DIR] [--reuse]
 
-The trainer's 4 folds and thresholds (crisis_train.choose_thresholds, repeated here so that the
-fold models are kept); each held-out message is then read by ``detect_crisis`` with its fold's
-model and the cross-validated thresholds. A variant names, joined by ``+``, the module flags of
-bot.engine.crisis to set (``base`` sets none; ``N`` sets ``_RULE_N``, ``N+P`` sets ``_RULE_N`` and
-``_RULE_P``; every other ``_RULE_*`` flag is cleared), so rule variants share one training.
+The trainer's 4 folds (as in crisis_train.choose_thresholds, repeated here so that the fold
+models are kept) and its thresholds (crisis_train.thresholds_from); each held-out message is
+then read by ``detect_crisis`` with its fold's model and the cross-validated thresholds. A
+variant names, joined by ``+``, the module flags of bot.engine.crisis to set (``base`` sets
+none, so every rule is off: the shipped detector is ``N+D+S+L+I``; ``N`` sets ``_RULE_N``,
+``N+P`` sets ``_RULE_N`` and ``_RULE_P``; every other ``_RULE_*`` flag is cleared), so rule
+variants share one training.
 ``--models DIR`` keeps the fold models and thresholds there; with ``--reuse`` they are read back
 instead of trained, for rule variants that do not change the features. Only dev/ and seed/ are
 read: never test/, heldout/ or unseen/.
@@ -23,18 +25,12 @@ import numpy as np
 import bot.engine.crisis as crisis
 from bot.engine.crisis_model import SAFE_CLASSES, Model, arrays_from_model, model_from_arrays
 from bot.engine.crisis_train import (
-    ANY_FLAG_BUDGET,
     CLASSES,
-    EVERYDAY_BUDGET,
     FOLDS,
     ORDINARY,
-    ORDINARY_ANSWER,
-    URGENT_BUDGET,
-    _gated_check,
-    _quantile_threshold,
-    ordinary_messages,
-    read_corpus,
+    thresholds_from,
     train,
+    training_examples,
     whole,
 )
 
@@ -63,7 +59,7 @@ def main() -> None:
     variants = args[1:] or ["base"]
     for variant in variants:
         _flags(variant)
-    examples = read_corpus(CORPUS / "dev") + read_corpus(CORPUS / "seed") + ordinary_messages()
+    examples = training_examples(CORPUS)
     sentences = [crisis.message_features(e.text)[0] for e in examples]
     order = np.random.default_rng(7).permutation(len(examples))
     risk = np.zeros(len(examples))
@@ -93,15 +89,7 @@ def main() -> None:
             risk[i] = 1.0 - float(probs[:len(SAFE_CLASSES)].sum())
             urgent_risk[i] = crisis.urgent_score(CLASSES, [float(p) for p in probs])
         print(f"fold {fold} ready", flush=True)
-    telling = np.array([crisis.has_telling_word(e.text) for e in examples])
-    hard = np.array([e.label == 0 for e in examples])
-    everyday = np.array([e.category == ORDINARY_ANSWER for e in examples])
-    sure = _quantile_threshold(risk[everyday], EVERYDAY_BUDGET)
-    check = _gated_check(risk[hard], telling[hard], sure, ANY_FLAG_BUDGET)
-    raised = (risk >= sure) | (telling & (risk >= check))
-    thresholds = {"sure": sure, "check": check,
-                  "urgent": _quantile_threshold(np.where(raised, urgent_risk, 0.0)[hard],
-                                                URGENT_BUDGET)}
+    thresholds = thresholds_from(examples, risk, urgent_risk)
     print("thresholds", thresholds, flush=True)
     fold_models = [Model(m.classes, m.weights, m.bias, thresholds) for m in models]
     rows: list[dict[str, object]] = []
