@@ -296,7 +296,7 @@ class CoachHandlers:
         if not titles:
             return []
         return [tr.gettext("These exercises and dialogues of yours are not offered to "
-                           "{client}, who uses {language}, because they are not written in "
+                           "{client} (language: {language}), because they are not written in "
                            "that language or translated into it:").format(
             client=tr.words(name), language=LANGUAGE_NAMES.get(locale, locale)),
             *(f"• {tr.words(title)}" for title in titles)]

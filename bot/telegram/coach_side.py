@@ -282,9 +282,10 @@ class CoachSideHandlers:
         found = await managing.assignments_of(t.session, t.user_id, client.id)
         name = _name(tr, client.first_name, client.id)
         days = await noticing.silent_days(t.session, t.user_id, client.id)
-        say(t, tr.ngettext("I tell you when {client} has not answered for {count} day. "
-                           "Change it:", "I tell you when {client} has not answered for "
-                           "{count} days. Change it:", days).format(
+        say(t, tr.ngettext("I tell you when {client} has not answered for {count} day. To "
+                           "change it, pick the number of days:", "I tell you when {client} "
+                           "has not answered for {count} days. To change it, pick the number "
+                           "of days:", days).format(
                                client=name, count=tr.number(days)),
             tuple(Button(tr.number(n), f"{QUIET}:{client.id}:{n}") for n in QUIET_CHOICES),
             subject=client.id)

@@ -107,7 +107,7 @@ async def test_assignments_are_paused_changed_and_cancelled(bot: InProcessBot) -
                                    due_at=datetime.now(UTC) + timedelta(hours=3)))
     listed = await coach.send("/assignments Luca")
     assert listed[0].text == (f"I tell you when {LUCA} has not answered for 4 days. "
-                              "Change it:")
+                              "To change it, pick the number of days:")
     assert listed[1].text == f"Assignments of {LUCA}:"
     assert (listed[2].text or "").startswith("Three good things\nEvery day at 8:00\u202fAM")
     assert (await coach.press("7"))[0].text == "Done: I tell you after 7 quiet days."
