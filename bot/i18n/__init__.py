@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
+from decimal import localcontext
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
 
@@ -213,7 +214,11 @@ def working_days(country: str | None) -> tuple[int, ...]:
 
 @lru_cache(maxsize=4096)
 def _format_number(value: float, locale: str) -> str:
-    return format_decimal(value, locale=locale)
+    # Babel rounds in the current decimal context (28 digits): a client's answer of 30 digits
+    # would raise there. A float never has more than 309 digits before the point.
+    with localcontext() as context:
+        context.prec = 400
+        return format_decimal(value, locale=locale)
 
 
 @cache

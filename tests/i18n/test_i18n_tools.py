@@ -33,6 +33,12 @@ def test_dates_and_numbers_follow_the_locale() -> None:
     assert translator_for("hr").date(date(2026, 12, 24), "long") == "24. prosinca 2026."
 
 
+@pytest.mark.parametrize("value", [123456789012345678901234567890.0, 1e308, -1e200, 1e-300])
+def test_a_number_of_any_size_a_client_can_answer_is_written(value: float) -> None:
+    written = translator_for("it").number(value)
+    assert written.replace(".", "").lstrip("-").isdigit() or written == "0"
+
+
 def test_the_yaml_extractor_finds_every_text() -> None:
     source = (
         b"id: demo\ntitle: Demo\nstart: a\nsteps:\n  a:\n    say: 'Hello {name}'\n"
