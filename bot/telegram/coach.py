@@ -298,7 +298,7 @@ class CoachHandlers:
         return [tr.gettext("These exercises and dialogues of yours are not offered to "
                            "{client} (language: {language}), because they are not written in "
                            "that language or translated into it:").format(
-            client=tr.words(name), language=LANGUAGE_NAMES.get(locale, locale)),
+            client=tr.words(name), language=tr.isolate(LANGUAGE_NAMES.get(locale, locale))),
             *(f"• {tr.words(title)}" for title in titles)]
 
     # -- dialogues a coach sends as files ----------------------------------------------------
@@ -350,9 +350,9 @@ class CoachHandlers:
             return
         say(t, tr.gettext("Kept: “{title}”.\nLanguage: {language}.\nTry it yourself first; "
                           "then /assign gives it to your clients who use that language.").format(
-                              title=tr.words(row.title), language=", ".join(
+                              title=tr.words(row.title), language=tr.isolate(", ".join(
                                   LANGUAGE_NAMES.get(code, code)
-                                  for code in coach_dialogues.languages(row))),
+                                  for code in coach_dialogues.languages(row)))),
             (Button(tr.gettext("Try it"), f"{TRY_DIALOGUE}:{row.id}"),))
 
     async def try_dialogue(self, t: StoreTurn, raw_id: str) -> Outcome | None:
