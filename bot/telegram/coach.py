@@ -295,9 +295,12 @@ class CoachHandlers:
                   if locale not in coach_dialogues.languages(row)]
         if not titles:
             return []
-        return [tr.gettext("These exercises and dialogues of yours are not offered to "
-                           "{client} (language: {language}), because they are not written in "
-                           "that language or translated into it:").format(
+        return [tr.ngettext("This exercise or dialogue of yours is not offered to {client} "
+                            "(language: {language}), because it is not written in that "
+                            "language or translated into it:",
+                            "These exercises and dialogues of yours are not offered to "
+                            "{client} (language: {language}), because they are not written in "
+                            "that language or translated into it:", len(titles)).format(
             client=tr.words(name), language=tr.isolate(LANGUAGE_NAMES.get(locale, locale))),
             *(f"• {tr.words(title)}" for title in titles)]
 
