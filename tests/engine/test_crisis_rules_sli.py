@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.engine import crisis
 from bot.engine.crisis import (
     CrisisLevel,
     _not_wanting_to_live,
@@ -15,6 +16,7 @@ from bot.engine.crisis import (
     _stated_suicide,
     detect_crisis,
 )
+from bot.engine.crisis_model import Model
 
 
 @pytest.mark.parametrize(
@@ -119,7 +121,14 @@ def test_a_life_that_should_change_a_past_attempt_or_prevention_is_not_urgent(te
     assert signal is None or signal.level is not CrisisLevel.URGENT, signal
 
 
-def test_the_rule_that_made_it_urgent_is_named_for_the_audit_log() -> None:
+def test_the_rule_that_made_it_urgent_is_named_for_the_audit_log(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The model alone reads this as urgent; with its own ways to urgency out of reach, the
+    # rule decides, and says so.
+    model = crisis.load_model()
+    out_of_reach = {**model.thresholds, "sure": 1.01, "urgent": 1.01}
+    monkeypatch.setattr(crisis, "load_model",
+                        lambda: Model(model.classes, model.weights, model.bias, out_of_reach))
     signal = detect_crisis("I don't want to live anymore")
     assert signal is not None and signal.level is CrisisLevel.URGENT
     assert "not_wanting_to_live" in signal.fired
