@@ -2,13 +2,12 @@
 
     PYTHONPATH=<code> python crisis_corpus/cv.py OUT.json [variant ...] [--models DIR] [--reuse]
 
-The trainer's 4 folds (as in crisis_train.choose_thresholds, repeated here so that the fold
-models are kept) and its thresholds (crisis_train.thresholds_from); each held-out message is
-then read by ``detect_crisis`` with its fold's model and the cross-validated thresholds. A
-variant names, joined by ``+``, the module flags of bot.engine.crisis to set (``base`` sets
-none, so every rule is off: the shipped detector is ``N+D+S+L+I``; ``N`` sets ``_RULE_N``,
-``N+P`` sets ``_RULE_N`` and ``_RULE_P``; every other ``_RULE_*`` flag is cleared), so rule
-variants share one training.
+The trainer's 4 folds (crisis_train.folds and fold_model, here so that the fold models can be
+kept) and its thresholds (crisis_train.thresholds_from); each held-out message is then read by
+``detect_crisis`` with its fold's model and the cross-validated thresholds. A variant names,
+joined by ``+``, the module flags of bot.engine.crisis to set (``base`` sets none, so every rule
+is off: the shipped detector is ``N+D+S+L+I``; ``N`` sets ``_RULE_N``, ``N+P`` sets ``_RULE_N``
+and ``_RULE_P``; every other ``_RULE_*`` flag is cleared), so rule variants share one training.
 ``--models DIR`` keeps the fold models and thresholds there; with ``--reuse`` they are read back
 instead of trained, for rule variants that do not change the features. Only dev/ and seed/ are
 read: never test/, heldout/ or unseen/.
@@ -23,15 +22,14 @@ from pathlib import Path
 import numpy as np
 
 import bot.engine.crisis as crisis
-from bot.engine.crisis_model import SAFE_CLASSES, Model, arrays_from_model, model_from_arrays
+from bot.engine.crisis_model import Model, arrays_from_model, model_from_arrays
 from bot.engine.crisis_train import (
-    CLASSES,
-    FOLDS,
     ORDINARY,
+    fold_model,
+    folds,
+    read_held,
     thresholds_from,
-    train,
     training_examples,
-    whole,
 )
 
 CORPUS = Path(__file__).parent
@@ -61,21 +59,16 @@ def main() -> None:
         _flags(variant)
     examples = training_examples(CORPUS)
     sentences = [crisis.message_features(e.text)[0] for e in examples]
-    order = np.random.default_rng(7).permutation(len(examples))
     risk = np.zeros(len(examples))
     urgent_risk = np.zeros(len(examples))
     fold_of = np.zeros(len(examples), dtype=int)
     models = []
-    for fold in range(FOLDS):
-        held = order[fold::FOLDS]
+    for fold, held in enumerate(folds(len(examples))):
         if reuse and models_dir is not None:
             with np.load(models_dir / f"fold{fold}.npz", allow_pickle=False) as stored:
                 model = model_from_arrays({name: stored[name] for name in stored.files})
         else:
-            kept = np.setdiff1d(order, held)
-            model = train([whole(sentences[i]) for i in kept],
-                          [examples[i].label for i in kept],
-                          [examples[i].weight for i in kept])
+            model = fold_model(examples, sentences, held)
             if models_dir is not None:
                 # Read back as stored (float16), so a --reuse run scores exactly the same.
                 arrays = arrays_from_model(model)
@@ -83,11 +76,8 @@ def main() -> None:
                 np.savez_compressed(models_dir / f"fold{fold}.npz", **arrays)
                 model = model_from_arrays(arrays)
         models.append(model)
-        for i in held:
-            fold_of[i] = fold
-            probs = model.score(sentences[i]).probabilities
-            risk[i] = 1.0 - float(probs[:len(SAFE_CLASSES)].sum())
-            urgent_risk[i] = crisis.urgent_score(CLASSES, [float(p) for p in probs])
+        fold_of[held] = fold
+        read_held(model, sentences, held, risk, urgent_risk)
         print(f"fold {fold} ready", flush=True)
     thresholds = thresholds_from(examples, risk, urgent_risk)
     print("thresholds", thresholds, flush=True)

@@ -194,22 +194,38 @@ def _gated_check(risk: npt.NDArray[np.float64], telling: npt.NDArray[np.bool_], 
     return float(min(max(band[allowed] + 1e-4, 0.2), sure))
 
 
+def folds(count: int) -> list[IntArray]:
+    """The held-out indices of each cross-validation fold: one fixed permutation, so that the
+    trainer and crisis_corpus/cv.py hold out the same messages."""
+    order = np.random.default_rng(7).permutation(count)
+    return [order[fold::FOLDS] for fold in range(FOLDS)]
+
+
+def fold_model(examples: Sequence[Example], sentences: Sequence[list[IntArray]],
+               held: IntArray) -> Model:
+    """The model trained on every example but the ``held`` ones."""
+    kept = np.setdiff1d(np.arange(len(examples)), held)
+    return train([whole(sentences[i]) for i in kept], [examples[i].label for i in kept],
+                 [examples[i].weight for i in kept])
+
+
+def read_held(model: Model, sentences: Sequence[list[IntArray]], held: IntArray,
+              risk: npt.NDArray[np.float64], urgent_risk: npt.NDArray[np.float64]) -> None:
+    """Fill ``risk`` and ``urgent_risk`` for the ``held`` examples, as ``model`` reads them."""
+    for i in held:
+        probs = model.score(sentences[i]).probabilities
+        risk[i] = 1.0 - float(probs[:len(SAFE_CLASSES)].sum())
+        urgent_risk[i] = urgent_score(CLASSES, [float(p) for p in probs])
+
+
 def choose_thresholds(examples: Sequence[Example],
                       sentences: Sequence[list[IntArray]]) -> dict[str, float]:
     """Thresholds that keep cross-validated false alarms within budget: ``sure`` on clients'
     everyday replies, ``check`` (with a word of risk) and ``urgent`` on hard negatives."""
-    order = np.random.default_rng(7).permutation(len(examples))
     risk = np.zeros(len(examples))
     urgent_risk = np.zeros(len(examples))
-    for fold in range(FOLDS):
-        held = order[fold::FOLDS]
-        kept = np.setdiff1d(order, held)
-        model = train([whole(sentences[i]) for i in kept], [examples[i].label for i in kept],
-                      [examples[i].weight for i in kept])
-        for i in held:
-            probs = model.score(sentences[i]).probabilities
-            risk[i] = 1.0 - float(probs[:len(SAFE_CLASSES)].sum())
-            urgent_risk[i] = urgent_score(CLASSES, [float(p) for p in probs])
+    for held in folds(len(examples)):
+        read_held(fold_model(examples, sentences, held), sentences, held, risk, urgent_risk)
     return thresholds_from(examples, risk, urgent_risk)
 
 
