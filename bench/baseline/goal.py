@@ -33,7 +33,7 @@ ASK_RESOURCES = ("What do you already have that can help you? For example people
 ASK_OPTIONS = ("What options do you see to move forward? List as many as come to mind, even "
                "the ones you are not sure about.")
 ASK_MORE_OPTIONS = "If nothing could stop you, what else would you try? You can send /skip."
-ASK_FIRST_STEP = "Looking at your options, what is one first step you will take?"
+ASK_FIRST_STEP = "Looking at your options, what first step will you take?"
 ASK_FIRST_STEP_DATE = "When will you take it? Send a date, for example “tomorrow”."
 ASK_COMMITMENT = "How committed are you to this step, from 1 to 10?"
 ASK_COMMITMENT_LIFT = ("Thank you. What would need to be different for that number to go up by "

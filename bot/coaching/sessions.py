@@ -414,7 +414,9 @@ def calendar_payload(sessions: Sequence[CoachingSession], tr: Translator,
     """An outbox message carrying the calendar file (hex-encoded to stay JSON)."""
     return {"document": calendar_file(sessions, tr, now, summary).hex(),
             "filename": "session.ics",
-            "caption": tr.gettext("Add it to your calendar: open the file.")}
+            "caption": tr.ngettext("Open the file to add the session to your calendar.",
+                                   "Open the file to add the sessions to your calendar.",
+                                   len(sessions))}
 
 
 def chosen_sessions(variables: Mapping[str, Value], zone: str) -> NewSessions | None:

@@ -386,7 +386,7 @@ def programme_text(run: programmes.RunView, dialogues: DialogueSet, tr: Translat
             exercise=tr.gettext(dialogue.title) if dialogue is not None else ""))
     following = run.next_start(today)
     if following is not None:
-        lines.append(tr.gettext("Next step from: {date}").format(
+        lines.append(tr.gettext("Next step starts: {date}").format(
             date=tr.date(following, "short")))
     if run.done == len(run.steps):
         lines.append(tr.gettext("Every step is done."))

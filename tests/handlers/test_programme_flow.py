@@ -55,7 +55,7 @@ async def test_a_coach_gives_a_programme_and_both_see_where_the_client_is(
     text = next(m.text or "" for m in seen if (m.text or "").startswith("Programme:"))
     assert text.splitlines()[:2] == ["Programme: Values and goals, in four weeks",
                                      "Steps done: 0 of 4"]
-    assert "Next step from: " in text
+    assert "Next step starts: " in text
 
     # Forged buttons: the client, another coach, nonsense.
     for user, bot_user, data in ((CLIENT, client, f"prg:{CLIENT}:values_and_goals:8"),
