@@ -414,9 +414,7 @@ def calendar_payload(sessions: Sequence[CoachingSession], tr: Translator,
     """An outbox message carrying the calendar file (hex-encoded to stay JSON)."""
     return {"document": calendar_file(sessions, tr, now, summary).hex(),
             "filename": "session.ics",
-            "caption": tr.ngettext("Open the file to add the session to your calendar.",
-                                   "Open the file to add the sessions to your calendar.",
-                                   len(sessions))}
+            "caption": tr.gettext("Open the file to update your calendar.")}
 
 
 def chosen_sessions(variables: Mapping[str, Value], zone: str) -> NewSessions | None:
