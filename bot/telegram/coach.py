@@ -146,8 +146,8 @@ class CoachHandlers:
                               "bot's administrator to set you up."))
             return None
         link = f"https://t.me/{self.bot_username()}?start={INVITE_PREFIX}{code}"
-        expires = tr.date((t.now + timedelta(days=7)).date(), "long")
-        say(t, tr.gettext("Send this link to your client. It works once, until {date}:\n{link}")
+        expires = tr.isolate(tr.date((t.now + timedelta(days=7)).date(), "long"))
+        say(t, tr.gettext("Send this link to your client. It works once.\nExpires: {date}\n{link}")
             .format(date=expires, link=link))
         return None
 

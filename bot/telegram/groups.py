@@ -186,7 +186,7 @@ class GroupHandlers:
                              name=name))
         expiry = tr.isolate(tr.date(group.code_expires_at.astimezone(
             zone_of(t.user.time_zone)).date(), "long"))
-        lines += ["", tr.gettext("Join link valid until: {date}").format(date=expiry)
+        lines += ["", tr.gettext("Join link expires: {date}").format(date=expiry)
                   if group.code_expires_at > t.now else
                   tr.gettext("The join link has expired. Make a new one to invite people."),
                   "", tr.gettext("By week (a figure shows only when at least 3 members "
@@ -289,8 +289,8 @@ class GroupHandlers:
             return
         tr = translator_for(t.user.locale)
         group, code = await groups.new_code(t.session, t.user_id, group.id, t.now)
-        say(t, tr.gettext("Here is the group's new link; the old one no longer works. It is "
-                          "valid until {date}, and I show it only this once:\n{link}").format(
+        say(t, tr.gettext("Here is the group's new link; the old one no longer works. I show "
+                          "it only this once.\nExpires: {date}\n{link}").format(
             date=tr.isolate(tr.date(group.code_expires_at.astimezone(
                 zone_of(t.user.time_zone)).date(), "long")),
             link=self._link(JOIN_PREFIX + code)))

@@ -136,7 +136,7 @@ async def test_a_new_link_revokes_the_old_and_renaming_and_removing(bot: InProce
     await coach.send("/groups")
     page = await coach.press("\u2068Sales team\u2069 (2)")
     assert old_code not in (page[0].text or "")  # shown once, when it was made
-    assert "Join link valid until:" in (page[0].text or "")
+    assert "Join link expires:" in (page[0].text or "")
     made = await coach.press("New join link (the old one stops working)")
     new = re.search(r"start=group_([A-Za-z0-9_-]+)", made[0].text or "")
     assert new is not None and new.group(1) != old_code
