@@ -34,6 +34,7 @@ from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import Translator, translator_for
 from bot.i18n.languages import LANGUAGE_NAMES
+from bot.schedule.planning import zone_of
 from bot.store import Turn as StoreTurn
 from bot.store import User
 from bot.telegram.commands import CommandCall, set_coach_menus
@@ -146,7 +147,8 @@ class CoachHandlers:
                               "bot's administrator to set you up."))
             return None
         link = f"https://t.me/{self.bot_username()}?start={INVITE_PREFIX}{code}"
-        expires = tr.isolate(tr.date((t.now + timedelta(days=7)).date(), "long"))
+        expires = tr.isolate(tr.date((t.now + links.INVITE_TTL).astimezone(
+            zone_of(t.user.time_zone)).date(), "long"))
         say(t, tr.gettext("Send this link to your client. It works once.\nExpires: {date}\n{link}")
             .format(date=expires, link=link))
         return None

@@ -8,6 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
+from bot.coaching.links import INVITE_TTL
+from bot.i18n import translator_for
+from bot.schedule.planning import zone_of
 from bot.store import Assignment, CoachLink, Exercise, PlannedCheckin, User
 from tests.flows import make_coaches, text_of
 from tests.inprocess import InProcessBot
@@ -80,6 +83,24 @@ async def test_invite_consent_progress_assign_and_unlink(bot: InProcessBot) -> N
         link = (await session.execute(select(CoachLink))).scalar_one()
         assignment = (await session.execute(select(Assignment))).scalar_one()
     assert link.unlinked_at is not None and not assignment.active
+
+
+async def test_an_invite_gives_its_expiry_on_the_coachs_own_calendar(bot: InProcessBot) -> None:
+    # A zone whose date differs from UTC's right now, so that a date taken in UTC would show.
+    zone = "Pacific/Kiritimati" if datetime.now(UTC).hour >= 10 else "Pacific/Pago_Pago"
+    await make_coaches(bot, COACH)
+    async with bot.store.sessionmaker() as session, session.begin():
+        coach = await session.get(User, COACH)
+        assert coach is not None
+        coach.time_zone = zone
+    before = datetime.now(UTC)
+    invite = (await bot.user(COACH).send("/invite"))[0].text or ""
+    after = datetime.now(UTC)
+    expiries = {translator_for("en").date((moment + INVITE_TTL).astimezone(zone_of(zone)).date(),
+                                          "long") for moment in (before, after)}
+    assert any(f"Expires: {expiry}\n" in invite for expiry in expiries), invite
+    utc_expiry = translator_for("en").date((before + INVITE_TTL).date(), "long")
+    assert utc_expiry not in expiries and utc_expiry not in invite
 
 
 async def test_only_coaches_invite(bot: InProcessBot) -> None:
