@@ -55,6 +55,6 @@ def test_coming_back_it_asks_how_it_went_by_name_and_goes_on_as_before(
         dialogues: DialogueSet, exercise: str) -> None:
     said, outcome = play(dialogues, exercise, ["I did part of it"], variables={}, at="status")
     assert said[0] == DAY_LONG[exercise][0]
-    assert said[1] == "Let us look at what you noticed."
+    assert said[1] == "Let us look at how it went."
     assert outcome.saved[0].variable == "exercise.status"
     assert outcome.saved[0].dialogue == exercise and outcome.state.active
