@@ -22,7 +22,13 @@ def test_a_client_without_a_start_list_is_not_asked_when_they_will_try_it(
     assert said[1].startswith("Which item on your Start list")
     assert said[2].startswith("What does your Continue list tell you")
     assert not any(text.startswith("When will you try it?") for text in said)
-    assert said[-1] == "Thank you, \u2068Ana\u2069." and not outcome.state.active
+    assert said[-1] == "All right." and not outcome.state.active  # nothing told, no thanks
+
+
+def test_one_list_told_is_thanked(dialogues: DialogueSet) -> None:
+    said, _ = play(dialogues, "stop_start_continue", ["/skip", "/skip", "Walking at lunch"],
+                   variables={}, at="stop")
+    assert said[-1] == "Thank you, \u2068Ana\u2069."
 
 
 def test_a_start_item_is_followed_by_when(dialogues: DialogueSet) -> None:
