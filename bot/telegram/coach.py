@@ -8,7 +8,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import time, timedelta
+from datetime import datetime, time, timedelta
 from typing import TYPE_CHECKING
 
 from telegram import Update
@@ -80,6 +80,11 @@ def say(t: StoreTurn, text: str, buttons: tuple[Button, ...] = (), *,
     t.enqueue(t.user_id, Reply(text, buttons).to_payload(), subject=subject)
 
 
+def expiry_text(t: StoreTurn, tr: Translator, expires_at: datetime) -> str:
+    """When a link stops working: the date on the turn's user's own calendar."""
+    return tr.isolate(tr.date(expires_at.astimezone(zone_of(t.user.time_zone)).date(), "long"))
+
+
 def schedule_label(key: str, tr: Translator) -> str:
     labels = {
         "d7": tr.gettext("Every day for a week"),
@@ -147,8 +152,7 @@ class CoachHandlers:
                               "bot's administrator to set you up."))
             return None
         link = f"https://t.me/{self.bot_username()}?start={INVITE_PREFIX}{code}"
-        expires = tr.isolate(tr.date((t.now + links.INVITE_TTL).astimezone(
-            zone_of(t.user.time_zone)).date(), "long"))
+        expires = expiry_text(t, tr, t.now + links.INVITE_TTL)
         say(t, tr.gettext("Send this link to your client. It works once.\nExpires: {date}\n{link}")
             .format(date=expires, link=link))
         return None

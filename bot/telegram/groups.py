@@ -30,10 +30,17 @@ from bot.engine import Outcome, Reply
 from bot.engine.state import Button
 from bot.i18n import N_, SUPPORTED_LOCALES, Translator, normalize_locale, translator_for
 from bot.i18n.languages import LANGUAGE_NAMES
-from bot.schedule.planning import zone_of
 from bot.store import Group, GroupKind, Store, User, Visibility
 from bot.store import Turn as StoreTurn
-from bot.telegram.coach import CUSTOM, SCHEDULES, Respond, parse_id, say, schedule_label
+from bot.telegram.coach import (
+    CUSTOM,
+    SCHEDULES,
+    Respond,
+    expiry_text,
+    parse_id,
+    say,
+    schedule_label,
+)
 
 log = logging.getLogger(__name__)
 
@@ -184,9 +191,8 @@ class GroupHandlers:
             lines.append(f"• {name}" if m.visibility is Visibility.FIGURES else
                          "• " + tr.gettext("{name} (also shares their own progress)").format(
                              name=name))
-        expiry = tr.isolate(tr.date(group.code_expires_at.astimezone(
-            zone_of(t.user.time_zone)).date(), "long"))
-        lines += ["", tr.gettext("Join link expires: {date}").format(date=expiry)
+        lines += ["", tr.gettext("Join link expires: {date}").format(
+            date=expiry_text(t, tr, group.code_expires_at))
                   if group.code_expires_at > t.now else
                   tr.gettext("The join link has expired. Make a new one to invite people."),
                   "", tr.gettext("By week (a figure shows only when at least 3 members "
@@ -291,8 +297,7 @@ class GroupHandlers:
         group, code = await groups.new_code(t.session, t.user_id, group.id, t.now)
         say(t, tr.gettext("Here is the group's new link; the old one no longer works. I show "
                           "it only this once.\nExpires: {date}\n{link}").format(
-            date=tr.isolate(tr.date(group.code_expires_at.astimezone(
-                zone_of(t.user.time_zone)).date(), "long")),
+            date=expiry_text(t, tr, group.code_expires_at),
             link=self._link(JOIN_PREFIX + code)))
 
     async def rename(self, t: StoreTurn, rest: str) -> Outcome | None:
