@@ -63,10 +63,10 @@ async def apply_closing(t: StoreTurn, outcome: Outcome, now: datetime) -> list[s
         return []
     tr = translator_for(coach.locale)
     name = tr.words(t.user.first_name or str(t.user_id))
-    text = tr.gettext("{person} looked back on your sessions together and chose to stay "
-                      "linked with you.") if stay else tr.gettext(
-        "{person} looked back on your sessions together and chose to end the link. They no "
-        "longer share their progress with you.")
+    text = tr.gettext("{person} looked back on your sessions together and chose to keep "
+                      "sharing their progress with you.") if stay else tr.gettext(
+        "{person} looked back on your sessions together and chose to stop sharing their "
+        "progress with you.")
     t.enqueue(coach_id, {"text": text.format(person=name)}, subject=t.user_id)
     if ended is not None:
         await announce_link_end(t, ended, now, coach_told=True)

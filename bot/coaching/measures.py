@@ -375,8 +375,8 @@ async def _new_measure(t: StoreTurn, answers: Mapping[str, Value],
             summary_weeks=int(weeks) if isinstance(weeks, int | float) else
             DEFAULT_SUMMARY_WEEKS, now=now)
     except NotYourClient:
-        return [Reply(tr.gettext("That client is no longer linked to you: the measure was not "
-                                 "kept."))]
+        return [Reply(tr.gettext("That client no longer shares their progress with "
+                                 "you: the measure was not kept."))]
     except (InvalidMeasure, ValueError):
         return [Reply(tr.gettext("I could not read those days, so the measure was not kept. "
                                  "Send /measure to try again, and name the days, for example: "

@@ -158,7 +158,8 @@ async def apply_messages(t: StoreTurn, outcome: Outcome, now: datetime) -> list[
             except NotYourClient:
                 tr = translator_for(t.user.locale)
                 told.append(Reply(tr.gettext(
-                    "That client is no longer linked to you: the message was not sent.")))
+                    "That client no longer shares their progress with you: the message was "
+                    "not sent.")))
     if REPLY_TO_COACH in outcome.finished and variables.get(REPLY_SEND) is True \
             and not outcome.crisis and outcome.signal is None:
         told += await _reply_to_coach(t, variables.get(TO_COACH), variables.get(REPLY_TEXT),

@@ -71,7 +71,7 @@ async def apply_note(t: StoreTurn, outcome: Outcome, now: datetime) -> list[Repl
     except (NotYourClient, ValueError):
         tr = translator_for(t.user.locale)
         return [Reply(tr.gettext(
-            "That client is no longer linked to you: the note was not kept."))]
+            "That client no longer shares their progress with you: the note was not kept."))]
     return []
 
 

@@ -487,8 +487,10 @@ def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
                 "Coaching session cancelled by {person}: {count}",
                 "Coaching sessions cancelled by {person}: {count}", count),
             SessionChange.LINK_ENDED: tr.ngettext(
-                "Coaching session cancelled because your link with {person} ended: {count}",
-                "Coaching sessions cancelled because your link with {person} ended: {count}",
+                "Coaching session cancelled because you stopped sharing your progress with "
+                "{person}: {count}",
+                "Coaching sessions cancelled because you stopped sharing your progress with "
+                "{person}: {count}",
                 count),
         }
     else:
@@ -502,8 +504,10 @@ def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
                 "Session with {person} cancelled:", "{count} sessions with {person} cancelled:",
                 count),
             SessionChange.LINK_ENDED: tr.ngettext(
-                "Session cancelled because {person} ended the link: {count}",
-                "Sessions cancelled because {person} ended the link: {count}", count),
+                "Session cancelled because {person} stopped sharing their progress with you: "
+                "{count}",
+                "Sessions cancelled because {person} stopped sharing their progress with you: "
+                "{count}", count),
         }
     return texts[change].format(person=tr.words(other), count=tr.isolate(tr.number(count)))
 
@@ -858,7 +862,8 @@ async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetim
             t.session, cs.coach_id, cs.client_id, profile_of(client), now):
         text += "\n" + tr.gettext(
             "That was the last of the sessions you agreed on. I will invite {person} to look "
-            "back on your sessions together and to choose whether to stay linked with you.").format(
+            "back on your sessions together and to choose whether to keep sharing their progress "
+            "with you.").format(
             person=tr.words(client.first_name or str(client.id)))
     t.enqueue(t.user_id, {"text": text}, subject=cs.client_id)
 

@@ -167,7 +167,8 @@ class CoachHandlers:
         tr = translator_for(t.user.locale)
         clients = await links.clients_of(t.session, t.user_id)
         if not clients:
-            say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
+            say(t, tr.gettext("Nobody shares their progress with you yet. Send /invite to "
+                              "invite a client."))
             return
         say(t, question, tuple(Button(tr.words(c.first_name or str(c.user_id)),
                                       f"{data_prefix}:{c.user_id}") for c in clients))

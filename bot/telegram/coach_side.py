@@ -90,7 +90,8 @@ class CoachSideHandlers:
         tr = translator_for(t.user.locale)
         found = await noticing.overview(t.session, t.user_id, t.now)
         if not found:
-            say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
+            say(t, tr.gettext("Nobody shares their progress with you yet. Send /invite to "
+                              "invite a client."))
             return None
         lines = [tr.gettext("Your clients:")]
         for seen, linked_at in found:
@@ -153,7 +154,8 @@ class CoachSideHandlers:
             return await then(t, client)
         clients = await links.clients_of(t.session, t.user_id)
         if not clients:
-            say(t, tr.gettext("You have no linked clients yet. Send /invite to invite one."))
+            say(t, tr.gettext("Nobody shares their progress with you yet. Send /invite to "
+                              "invite a client."))
             return None
         say(t, tr.gettext(question), tuple(
             Button(_name(tr, c.first_name, c.user_id), f"{prefix}:{c.user_id}")

@@ -140,7 +140,7 @@ async def test_a_coach_cannot_message_someone_elses_client(
                         Turn(text="Hi Bo"))
     assert [r for r in await rows(db, Outbox) if r.chat_id == OTHER_CLIENT] == []
     assert await rows(db, CoachMessage) == []
-    assert "no longer linked" in outcome.replies[-1].text
+    assert "no longer shares their progress" in outcome.replies[-1].text
 
 
 async def test_the_clients_confirmed_reply_reaches_the_coach(

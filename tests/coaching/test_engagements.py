@@ -44,10 +44,9 @@ from bot.store import (
 from bot.telegram.sessions import SessionFlows
 
 REPO = Path(__file__).parents[2]
-STAY = ("Would you like to stay linked with \u2068Marta\u2069, so that they keep seeing your "
-        "progress?")
-CONFIRM = ("Just to be sure: if the link ends, \u2068Marta\u2069 will no longer see your "
-           "progress, and I will let them know. Shall I end the link?")
+STAY = "Would you like to keep sharing your progress with \u2068Marta\u2069?"
+CONFIRM = ("Just to be sure: if you stop sharing your progress, \u2068Marta\u2069 will no "
+           "longer see it, and I will let them know. Shall I stop sharing it?")
 NOW = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)
 COACH, CLIENT = 1, 2
 
@@ -156,7 +155,7 @@ async def test_the_agreed_number_counts_down_and_the_last_held_invites_a_look_ba
     async with db.sessionmaker() as s:
         link = (await s.execute(select(CoachLink))).scalar_one()
     assert link.unlinked_at is not None
-    assert "chose to end the link" in str((await outbox(db, COACH))[-1]["text"])
+    assert "chose to stop sharing their progress" in str((await outbox(db, COACH))[-1]["text"])
     async with db.sessionmaker() as s:
         assert await closing_variables(s, CLIENT, str(COACH)) is None  # linked no more
 
@@ -198,10 +197,10 @@ async def test_a_client_who_stays_stays_linked(db: Store, dialogues: DialogueSet
     assert skipped.replies[-1].text.endswith(STAY)
     for answer in answers:  # a yes, or a no not confirmed
         stayed = await db.run_turn(CLIENT, lambda t, a=answer: run(t, Turn(text=a)))
-    assert "you stay linked" in stayed.replies[-1].text
+    assert "you keep sharing your progress" in stayed.replies[-1].text
     async with db.sessionmaker() as s:
         assert (await s.execute(select(CoachLink))).scalar_one().unlinked_at is None
-    assert "chose to stay linked" in str((await outbox(db, COACH))[-1]["text"])
+    assert "chose to keep sharing their progress" in str((await outbox(db, COACH))[-1]["text"])
 
 
 async def test_the_look_back_compares_one_goal_with_itself(

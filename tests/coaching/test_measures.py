@@ -189,7 +189,7 @@ async def test_the_coach_sets_a_measure_up_in_a_dialogue_and_keeps_no_answers(
     refused = await run(db, dialogues, OTHER_COACH, start, Turn(text="Sleep"), Turn(text="1"),
                         Turn(command="skip"), Turn(text="1"), Turn(text="07:00"),
                         Turn(text="0"), Turn(text="0"))
-    assert "no longer linked to you" in (refused.replies[-1].text or "")
+    assert "no longer shares their progress with you" in (refused.replies[-1].text or "")
     assert len(await rows(db, Measure)) == 1
     # The client gives a number; one out of range for a measure is not kept.
     count = Start(MEASURE_COUNT, {measures.ASKED_ID: measure.id,

@@ -93,7 +93,8 @@ async def test_a_coach_passes_the_gate(bot: InProcessBot) -> None:
     await make_coaches(bot, COACH)
     coach = bot.user(COACH)
     answer = await coach.send("/clients")
-    assert answer[0].text == "You have no linked clients yet. Send /invite to invite one."
+    assert answer[0].text == ("Nobody shares their progress with you yet. Send /invite to "
+                              "invite a client.")
     assert "cannot find that client" in await pressed(coach, f"client:{CLIENT}")
 
 

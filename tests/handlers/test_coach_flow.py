@@ -70,7 +70,7 @@ async def test_invite_consent_progress_assign_and_unlink(bot: InProcessBot) -> N
         refused = await other.replies()
         assert "cannot find that client" in (refused[0].text or "")
     assert "cannot find that client" in ((await other.send("/progress Luca"))[0].text or "")
-    assert "no linked clients" in ((await other.send("/clients"))[0].text or "")
+    assert "Nobody shares their progress" in ((await other.send("/clients"))[0].text or "")
 
     # The client stops sharing: the coach loses access at once.
     await client.send("/cancel")

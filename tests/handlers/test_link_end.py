@@ -91,7 +91,8 @@ async def test_ending_the_link_cancels_and_announces_only_the_one_to_one_session
     assert ended[0].text == ("Done: that coach no longer sees your progress. I have let them "
                              "know.")
     assert ended[1].text is not None and ended[1].text.startswith(
-        "Coaching sessions cancelled because your link with \u2068Marta\u2069 ended: ")
+        "Coaching sessions cancelled because you stopped sharing your progress with "
+        "\u2068Marta\u2069: ")
     en = translator_for("en")
     for cs in own:  # at the client's time in New York
         assert en.time(cs.starts_at.astimezone(ZoneInfo(NEW_YORK))) in ended[1].text
@@ -104,8 +105,10 @@ async def test_ending_the_link_cancels_and_announces_only_the_one_to_one_session
     await bot.pump()
     told = text_of(coach.messages[seen:])
     it = translator_for("it")
-    assert it.ngettext("Session cancelled because {person} ended the link: {count}",
-                       "Sessions cancelled because {person} ended the link: {count}", 2
+    assert it.ngettext("Session cancelled because {person} stopped sharing their progress "
+                       "with you: {count}",
+                       "Sessions cancelled because {person} stopped sharing their progress "
+                       "with you: {count}", 2
                        ).format(person=it.words("Luca"), count=it.isolate(it.number(2))) in told
     for cs in own:  # in Italian, at the coach's time in Rome
         assert when_text(cs, ROME, it) in told and "18:00" in when_text(cs, ROME, it)
@@ -156,10 +159,10 @@ async def test_leaving_the_group_that_made_the_link_ends_it_and_its_sessions_too
     assert left[0].text == ("Done: you have left “\u2068Runners\u2069”. Its exercises and "
                             "sessions stop for you, and so does the sharing of your progress "
                             "with your coach that began when you joined it.")
-    assert "because your link with \u2068Marta\u2069 ended" in text_of(left)
+    assert "because you stopped sharing your progress with \u2068Marta\u2069" in text_of(left)
     await assert_cancelled(link_bot, before)
     await link_bot.pump()
-    assert "Sessions cancelled because \u2068Luca\u2069 ended the link" in text_of(
+    assert "Sessions cancelled because \u2068Luca\u2069 stopped sharing" in text_of(
         coach.messages)
 
 
