@@ -118,13 +118,13 @@ def privacy_summary(tr: Translator, facts: PrivacyFacts) -> list[str]:
             "at any time with /coach."),
         tr.ngettext(
             "How long: I keep it while you use me or share your progress with a coach. When "
-            "{days} day has passed since you last wrote or answered (or since you stopped "
-            "sharing your progress with a coach, if that was later), I delete everything "
-            "about you.",
+            "{days} day has passed since you last wrote or answered (or since the "
+            "sharing of your progress with a coach ended, if that was later), I delete "
+            "everything about you.",
             "How long: I keep it while you use me or share your progress with a coach. When "
-            "{days} days have passed since you last wrote or answered (or since you stopped "
-            "sharing your progress with a coach, if that was later), I delete everything "
-            "about you.",
+            "{days} days have passed since you last wrote or answered (or since the "
+            "sharing of your progress with a coach ended, if that was later), I delete "
+            "everything about you.",
             facts.history_days).format(days=tr.number(facts.history_days)),
         tr.gettext(
             "/export sends you a file with everything I keep about you. /delete deletes it "

@@ -156,7 +156,8 @@ async def apply_session_note(t: StoreTurn, outcome: Outcome, now: datetime) -> l
     await t.session.flush()
     if share == "now" and not await _tell_coaches_now(t, note, now):
         tr = translator_for(t.user.locale)
-        return [tr.gettext("You no longer share your progress with a coach, so I kept it for you.")]
+        return [tr.gettext("Your progress is no longer shared with a coach, so I could not "
+                           "send the note after all. It is kept for you.")]
     return []
 
 

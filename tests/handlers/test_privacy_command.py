@@ -45,9 +45,9 @@ EXPORT_DELETE = ("/export sends you a file with everything I keep about you. /de
 def how_long(days: str) -> str:
     passed = "has" if days.startswith("1 ") else "have"
     return ("How long: I keep it while you use me or share your progress with a coach. When "
-            f"{days} {passed} passed since you last wrote or answered (or since you stopped "
-            "sharing your progress with a coach, if that was later), I delete everything "
-            "about you.")
+            f"{days} {passed} passed since you last wrote or answered (or since the "
+            "sharing of your progress with a coach ended, if that was later), I delete "
+            "everything about you.")
 
 
 def texts(replies: list[SentMessage]) -> list[str]:

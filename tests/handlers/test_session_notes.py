@@ -149,6 +149,24 @@ async def test_text_kept_for_the_brief_and_a_voice_message_copied_only_on_yes(
     assert told[0].text == "Kept. Your coach receives it an hour before your next session."
 
 
+async def test_a_note_sent_now_after_the_sharing_ended_is_kept_and_the_client_told(
+        bot: InProcessBot) -> None:
+    coach, client = await linked(bot)
+    await client.send("I want to raise the deadline question")
+    await client.press(KEEP)
+    seen = len(coach.messages)
+    async with bot.store.sessionmaker() as session, session.begin():  # ended meanwhile
+        link = (await session.execute(select(CoachLink))).scalar_one()
+        link.unlinked_at = utcnow()
+    told = [m.text or "" for m in await client.press("Yes, send it now")]
+    assert told[-1] == ("Your progress is no longer shared with a coach, so I could not send "
+                        "the note after all. It is kept for you.")
+    [note] = await notes(bot)
+    assert note.share == NoteShare.PRIVATE and note.shared_at is None
+    await bot.pump()
+    assert coach.messages[seen:] == [] and bot.fake.copies == []
+
+
 @pytest.mark.usefixtures("fixed_detector")
 async def test_a_dropped_note_and_a_sticker_keep_nothing(bot: InProcessBot) -> None:
     await bot.agree(ALONE)
