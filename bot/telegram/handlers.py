@@ -856,12 +856,13 @@ def address_reply(locale: str) -> Reply:
 
 def delete_reply(locale: str) -> Reply:
     tr = translator_for(locale)
-    return Reply(tr.gettext("This deletes everything I have stored about you: your profile, "
-                            "goals, answers, check-ins, notes, messages with your coach and "
-                            "the sharing of your progress with them. It cannot be undone. "
-                            "What it cannot reach: anything already sent to your coach stays "
-                            "in their Telegram chat, and database backups keep a copy for as "
-                            "long as the people who run me keep them. Delete everything?"),
+    return Reply(tr.gettext("This deletes everything I have stored about you (your profile, "
+                            "goals, answers, check-ins, notes and messages with your coach) "
+                            "and ends the sharing of your progress with them. It cannot be "
+                            "undone. What it cannot reach: anything already sent to your "
+                            "coach stays in their Telegram chat, and database backups keep a "
+                            "copy for as long as the people who run me keep them. Delete "
+                            "everything?"),
                  (Button(tr.gettext("Yes, delete everything"), "delete:yes"),
                   Button(tr.gettext("No, keep it"), "delete:no")))
 

@@ -157,9 +157,9 @@ async def test_export_and_delete(bot: InProcessBot) -> None:
     assert [a["value"] for a in data["answers"]] == ["Write a book"]
     confirm = await ana.send("/delete")
     assert confirm[0].text == (
-        "This deletes everything I have stored about you: your profile, goals, answers, "
-        "check-ins, notes, messages with your coach and the sharing of your progress with "
-        "them. It cannot be undone. What it cannot reach: anything already sent to your coach "
+        "This deletes everything I have stored about you (your profile, goals, answers, "
+        "check-ins, notes and messages with your coach) and ends the sharing of your progress "
+        "with them. It cannot be undone. What it cannot reach: anything already sent to your coach "
         "stays in their Telegram chat, and database backups keep a copy for as long as the "
         "people who run me keep them. Delete everything?")
     kept = await ana.press("No, keep it")
