@@ -45,8 +45,8 @@ Verdict = str  # "urgent", "check" or "" (not flagged)
 MEASURED = (
     ("test", "Test part (waves A and R, never tuned on)"),
     ("heldout", "Held-out part (wave B, other writers, never tuned on)"),
-    ("unseen", "Unseen part (waves AE, AF and AI, other writers, written after the model, "
-               "measuring only)"),
+    ("unseen", "Unseen part (waves AE, AF, AI and AJ, other writers, written after the "
+               "model, measuring only)"),
 )
 
 
