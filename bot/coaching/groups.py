@@ -568,8 +568,9 @@ def question_payload(group: Group, index: int) -> dict[str, Any]:
     private (the button opens it there) and share only on their yes."""
     tr = translator_for(group.chat_locale)
     return Reply(
-        tr.gettext("This week's question: {question}\nAnswer me in private; I share your "
-                   "answer here only if you say so.").format(
+        tr.gettext("This week's question: {question}\nEach of you can answer me in "
+                   "private: I share an answer here only if the person who wrote it says "
+                   "so.").format(
             question=tr.gettext(GROUP_QUESTIONS[index])),
         (Button(tr.gettext("Answer in private"), f"gqa:{group.id}:{index}"),)).to_payload()
 

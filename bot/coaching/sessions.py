@@ -966,7 +966,7 @@ def session_lines(sessions: Sequence[SessionTime], zone: str, tr: Translator) ->
 
 
 def engagement_text(counts: Engagement, tr: Translator) -> str:
-    return tr.gettext("Sessions agreed: {agreed} · held: {held} · missed: {missed} · left: "
+    return tr.gettext("Sessions agreed: {agreed} · held: {held} · not held: {missed} · left: "
                       "{left}").format(
         agreed=tr.isolate(tr.number(counts.agreed)), held=tr.isolate(tr.number(counts.held)),
         missed=tr.isolate(tr.number(counts.missed)), left=tr.isolate(tr.number(counts.left)))

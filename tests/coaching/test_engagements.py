@@ -106,7 +106,7 @@ async def test_the_agreed_number_counts_down_and_the_last_held_invites_a_look_ba
     after_first = created[0].starts_at + timedelta(minutes=61)
     await db.run_turn(COACH, lambda t: record_outcome(t, created[0].id, False, after_first))
     listing = await db.run_turn(CLIENT, lambda t: sessions_message(t, after_first))
-    assert "held: 0 · missed: 1 · left: 1" in str(listing["text"])
+    assert "held: 0 · not held: 1 · left: 1" in str(listing["text"])
     async with db.sessionmaker() as s:
         assert (await s.execute(select(PlannedCheckin).where(
             PlannedCheckin.kind == "engagement_close"))).first() is None
@@ -173,7 +173,7 @@ async def test_the_last_agreed_session_marked_missed_invites_the_look_back_too(
     last = created[1].starts_at + timedelta(minutes=61)
     await db.run_turn(COACH, lambda t: record_outcome(t, created[1].id, False, last))
     told = str((await outbox(db, COACH))[-1]["text"])
-    assert "held: 1 · missed: 1 · left: 0" in told
+    assert "held: 1 · not held: 1 · left: 0" in told
     assert "That was the last of the sessions you agreed on" in told
     async with db.sessionmaker() as s:
         [row] = (await s.execute(select(PlannedCheckin).where(

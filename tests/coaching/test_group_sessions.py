@@ -378,8 +378,9 @@ async def test_the_weekly_question_posts_itself_once_a_week_and_stops_when_off(
     it = translator_for("it")
     question = groups.GROUP_QUESTIONS[groups.week_question(planned[0].due_at)]
     assert posted[0]["text"] == it.gettext(
-        "This week's question: {question}\nAnswer me in private; I share your answer here "
-        "only if you say so.").format(question=it.gettext(question))
+        "This week's question: {question}\nEach of you can answer me in private: I share an "
+        "answer here only if the person who wrote it says so.").format(
+            question=it.gettext(question))
     assert posted[0]["buttons"][0]["data"].startswith(f"gqa:{team.id}:")
     assert "P10" not in posted[0]["text"]
     following = [r for r in await rows(db, COACH, "group_question") if r.status == "planned"]

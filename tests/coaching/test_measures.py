@@ -289,7 +289,7 @@ async def test_a_partial_wheel_keeps_only_the_areas_rated(
               Turn(command="skip"), Turn(text="6"), *(Turn(command="skip") for _ in range(5)))
     asked = await run(db, dialogues, CLIENT, Turn(text="lonely at the top"))
     assert asked.replies[-1].text == translator_for("he").gettext(
-        "In which area would one point more make the biggest difference to your life?")
+        "In which area would one more point make the biggest difference to your life?")
     values = await rows(db, MeasureValue)
     assert sorted(v.value for v in values) == [4.0, 6.0]
 
