@@ -499,7 +499,7 @@ async def is_member(session: AsyncSession, user_id: int, group_id: int) -> bool:
 
 #: The questions a group's chat gets, one a week in turn (by ISO week number).
 GROUP_QUESTIONS = (
-    N_("What did you learn from each other this week?"),
+    N_("What, if anything, did you learn from each other this week?"),
     N_("What went well for the group this week?"),
     N_("What would make next week easier for the group?"),
     N_("What, if anything, are you proud of this week, as a group?"),

@@ -305,16 +305,18 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
     run = _Run(dialogues, replace(state, stack=(), safety_asked=False), ctx)
     if state.safety_asked:
         tr = ctx.translator
-        run.say(tr.gettext(
+        # The emergency line itself, not only a command to ask for it.
+        run.say("\n".join((tr.gettext(
             "Before we start: last time, I asked you directly whether you were in danger or "
             "afraid that you or someone else could get hurt, and I do not know how you are "
-            "now. If you are in danger now, or afraid that someone could get hurt, please send "
-            "/sos to see who you can talk to. To stop here for today, send /cancel.") \
-            if state.safety_danger else tr.gettext(
+            "now.") if state.safety_danger else tr.gettext(
             "Before we start: last time, I asked you directly whether you were having "
             "thoughts of ending your life or of hurting yourself, and I do not know how you "
-            "are now. If you are having such thoughts now, please send /sos to see who you "
-            "can talk to. To stop here for today, send /cancel."))
+            "are now. If you are having such thoughts now, please do not stay alone with "
+            "them."),
+            _helplines(ctx)[0],
+            tr.gettext("/sos shows who else you can talk to. To stop here for today, send "
+                       "/cancel."))))
     run.begin(dialogues[dialogue_id], at)
     return run.outcome()
 

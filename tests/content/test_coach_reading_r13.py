@@ -58,9 +58,9 @@ def test_a_target_at_today_is_asked_about_without_hinting_at_a_mistake(
     said, _ = play(dialogues, "goal_setting",
                    ["Run 5 km", "Health", "Lighter", "8", "Some runs", "/skip", "8", "Yes"],
                    variables={})
-    assert said[-2] == ("Today you are at 8, and the target you chose is 8, no higher than "
+    assert said[-2] == ("Today you are at 8, and the target you chose, 8, is not above "
                         "that. If you answer No, you can choose another target. "
-                        "Would you like to stay at 8 or above?")
+                        "Is your aim to stay at 8 or above?")
     assert said[-1].startswith("By what date would you like to be there?")
 
 
@@ -112,9 +112,9 @@ def test_a_reached_goal_ends_the_review_on_goal_completions_last_words(
 
 # At 5 (from 3, target 8), the client changes the target in the weekly review.
 ADJUST_TARGET = ["5", "Mornings", "/skip", "Patience", "Yes", "The target"]
-HOLD_CHECK = ("Today you are at 5, and the new target you chose is 5, no higher than "
-              "that. If you answer No, you can choose another target. Would "
-              "you like to stay at 5 or above?")
+HOLD_CHECK = ("Today you are at 5, and the new target you chose, 5, is not above "
+              "that. If you answer No, you can choose another target. Is "
+              "your aim to stay at 5 or above?")
 NEXT_ACTION = "What, if anything, will you commit to for the coming week? You can send /skip."
 
 
@@ -130,7 +130,7 @@ def test_a_no_to_the_new_target_check_asks_for_the_target_again(
     said, outcome = play(dialogues, "weekly_review",
                          [*ADJUST_TARGET, "5", "No", "4", "No", "9"])
     again = "Where on the same scale from 1 to 10 do you want to be?"
-    at_four = HOLD_CHECK.replace("5, no", "4, no").replace("at 5 or", "at 4 or")
+    at_four = HOLD_CHECK.replace("chose, 5,", "chose, 4,").replace("at 5 or", "at 4 or")
     assert said[-5:] == [HOLD_CHECK, again, at_four, again, NEXT_ACTION]
     assert outcome.state.variables["goal.target"] == 9
 

@@ -137,8 +137,8 @@ def test_a_pause_for_some_days_says_it_stops_everything_like_a_holiday(
     labels = [b.label for r in menu.replies for b in r.buttons]
     assert "Pause for some days" in labels and "Pause until a date" in labels
     said, outcome = play(dialogues, "reminders", ["Pause for some days", "3"], variables={})
-    assert said[-2].startswith("Until the pause ends, nothing comes from me: no check-ins, "
-                               "reviews, exercises or session reminders.")
+    assert said[-2].startswith("Until the pause ends, I send you no check-ins, weekly reviews, "
+                               "exercises or session reminders.")
     # A coach's message is not held by the client's own pause (r37-en): said so.
     assert said[-1] == ("Done. For 3 days, I will not send you check-ins, weekly reviews, "
                         "exercises or session reminders. If you have a coach, their messages "

@@ -196,12 +196,14 @@ def test_another_message_moves_on_and_an_unanswered_question_opens_gently(
     assert not moved_on.state.safety_asked and moved_on.safety_answered
     assert texts(moved_on) == ["What is on your mind?"]
     assert moved_on.saved == () and "m.note" not in moved_on.state.variables
-    later = start(dialogues, asked.state, "mood", ctx)  # the next check-in
-    assert texts(later)[0] == (
+    later = start(dialogues, asked.state, "mood", replace(ctx, country="IT"))
+    # The next check-in opens with the emergency number itself, not only /sos.
+    assert texts(later)[0].split("\n") == [
         "Before we start: last time, I asked you directly whether you were having thoughts of "
         "ending your life or of hurting yourself, and I do not know how you are now. If you "
-        "are having such thoughts now, please send /sos to see who you can talk to. To stop "
-        "here for today, send /cancel.")
+        "are having such thoughts now, please do not stay alone with them.",
+        f"{_DANGER} call the emergency number now: 112.",
+        "/sos shows who else you can talk to. To stop here for today, send /cancel."]
     assert texts(later)[1] == "How are you feeling, from 1 to 10?"
     assert not later.state.safety_asked
 

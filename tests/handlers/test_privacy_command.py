@@ -18,8 +18,8 @@ from tests.flows import consented, stored, text_of
 from tests.inprocess import InProcessBot, client_settings, in_process
 
 NAME = "Zoravka"
-CONSENT = ("May I keep your answers, including your mood ratings, to support your coaching? "
-           "/privacy tells you what I keep, for how long, and who sees it.")
+CONSENT = ("/privacy tells you what I keep, for how long, and who sees it. May I keep your "
+           "answers, including your mood ratings, to support your coaching?")
 AGE = "I work only with people aged 18 and over. Are you 18 or older?"
 KEPT = ("What I keep. Until you agree, only your Telegram id, your language, how far you got "
         "in my first questions and the invitation link you opened, if any; if you say no, I "
