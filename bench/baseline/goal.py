@@ -22,9 +22,9 @@ ASK_NOTICE_START = "You are at 1. What do you notice about where you stand today
 ASK_TRIED = ("If you have already tried something towards this, what did you learn from it? "
              "You can send /skip.")
 ASK_TARGET = "Where on the same scale from 1 to 10 do you want to be?"
-ASK_TARGET_CHECK = ("Today you are at {baseline}, and the target you chose is {target}, no higher "
-                    "than that. If you answer No, you can choose another target. "
-                    "Would you like to stay at {target} or above?")
+ASK_TARGET_CHECK = ("Today you are at {baseline}, and the target you chose, {target}, is not "
+                    "above that. If you answer No, you can choose another target. "
+                    "Is your aim to stay at {target} or above?")
 ASK_DUE = ("By what date would you like to be there? Send a date, or /skip if you prefer not "
            "to set one.")
 ASK_OBSTACLES = "What could get in your way? You can send /skip."

@@ -146,8 +146,8 @@ async def test_a_croatian_coach_reads_the_errors_in_croatian_and_the_italian_tra
     picker = (await coach.press("\u2068Bojan\u2069"))[-1]
     assert "Jutarnje stranice" not in coach.button_labels()
     assert picker.text == (
-        "\u2068Bojan\u2069 (jezik: Български) od tvojih vježbi i dijaloga ne može dobiti "
-        "sljedeće jer nije napisano na tom jeziku niti prevedeno na njega:\n"
+        "Od tvojih vježbi i dijaloga \u2068Bojan\u2069 (jezik: Български) ne može dobiti ono "
+        "što nije napisano na tom jeziku niti prevedeno na njega:\n"
         "• \u2068Jutarnje stranice\u2069\n\nKoju vježbu?")
 
     await coach.send("/assign")

@@ -91,7 +91,7 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     local = session_row.starts_at.astimezone(zone_of(zone))
     assert f"{local:%H:%M}" in (told[0].text or "")  # the client's own clock
     agreed = await coach.press("1")
-    assert "Sessioni concordate: 1 · svolte: 0 · saltate: 0 · da svolgere: 1" in (
+    assert "Sessioni concordate: 1 · svolte: 0 · non svolte: 0 · da svolgere: 1" in (
         agreed[0].text or "")
     assert "/sessions" in ((await client.replies())[0].text or "")
 
@@ -153,5 +153,5 @@ async def test_a_coach_schedules_and_the_client_prepares_and_recaps(
     await _due_now(bot, "session_outcome")
     await coach.replies()
     counted = await coach.press("Si è svolta")
-    assert "Sessioni concordate: 1 · svolte: 1 · saltate: 0 · da svolgere: 0" in (
+    assert "Sessioni concordate: 1 · svolte: 1 · non svolte: 0 · da svolgere: 0" in (
         counted[0].text or "")
