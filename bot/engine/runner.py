@@ -312,8 +312,8 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
             "now.") if state.safety_danger else tr.gettext(
             "Before we start: last time, I asked you directly whether you were having "
             "thoughts of ending your life or of hurting yourself, and I do not know how you "
-            "are now. If you are having such thoughts now, please do not stay alone with "
-            "them."),
+            "are now. If you are having such thoughts now, please do not keep them to "
+            "yourself: talk to someone."),
             _helplines(ctx)[0],
             tr.gettext("/sos shows who else you can talk to. To stop here for today, send "
                        "/cancel."))))

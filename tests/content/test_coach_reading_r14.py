@@ -74,7 +74,9 @@ def test_a_goal_left_for_later_says_check_ins_stop_and_how_to_come_back(
 def test_the_holiday_tells_what_stops_before_asking_until_when(
         dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "reminders", ["Pause until a date"], variables={})
-    assert said[-1].endswith("Until which day would you like to pause?")
+    # Asked as the day everything starts again (r70-ca, r70-hr: "until which day" read as
+    # the last day of the pause).
+    assert said[-1].endswith("On which day would you like them to start again?")
     assert "from your coach" not in said[-1]
 
 

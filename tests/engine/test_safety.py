@@ -201,7 +201,7 @@ def test_another_message_moves_on_and_an_unanswered_question_opens_gently(
     assert texts(later)[0].split("\n") == [
         "Before we start: last time, I asked you directly whether you were having thoughts of "
         "ending your life or of hurting yourself, and I do not know how you are now. If you "
-        "are having such thoughts now, please do not stay alone with them.",
+        "are having such thoughts now, please do not keep them to yourself: talk to someone.",
         f"{_DANGER} call the emergency number now: 112.",
         "/sos shows who else you can talk to. To stop here for today, send /cancel."]
     assert texts(later)[1] == "How are you feeling, from 1 to 10?"
