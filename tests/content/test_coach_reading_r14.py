@@ -76,7 +76,7 @@ def test_the_holiday_tells_what_stops_before_asking_until_when(
     said, _ = play(dialogues, "reminders", ["Pause until a date"], variables={})
     # Asked as the day everything starts again (r70-ca, r70-hr: "until which day" read as
     # the last day of the pause).
-    assert said[-1].endswith("On which day would you like them to start again?")
+    assert said[-1].endswith("On which day would you like all of these to start again?")
     assert "from your coach" not in said[-1]
 
 
