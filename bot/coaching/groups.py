@@ -499,9 +499,12 @@ async def is_member(session: AsyncSession, user_id: int, group_id: int) -> bool:
 
 #: The questions a group's chat gets, one a week in turn (by ISO week number).
 GROUP_QUESTIONS = (
+    # TRANSLATORS: posted in the group's chat, where nothing offers /skip (each member
+    # answers in private, where /skip is offered); "if anything": do not assume they did.
     N_("What, if anything, did you learn from each other this week?"),
     N_("What went well for the group this week?"),
     N_("What would make next week easier for the group?"),
+    # TRANSLATORS: as above: posted in the group's chat; do not assume there is something.
     N_("What, if anything, are you proud of this week, as a group?"),
 )
 
