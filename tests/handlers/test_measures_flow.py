@@ -91,7 +91,7 @@ async def test_a_measure_is_set_asked_on_schedule_answered_and_charted(
     charts = [m for m in own if m.kind == "photo"]
     assert len(charts) == 2  # the weekly trend, and the measure
     assert (charts[1].caption or "").startswith(
-        "Inizio e oggi: \u2068Energy when you wake up\u2069")
+        "Dall'inizio a oggi: \u2068Energy when you wake up\u2069")
     report = await coach.send("/progress Luca")
     measured = [m for m in report if m.kind == "photo" and "Then and now" in (m.caption or "")]
     assert len(measured) == 1 and "Target: 8" in (measured[0].caption or "")
