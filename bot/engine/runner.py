@@ -314,7 +314,7 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
             "thoughts of ending your life or of hurting yourself, and I do not know how you "
             "are now. If you are having such thoughts now, please do not keep them to "
             "yourself: talk to someone."),
-            _helplines(ctx)[0],
+            _emergency_line(ctx),
             tr.gettext("/sos shows who else you can talk to. To stop here for today, send "
                        "/cancel."))))
     run.begin(dialogues[dialogue_id], at)
@@ -360,19 +360,24 @@ def worldwide_emergency_line(tr: Translator) -> str:
                       "the UK).")
 
 
-def _helplines(ctx: Context) -> list[str]:
-    """The emergency line and the help lines for the client's country, one per line: the
-    country's emergency number when it is known (not repeated among its lines), else the
-    numbers that hold in most of the world. A line open around the clock says so; no text
-    promises that of the others, some of which keep office hours."""
+def _emergency_line(ctx: Context) -> str:
+    """The client's country's emergency number when it is known, else the numbers that hold
+    in most of the world."""
     tr = ctx.translator
     number = emergency_number(ctx.country)
     if number is None:
-        lines = [worldwide_emergency_line(tr)]
-    else:
-        lines = [tr.gettext("If you or someone else is in immediate danger, call the "
-                            "emergency number now: {number}.").format(
-                                number=tr.isolate(number))]
+        return worldwide_emergency_line(tr)
+    return tr.gettext("If you or someone else is in immediate danger, call the emergency "
+                      "number now: {number}.").format(number=tr.isolate(number))
+
+
+def _helplines(ctx: Context) -> list[str]:
+    """The emergency line and the help lines for the client's country, one per line (the
+    country's emergency number is not repeated among its lines). A line open around the
+    clock says so; no text promises that of the others, some of which keep office hours."""
+    tr = ctx.translator
+    number = emergency_number(ctx.country)
+    lines = [_emergency_line(ctx)]
     for line in helplines_for(ctx.country):
         contact = line.phone or line.url
         if contact and (number is None or line.phone != number):
@@ -392,15 +397,16 @@ def crisis_reply(ctx: Context, *, coach_told: bool = False) -> Reply:
                         "tomorrow, I will not send you anything about coaching.") if coach_told \
         else tr.gettext("Please also tell someone you trust, or your coach if you have one. "
                         "Until tomorrow, I will not send you anything about coaching.")
+    helplines = _helplines(ctx)
     lines = [
         tr.gettext("Thank you for trusting me with this. What you are going through matters "
                    "more than any goal, so I am pausing our coaching here. I am a coaching "
                    "companion, not a crisis service, and you deserve to talk to a person."),
         "",
-        *_helplines(ctx)[:1],
+        *helplines[:1],
         tr.gettext("Please reach out to one of these lines as soon as you can, even if it "
                    "is hard to start:"),
-        *_helplines(ctx)[1:],
+        *helplines[1:],
         tr.gettext("/sos shows these lines again at any time."),
         "",
         people,

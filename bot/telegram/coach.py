@@ -32,7 +32,7 @@ from bot.dialogue.loader import MAX_UPLOAD_BYTES, too_large
 from bot.dialogue.model import DialogueSet
 from bot.engine import Outcome, Reply
 from bot.engine.state import Button
-from bot.i18n import Translator, translator_for
+from bot.i18n import N_, Translator, translator_for
 from bot.i18n.languages import LANGUAGE_NAMES
 from bot.schedule.planning import zone_of
 from bot.store import Turn as StoreTurn
@@ -72,6 +72,10 @@ def parse_id(text: str) -> int | None:
     """The id ``text`` spells, or None: never an exception, whatever was typed or forged."""
     text = text.strip()
     return int(text) if _ID.fullmatch(text) else None
+
+
+#: A coach with no client yet, wherever a client is to be chosen.
+NO_CLIENTS = N_("Nobody shares their progress with you yet. Send /invite to invite a client.")
 
 
 def say(t: StoreTurn, text: str, buttons: tuple[Button, ...] = (), *,
@@ -167,8 +171,7 @@ class CoachHandlers:
         tr = translator_for(t.user.locale)
         clients = await links.clients_of(t.session, t.user_id)
         if not clients:
-            say(t, tr.gettext("Nobody shares their progress with you yet. Send /invite to "
-                              "invite a client."))
+            say(t, tr.gettext(NO_CLIENTS))
             return
         say(t, question, tuple(Button(tr.words(c.first_name or str(c.user_id)),
                                       f"{data_prefix}:{c.user_id}") for c in clients))

@@ -26,7 +26,7 @@ from bot.engine.state import Button
 from bot.i18n import N_, Translator, translator_for
 from bot.store import Turn as StoreTurn
 from bot.store import User, UserView
-from bot.telegram.coach import parse_id, say
+from bot.telegram.coach import NO_CLIENTS, parse_id, say
 
 #: Button data prefixes (with ":<id>"): each names what the button does.
 MESSAGE = messages.ANSWER_BUTTON  # message:<client>: write to that client
@@ -90,8 +90,7 @@ class CoachSideHandlers:
         tr = translator_for(t.user.locale)
         found = await noticing.overview(t.session, t.user_id, t.now)
         if not found:
-            say(t, tr.gettext("Nobody shares their progress with you yet. Send /invite to "
-                              "invite a client."))
+            say(t, tr.gettext(NO_CLIENTS))
             return None
         lines = [tr.gettext("Your clients:")]
         for seen, linked_at in found:
@@ -154,8 +153,7 @@ class CoachSideHandlers:
             return await then(t, client)
         clients = await links.clients_of(t.session, t.user_id)
         if not clients:
-            say(t, tr.gettext("Nobody shares their progress with you yet. Send /invite to "
-                              "invite a client."))
+            say(t, tr.gettext(NO_CLIENTS))
             return None
         say(t, tr.gettext(question), tuple(
             Button(_name(tr, c.first_name, c.user_id), f"{prefix}:{c.user_id}")
