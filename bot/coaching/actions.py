@@ -153,10 +153,11 @@ def action_line(action: CommitmentAction, today: date, tr: Translator) -> str:
     words = tr.words(action.words)
     due = tr.isolate(tr.date(action.due_on, "long"))
     if action.status == ActionStatus.PARTLY:
-        return tr.gettext("• {words} (due {date}, partly done)").format(words=words, date=due)
+        return tr.gettext("• {words} (by {date}; partly done)").format(words=words, date=due)
     if action.status == ActionStatus.OPEN and action.due_on < today:
-        return tr.gettext("• {words} (due {date}, overdue)").format(words=words, date=due)
-    return tr.gettext("• {words} (due {date})").format(words=words, date=due)
+        return tr.gettext("• {words} (by {date}; that date has passed)").format(
+            words=words, date=due)
+    return tr.gettext("• {words} (by {date})").format(words=words, date=due)
 
 
 def action_lines(actions: Iterable[CommitmentAction], today: date, tr: Translator) -> str:
@@ -256,7 +257,7 @@ def summary_lines(summary: ActionsSummary, today: date, tr: Translator) -> list[
     """The summary as report lines, each part only when it has something."""
     lines: list[str] = []
     for title, part in ((tr.gettext("Open actions:"), summary.open),
-                        (tr.gettext("Overdue actions:"), summary.overdue),
+                        (tr.gettext("Actions past their date:"), summary.overdue),
                         (tr.gettext("Actions done:"), summary.done[-LISTED:]),
                         (tr.gettext("Actions they chose to let go:"),
                          summary.let_go[-LISTED:])):

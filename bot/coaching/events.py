@@ -179,18 +179,21 @@ def digest_text(digest: Digest, tr: Translator) -> str:
         # TRANSLATORS: {names} is one client's name or a list of names. Where your language's
         # first plural form also serves 21, 31 … (Croatian), word it so a list reads right.
         return tr.ngettext(
-            "Please call {names} soon, or reach them another way you have agreed on: I "
-            "noticed signs that they may be in crisis.\n\n"
-            "When you reach them, check that they are safe and encourage them to use the help "
+            "Please reach {names} soon, in the way you have agreed on with them (by phone if "
+            "you have agreed on none): I noticed signs that they may be in crisis.\n\n"
+            "When you reach them, first ask whether they can talk freely where they are. "
+            "Then check that they are safe and encourage them to use the help "
             "lines I showed them; you are not expected to counsel or treat them. If you "
             "believe they are in immediate danger, call the emergency services.\n\n"
             "Their coaching is paused for a day, and for up to three days if they tell me they "
             "are still struggling; it resumes sooner if they write to me and show no sign of "
             "crisis. Messages you send through me wait until it resumes. Nothing they wrote is "
             "shared here.",
-            "Please call these clients soon: {names}. You can also reach them another way "
-            "you have agreed on. I noticed signs that they may be in crisis.\n\n"
-            "When you reach them, check that they are safe and encourage them to use the help "
+            "Please reach these clients soon, each in the way you have agreed on with them "
+            "(by phone if you have agreed on none): {names}. I noticed signs that they may be "
+            "in crisis.\n\n"
+            "When you reach them, first ask whether they can talk freely where they are. "
+            "Then check that they are safe and encourage them to use the help "
             "lines I showed them; you are not expected to counsel or treat them. If you "
             "believe one of them is in immediate danger, call the emergency services.\n\n"
             "Their coaching is paused for a day, and for up to three days if they tell me they "

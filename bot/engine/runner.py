@@ -313,7 +313,7 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
             "Before we start: last time, I asked you directly whether you were having "
             "thoughts of ending your life or of hurting yourself, and I do not know how you "
             "are now. If you are having such thoughts now, please do not keep them to "
-            "yourself: talk to someone."),
+            "yourself: tell someone you trust."),
             _emergency_line(ctx),
             tr.gettext("/sos shows who else you can talk to. To stop here for today, send "
                        "/cancel."))))
@@ -355,9 +355,9 @@ def cancel(dialogues: DialogueSet, state: ConversationState, ctx: Context) -> Ou
 
 def worldwide_emergency_line(tr: Translator) -> str:
     """The emergency line for a country not known: the numbers that hold in most places."""
-    return tr.gettext("If you or someone else is in immediate danger, call your local "
-                      "emergency number now (112 in the EU, 911 in North America, 999 in "
-                      "the UK).")
+    return tr.gettext("If you have hurt yourself or feel you might, or you or someone else is "
+                      "in immediate danger, call your local emergency number now (112 in the "
+                      "EU, 911 in North America, 999 in the UK).")
 
 
 def _emergency_line(ctx: Context) -> str:
@@ -367,8 +367,9 @@ def _emergency_line(ctx: Context) -> str:
     number = emergency_number(ctx.country)
     if number is None:
         return worldwide_emergency_line(tr)
-    return tr.gettext("If you or someone else is in immediate danger, call the emergency "
-                      "number now: {number}.").format(number=tr.isolate(number))
+    return tr.gettext("If you have hurt yourself or feel you might, or you or someone else is "
+                      "in immediate danger, call the emergency number now: {number}.").format(
+                          number=tr.isolate(number))
 
 
 def _helplines(ctx: Context) -> list[str]:
@@ -450,8 +451,8 @@ def concern_reply(ctx: Context) -> Reply:
     """Someone the client cares about may be at risk: help lines to pass on."""
     tr = ctx.translator
     return Reply("\n".join([
-        tr.gettext("It sounds like you are worried about someone close to you. You cannot "
-                   "carry their safety alone, and you do not have to. These services also "
+        tr.gettext("It sounds like you are worried about someone. Their safety is not yours "
+                   "to carry alone. These services also "
                    "advise people who are worried about someone else, and you can pass them "
                    "on:"), "",
         *_helplines(ctx),

@@ -398,11 +398,11 @@ class CoachHandlers:
         say(t, tr.gettext("{coach} invites you to share your coaching progress with them: "
                           "your goals, your check-ins (mood ratings included) and your exercise "
                           "answers, and also when you skip an exercise or do not answer for a "
-                          "few days. Nothing you write "
+                          "few days.\n\nNothing you write "
                           "before you agree is shared, and you can stop sharing at any time "
                           "with /coach. If you share and I notice signs that you may be in "
                           "crisis, I tell {coach}, without any of your words, so that they can "
-                          "reach out to you. Do you want to share?").format(
+                          "reach out to you.\n\nDo you want to share?").format(
                               coach=tr.words(check.coach_name or "")),
             (Button(tr.gettext("Yes, share"), f"invite:yes:{code}"),
              Button(tr.gettext("No"), "invite:no")), subject=check.coach_id)

@@ -91,7 +91,8 @@ async def test_a_commitment_from_days_ago_not_done_stays_open(
                                         thursday.date())
     assert [a.words for a in summary.overdue] == ["Write the draft"] and not summary.open
     lines = summary_lines(summary, thursday.date(), translator_for("en"))
-    assert lines[0] == "Overdue actions:" and "overdue" in lines[1]
+    assert lines[0] == "Actions past their date:"
+    assert lines[1].endswith("; that date has passed)")
 
 
 async def test_a_week_later_the_commitment_is_no_longer_asked_about(
@@ -135,7 +136,7 @@ async def test_the_weekly_review_goes_through_open_and_overdue_actions(
                     Turn(text="Friends"), SKIP, Turn(text="Small steps"))
     text = out.replies[-1].text
     assert text.startswith("You have 2 open actions, and at least one of them is past its date:")
-    assert "Old one" in text and "overdue" in text and "New one" in text
+    assert "Old one" in text and "that date has passed" in text and "New one" in text
     assert "/actions" in text
 
 

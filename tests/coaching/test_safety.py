@@ -230,8 +230,8 @@ async def test_care_check_ins_in_a_row_are_bounded_then_the_pause_ends(
         at = at + CRISIS_PAUSE + timedelta(minutes=1)
         said = await care_answer(store, dialogues, at, "hard" if day % 2 else "same")
         assert "Telefono Amico" in said
-    assert "I have asked how you are for a few days now" in said
-    assert said.endswith("Would you like them to stay paused for a while?")
+    assert "You have told me for a few days now that it is still hard" in said
+    assert said.endswith("Would you like all of these to stay paused for a while?")
     assert "Until tomorrow" not in said
     user = await store.get_user(CLIENT)
     assert user is not None and not paused_by_crisis(user, at)

@@ -57,7 +57,8 @@ def play(dialogues: DialogueSet, dialogue: str, answers: list[str],
 @pytest.mark.parametrize("country", [None, "IT"])
 def test_worry_for_someone_else_is_told_to_call_for_them_too(country: str | None) -> None:
     lines = runner.concern_reply(context(country=country)).text.split("\n")
-    assert lines[2].startswith("If you or someone else is in immediate danger, call ")
+    assert lines[2].startswith("If you have hurt yourself or feel you might, or you or someone "
+                               "else is in immediate danger, call ")
 
 
 # A client at their target (8) who does not feel the goal is reached: the gap, then the week.
@@ -121,9 +122,9 @@ def test_the_care_check_in_compares_with_yesterday(dialogues: DialogueSet, label
         # Writing to the bot would resume coaching, not reach a person: it points to people.
         assert said[-1] == ("Until tomorrow, I will not send you anything else. Then I will "
                             "only ask how you are. If you need someone before then, please "
-                            "contact one of the lines above; if you are in danger, call the "
-                            "emergency number, which answers at any hour. /sos shows them "
-                            "again.")
+                            "contact one of the lines above; if you have hurt yourself or feel "
+                            "you might, or you are in danger, call the emergency number, which "
+                            "answers at any hour. /sos shows them again.")
 
 
 GOAL_SETTING = ["Run 5 km", "Health", "Lighter", "3", "Some runs", "/skip", "8"]

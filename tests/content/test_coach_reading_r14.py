@@ -84,9 +84,10 @@ def test_the_last_care_check_in_ends_on_the_people_above(dialogues: DialogueSet)
     said, _ = play(dialogues, "care_checkin", ["Worse", "No", "No"],
                    variables={"care.last": True})  # "No" to the safety question first
     assert said[-1].startswith("Whenever you need someone")
-    assert said[-1].endswith("please contact one of the lines above; if you are in danger, "
-                             "call the emergency number, which answers at any hour. /sos "
-                             "shows them again.")
+    assert said[-1].endswith("please contact one of the lines above; if you have hurt "
+                             "yourself or feel you might, or you are in danger, call the "
+                             "emergency number, which answers at any hour. /sos shows them "
+                             "again.")
 
 
 def test_a_coachs_own_exercise_promises_no_coach_who_may_not_see_it() -> None:

@@ -85,7 +85,10 @@ def test_the_crisis_notice_tells_the_coach_their_part(clients: tuple[str, ...]) 
     assert "you are not expected to counsel or treat them" in text
     assert "call the emergency services" in text
     first, what_to_do, why = text.split("\n\n")  # what to do first, on a phone
-    assert first.startswith("Please call") and "check that they are safe" in what_to_do
+    assert first.startswith("Please reach") and "(by phone if you have agreed on none)" in first
+    # The same notice follows abuse and threats, where a call can be overheard (r73-en).
+    assert what_to_do.startswith("When you reach them, first ask whether they can talk freely")
+    assert "check that they are safe" in what_to_do
     assert "messages you send through me wait" in why.lower()
     # As long as the pause can last (r36-en): a day, up to three with the care check-ins.
     assert timedelta(days=1) == CRISIS_PAUSE

@@ -124,7 +124,7 @@ def test_after_a_choice_a_sign_asks_again_and_anything_else_moves_on(
     assert texts(moved_on) == ["I am sorry it is hard.", "Here is who you can talk to."]
     assert moved_on.safety_answered and not moved_on.state.safety_asked
     worried = handle(dialogues, asked.state, Turn(text=SOMEONE_ELSE), ctx)
-    assert "worried about someone close to you" in texts(worried)[0]
+    assert "worried about someone." in texts(worried)[0]
     assert texts(worried)[1:] == texts(moved_on)
     stopped = handle(dialogues, asked.state, Turn(command="cancel"), ctx)
     assert not stopped.state.active and not stopped.state.go_on
@@ -201,7 +201,8 @@ def test_another_message_moves_on_and_an_unanswered_question_opens_gently(
     assert texts(later)[0].split("\n") == [
         "Before we start: last time, I asked you directly whether you were having thoughts of "
         "ending your life or of hurting yourself, and I do not know how you are now. If you "
-        "are having such thoughts now, please do not keep them to yourself: talk to someone.",
+        "are having such thoughts now, please do not keep them to yourself: tell someone you "
+        "trust.",
         f"{_DANGER} call the emergency number now: 112.",
         "/sos shows who else you can talk to. To stop here for today, send /cancel."]
     assert texts(later)[1] == "How are you feeling, from 1 to 10?"
@@ -222,7 +223,7 @@ def test_worry_for_someone_else_gets_lines_to_pass_on_and_the_dialogue_goes_on(
 ) -> None:
     outcome = handle(dialogues, at_note(dialogues, ctx).state, Turn(text=SOMEONE_ELSE), ctx)
     assert not outcome.crisis and not outcome.state.safety_asked
-    assert "worried about someone close to you" in texts(outcome)[0]
+    assert "worried about someone." in texts(outcome)[0]
     assert texts(outcome)[1] == "Thank you."
 
 
@@ -255,7 +256,8 @@ def test_sos_ends_on_the_help_and_says_a_question_can_wait_only_when_one_is_open
         waiting)
 
 
-_DANGER = "If you or someone else is in immediate danger,"
+_DANGER = ("If you have hurt yourself or feel you might, or you or someone else is in "
+           "immediate danger,")
 
 
 @pytest.mark.parametrize(("country", "first_line"), [

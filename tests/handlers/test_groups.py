@@ -321,9 +321,9 @@ async def test_sos_in_a_group_is_answered_in_private_or_with_a_pointer(
     fake.send_text(STRANGER, "/SOS", chat_type="group", chat_id=UNLINKED, first_name="Eve")
     pointer = await messages_in(group_bot, UNLINKED, 1)
     said = pointer[0].text or ""
-    assert said.startswith("If you or someone else is in immediate danger, call your local "
-                           "emergency number now (112 in the EU, 911 in North America, 999 in "
-                           "the UK).")
+    assert said.startswith("If you have hurt yourself or feel you might, or you or someone else "
+                           "is in immediate danger, call your local emergency number now (112 "
+                           "in the EU, 911 in North America, 999 in the UK).")
     assert "send /sos to me in a private chat" in said
     assert f"https://t.me/{fake.bot_username}" in said and "Eve" not in said
     assert "Telefono Amico" not in said and "Samaritans" not in said  # no country's lines
