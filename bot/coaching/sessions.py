@@ -474,19 +474,24 @@ def _heading(change: SessionChange, count: int, other: str, tr: Translator, *,
              to_client: bool) -> str:
     if to_client:
         texts = {
-            # A label before the name and the count in every form: Slavic languages need
-            # not decline the name, and their "one" form also serves 21, 31.
-            SessionChange.NEW: tr.ngettext(
+            # A label before the name, and the count in every plural form: Slavic languages
+            # need not decline the name, and their "one" form also serves 21, 31. One
+            # session alone has a text of its own, without a count (r73-bg).
+            SessionChange.NEW: tr.gettext("New coaching session from {person}:")
+            if count == 1 else tr.ngettext(
                 "New coaching session from {person}: {count}",
                 "New coaching sessions from {person}: {count}", count),
             SessionChange.MOVED: tr.gettext("Coaching session moved by {person}:")
             if count == 1 else tr.ngettext(
                 "Coaching session moved by {person}: {count}",
                 "Coaching sessions moved by {person}: {count}", count),
-            SessionChange.CANCELLED: tr.ngettext(
+            SessionChange.CANCELLED: tr.gettext("Coaching session cancelled by {person}:")
+            if count == 1 else tr.ngettext(
                 "Coaching session cancelled by {person}: {count}",
                 "Coaching sessions cancelled by {person}: {count}", count),
-            SessionChange.LINK_ENDED: tr.ngettext(
+            SessionChange.LINK_ENDED: tr.gettext(
+                "Coaching session cancelled because you stopped sharing your progress with "
+                "{person}:") if count == 1 else tr.ngettext(
                 "Coaching session cancelled because you stopped sharing your progress with "
                 "{person}: {count}",
                 "Coaching sessions cancelled because you stopped sharing your progress with "
