@@ -55,6 +55,8 @@ GOAL_BASELINE = "goal.baseline"  # the goal's place on its 1-10 scale when it is
 REVIEW_CURRENT = "review.current"  # and at each weekly review
 GOAL_HOLD = "goal.hold"  # goal setting: a target at or below the start is to hold steady
 REVIEW_HOLD = "review.hold"  # the same, for a new target at a weekly review
+#: When the goal's date has come: reached / new_date / change / let_go (the goal is dropped)
+REVIEW_DUE_CHOICE = "review.due_choice"
 EXERCISE_STATUS = "exercise.status"
 CARE_ANSWER = "care.today"  # how the client is, the day(s) after a crisis: a CareAnswer
 STREAK_VARIABLES = frozenset({"streak.days", "streak.best"})
@@ -85,7 +87,8 @@ CONTRACTS: tuple[Contract, ...] = (
              {CHECKIN_MARKER: "scale", "checkin.commitment": "text",
               "commitment.status": "choice"}),
     Contract(WEEKLY_REVIEW, "the scheduler starts it every week",
-             {REVIEW_CURRENT: "scale", "review.next_action": "text", REVIEW_HOLD: "yes_no"}),
+             {REVIEW_CURRENT: "scale", "review.next_action": "text", REVIEW_HOLD: "yes_no",
+              REVIEW_DUE_CHOICE: "choice"}),
     Contract(GOAL_COMPLETION, "the weekly review calls it when the client's rating reaches "
              "the target, or when the goal's date has come and the client feels it is "
              "reached; a yes marks the goal reached",

@@ -40,6 +40,7 @@ from bot.coaching.contracts import (
     GOAL_VARIABLES,
     NEW_EXERCISE,
     NEW_MEASURE,
+    REVIEW_DUE_CHOICE,
     REVIEW_HOLD,
     SESSION_CANT,
     SESSION_NOTE,
@@ -258,7 +259,9 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
         review = answer.dialogue == WEEKLY_REVIEW and answer.variable in (
             "review.current", "goal.target", "goal.title", "goal.due", REVIEW_HOLD)
         completed = answer.variable == "goal.completed" and answer.value is True
-        if not (review or completed):
+        let_go = (answer.dialogue == WEEKLY_REVIEW and answer.variable == REVIEW_DUE_CHOICE
+                  and answer.value == "let_go")
+        if not (review or completed or let_go):
             continue
         goal = await _active_goal(t.session, t.user)
         if goal is None:
@@ -266,6 +269,8 @@ async def apply_goals(t: StoreTurn, outcome: Outcome, now: datetime) -> None:
         if completed:
             goal.status, goal.completed_at = GoalStatus.DONE, now
             await noticing.goal_completed(t.session, t.user_id, goal.created_at, now)
+        elif let_go:
+            goal.status = GoalStatus.DROPPED
         elif answer.variable == "goal.title" and isinstance(answer.value, str):
             goal.title = answer.value
         elif answer.variable == "goal.due":  # a new date, or none (skipped)

@@ -22,6 +22,7 @@ from bot.coaching.progress import current_streak
 from bot.coaching.sessions import Engagement, engagement, engagement_text
 from bot.i18n import Translator
 from bot.store import Answer, Assignment, Goal, User
+from bot.store.kinds import GoalStatus
 
 REFLECTIONS_SHOWN = 5
 #: Answers read at a time when looking for a client's latest reflections.
@@ -91,7 +92,7 @@ async def _goals(session: AsyncSession, client_id: int, since: datetime) -> list
     nothing written before is shared)."""
     goals = await session.execute(
         select(Goal)
-        .where(Goal.user_id == client_id, Goal.status != "dropped", Goal.created_at >= since)
+        .where(Goal.user_id == client_id, Goal.created_at >= since)
         .order_by(Goal.created_at, Goal.id)
     )
     return [
@@ -200,8 +201,11 @@ def _goal_lines(goals: Sequence[GoalProgress], tr: Translator) -> list[str]:
     lines: list[str] = []
     for g in goals:
         line = f"• {tr.words(g.title)}"
-        if g.status == "done":
+        if g.status == GoalStatus.DONE:
             line += " " + tr.gettext("(reached)")
+        elif g.status == GoalStatus.DROPPED:
+            # TRANSLATORS: after a goal's title in a coach's report: the client let it go.
+            line += " " + tr.gettext("(let go)")
         lines.append(line)
         if g.baseline is not None and g.target is not None:
             current = g.current if g.current is not None else g.baseline

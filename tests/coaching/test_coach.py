@@ -354,7 +354,9 @@ async def test_progress_shows_only_what_was_shared(db: Store) -> None:
     await _client_with_history(db)
     p = await tx(db, lambda s: reports.client_progress(s, COACH, CLIENT, NOW))
     assert p.first_name == "Ana" and p.today == NOW.date()
-    assert p.goals == [reports.GoalProgress("Run 5 km", "active", 3, 5, 8)]
+    # A goal the client let go is still theirs to talk about, marked so (r73-en).
+    assert p.goals == [reports.GoalProgress("Run 5 km", "active", 3, 5, 8),
+                       reports.GoalProgress("Old idea", "dropped", None, None, None)]
     assert (p.streak_current, p.streak_best) == (5, 5)
     assert p.exercises == reports.ExerciseStats(done=2, partly=1, skipped=1)
     assert p.exercises.rate == 0.5
@@ -368,6 +370,7 @@ async def test_progress_report_is_translated_and_isolates_client_words(db: Store
     p = await tx(db, lambda s: reports.client_progress(s, COACH, CLIENT, NOW))
     text = reports.progress_report(p, EN)
     for expected in (f"Progress of {FSI}Ana{PDI}", f"• {FSI}Run 5 km{PDI}",
+                     f"• {FSI}Old idea{PDI} (let go)",
                      "Baseline 3, now 5, target 8",
                      "Check-ins in a row: 5 days.", "2 done, 1 partly done, 1 skipped",
                      "Completion rate: 50%.", "Latest reflections:", f"{FSI}keep going{PDI}"):

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from bot.coaching.conversation import Start, converse
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.engine import Turn
+from bot.schedule.planner import has_active_goal
 from bot.store import Goal, Store
 
 REPO = Path(__file__).parents[2]
@@ -165,3 +166,17 @@ async def test_at_the_target_goal_completion_runs_as_before(store: Store,
     asked, _ = await play(store, dialogues, "weekly_review",
                           {"current": "8", "confirm": "yes", "next_goal": "no"}, AFTER)
     assert "date_come" not in asked and "confirm" in asked and "mark" not in asked
+
+
+async def test_letting_the_goal_go_ends_it_without_a_why(store: Store,
+                                                         dialogues: DialogueSet) -> None:
+    await play(store, dialogues, "goal_setting", GOAL, SET_ON)
+    asked, said = await play(store, dialogues, "weekly_review",
+                             {"current": "5", "date_come": "let_go"}, AFTER)
+    # The client owns the goal: letting it go is an outcome, confirmed, and not asked about.
+    assert asked == ["current", "date_come"]
+    assert said[-1] == ("All right: “\u2068Run a 10k race\u2069” is no longer your goal. When "
+                        "you would like a new one, send /goal.")
+    assert (await goal(store)).status == "dropped"
+    async with store.sessionmaker() as session:
+        assert not await has_active_goal(session, 7)  # no weekly review comes for it
