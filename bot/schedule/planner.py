@@ -33,8 +33,9 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from bot.coaching.checkins import has_active_goal
 from bot.coaching.contracts import CHECKIN_MARKER
 from bot.coaching.safety import CARE_KIND, paused_by_crisis
 from bot.coaching.sessions import replan_sessions
@@ -51,7 +52,7 @@ from bot.store import (
     UserView,
     off_the_loop,
 )
-from bot.store.kinds import CheckinKind, CheckinStatus
+from bot.store.kinds import CheckinKind, CheckinStatus, GoalStatus
 
 DEFAULT_HORIZON = timedelta(days=2)
 #: How far back started check-ins are looked at for the gentler rhythm (≥ 6 weekly ones).
@@ -165,7 +166,7 @@ async def _read_batch(conn: AsyncConnection, now: datetime, horizon: timedelta, 
     goals: dict[int, list[tuple[int, datetime]]] = {}
     for goal_id, user_id, created in (await conn.execute(
         select(Goal.id, Goal.user_id, Goal.created_at)
-        .where(Goal.status == "active", Goal.user_id.between(first, last))
+        .where(Goal.status == GoalStatus.ACTIVE, Goal.user_id.between(first, last))
     )).all():
         goals.setdefault(user_id, []).append((goal_id, created))
     assignments: dict[int, list[Row[Any]]] = {}
@@ -411,12 +412,6 @@ def schedule_of(user: UserView) -> tuple[Any, ...]:
     return (user.time_zone, user.checkin_hour, user.checkin_minute, user.checkin_days,
             user.quiet_start, user.quiet_end, user.paused_until, user.consent_at is not None,
             user.reachable)
-
-
-async def has_active_goal(session: AsyncSession, user_id: int) -> bool:
-    found = await session.execute(
-        select(Goal.id).where(Goal.user_id == user_id, Goal.status == "active").limit(1))
-    return found.first() is not None
 
 
 def user_gone(user: UserView, now: datetime, kind: str) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.coaching.checkins import has_active_goal
 from bot.coaching.coach_dialogues import with_coach_dialogues
 from bot.coaching.contracts import (
     CARE_CHECKIN,
@@ -41,7 +42,7 @@ from bot.dialogue.model import DialogueSet
 from bot.observability import describe_failure
 from bot.schedule import claims, planning
 from bot.schedule.claims import DEFAULT_LEASE, Claimed, release_expired
-from bot.schedule.planner import RHYTHM_LOOKBACK, has_active_goal, profile_of, user_gone
+from bot.schedule.planner import RHYTHM_LOOKBACK, profile_of, user_gone
 from bot.schedule.planning import Profile
 from bot.schedule.sessions import GROUP_WORK
 from bot.store import (

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from bot.coaching.checkins import has_active_goal
 from bot.coaching.conversation import Start, converse
 from bot.dialogue import DialogueSet, load_dialogues
 from bot.engine import Turn
-from bot.schedule.planner import has_active_goal
 from bot.store import Goal, Store
 
 REPO = Path(__file__).parents[2]
