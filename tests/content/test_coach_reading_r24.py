@@ -56,10 +56,11 @@ def test_the_crisis_reply_asks_to_contact_a_line_today_and_says_sos_shows_them(
 def test_the_last_care_check_in_still_hard_points_to_lasting_help(
         dialogues: DialogueSet) -> None:
     said, _ = play(dialogues, "care_checkin", ["About the same"], variables={"care.last": True})
-    assert said[-1].startswith("You have told me for a few days now that it is still hard, so "
-                               "this was the last of these daily questions:")
+    # The questions end because others can help more, not because of the client's answers.
+    assert said[-1].startswith("You have told me for a few days now that it is still hard. This "
+                               "was the last of these daily questions, because a doctor")
     # The referral is the message's centre, asked for, not only described (r73-en).
-    assert "a doctor, or one of the lines above" in said[-1]
+    assert "a doctor, or one of the lines above, can support you" in said[-1]
     assert "Please contact one of them as soon as you can." in said[-1]
     assert said[-1].endswith("Would you like all of these to stay paused for a while?")
 
