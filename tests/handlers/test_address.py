@@ -33,7 +33,7 @@ async def test_the_onboarding_asks_after_consent_and_the_next_question_follows_i
     city = await dana.press("לשון נקבה")
     assert await address_of(bot, 8101) == "feminine"
     # the very next question, in the same turn, is already worded for her
-    assert city[-1].text == ("באיזו עיר את גרה? אפשר גם לכתוב עיר קרובה. זה עוזר לי לכתוב "
+    assert city[-1].text == ("באיזו עיר את גרה? גם עיר קרובה מתאימה. זה עוזר לי לכתוב "
                              "לך בשעה הנכונה ביום.")
 
 
