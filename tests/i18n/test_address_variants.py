@@ -56,7 +56,7 @@ def test_the_safety_question_follows_the_choice() -> None:
 
     assert "את בסכנה עכשיו, או חוששת" in asked("feminine")
     assert "אתה בסכנה עכשיו, או חושש" in asked("masculine")
-    assert "האם יש סכנה עבורך כרגע" in asked(None)
+    assert "האם יש סכנה לשלומך כרגע" in asked(None)
 
 
 def test_every_listed_text_is_a_source_text_with_both_variants() -> None:
