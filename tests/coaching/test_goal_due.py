@@ -175,8 +175,10 @@ async def test_letting_the_goal_go_ends_it_without_a_why(store: Store,
                              {"current": "5", "date_come": "let_go"}, AFTER)
     # The client owns the goal: letting it go is an outcome, confirmed, and not asked about.
     assert asked == ["current", "date_come"]
-    assert said[-1] == ("All right: “\u2068Run a 10k race\u2069” is no longer your goal. When "
-                        "you would like a new one, send /goal.")
+    # It says what stops with it, as goal completion does: the check-ins need a goal.
+    assert said[-1] == ("All right: “\u2068Run a 10k race\u2069” is no longer your goal. Your "
+                        "check-ins are about a goal in progress, so they pause until you set a "
+                        "new one. When you would like one, send /goal.")
     assert (await goal(store)).status == "dropped"
     async with store.sessionmaker() as session:
         assert not await has_active_goal(session, 7)  # no weekly review comes for it
