@@ -314,7 +314,7 @@ def start(dialogues: DialogueSet, state: ConversationState, dialogue_id: str,
             "thoughts of ending your life or of hurting yourself, and I do not know how you "
             "are now. If you are having such thoughts now, please do not keep them to "
             "yourself: tell someone you trust."),
-            _emergency_line(ctx),
+            _emergency_line(tr, emergency_number(ctx.country)),
             tr.gettext("/sos shows who else you can talk to. To stop here for today, send "
                        "/cancel."))))
     run.begin(dialogues[dialogue_id], at)
@@ -360,11 +360,9 @@ def worldwide_emergency_line(tr: Translator) -> str:
                       "EU, 911 in North America, 999 in the UK).")
 
 
-def _emergency_line(ctx: Context) -> str:
-    """The client's country's emergency number when it is known, else the numbers that hold
-    in most of the world."""
-    tr = ctx.translator
-    number = emergency_number(ctx.country)
+def _emergency_line(tr: Translator, number: str | None) -> str:
+    """The client's country's emergency ``number`` when it is known, else the numbers that
+    hold in most of the world."""
     if number is None:
         return worldwide_emergency_line(tr)
     return tr.gettext("If you have hurt yourself or feel you might, or you or someone else is "
@@ -378,7 +376,7 @@ def _helplines(ctx: Context) -> list[str]:
     clock says so; no text promises that of the others, some of which keep office hours."""
     tr = ctx.translator
     number = emergency_number(ctx.country)
-    lines = [_emergency_line(ctx)]
+    lines = [_emergency_line(tr, number)]
     for line in helplines_for(ctx.country):
         contact = line.phone or line.url
         if contact and (number is None or line.phone != number):
