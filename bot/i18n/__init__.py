@@ -135,8 +135,11 @@ class Translator:
         return format_datetime(value, format=format, locale=self.locale)
 
     def duration(self, value: timedelta) -> str:
-        """A length of time as Babel words it, to its largest unit ("1 hour", "15 minutes")."""
-        return format_timedelta(value, locale=self.locale)
+        """A length of time as Babel words it, to its largest unit ("15 minutes", "2 hours"),
+        except exactly one hour or one day, which the catalog words: a Hebrew speaker writes
+        "שעה" where Babel gives "1 שעה"."""
+        one_unit = _ONE_UNIT.get(value)
+        return self.gettext(one_unit) if one_unit else format_timedelta(value, locale=self.locale)
 
     def weekday(self, day: int, width: str = "wide") -> str:
         """The name of a weekday (Monday = 0) as a day on its own (``abbreviated``: short)."""
@@ -241,3 +244,12 @@ def translator_for(locale: str | None, address: str | None = None) -> Translator
 def N_(message: str) -> str:
     """Mark a text for extraction where it is defined; it is translated where it is shown."""
     return message
+
+
+_ONE_UNIT = {
+    # TRANSLATORS: exactly one hour, on a button beside "2 hours" and in
+    # "Reminders: {duration} before".
+    timedelta(hours=1): N_("1 hour"),
+    # TRANSLATORS: a length of exactly one day, used as "1 hour" is.
+    timedelta(days=1): N_("1 day"),
+}
