@@ -42,7 +42,7 @@ async def _tell_coach_sharing_stopped(t: StoreTurn, coach_id: int) -> None:
     text = tr.gettext("{person} has stopped sharing their progress with you: you no longer "
                       "see it, and the exercises you assigned them have stopped.")
     t.enqueue(coach_id, {"text": text.format(
-        person=tr.words(t.user.first_name or str(t.user_id)))}, subject=t.user_id)
+        person=tr.person(t.user.first_name, t.user_id))}, subject=t.user_id)
 
 
 async def apply_closing(t: StoreTurn, outcome: Outcome, now: datetime) -> list[str]:
@@ -62,7 +62,7 @@ async def apply_closing(t: StoreTurn, outcome: Outcome, now: datetime) -> list[s
     if ended is not None and not ended.coaches:
         return []
     tr = translator_for(coach.locale)
-    name = tr.words(t.user.first_name or str(t.user_id))
+    name = tr.person(t.user.first_name, t.user_id)
     text = tr.gettext("{person} looked back on your sessions together and chose to keep "
                       "sharing their progress with you.") if stay else tr.gettext(
         "{person} looked back on your sessions together and chose to stop sharing their "

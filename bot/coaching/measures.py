@@ -343,7 +343,7 @@ async def _measure_answered(t: StoreTurn, raw_id: object, value: object,
     coach = await t.session.get(User, measure.coach_id)
     if coach is not None and await is_linked(t.session, coach.id, t.user_id):
         ctr = translator_for(coach.locale)
-        who = ctr.words(t.user.first_name or ctr.number(t.user_id))
+        who = ctr.person(t.user.first_name, t.user_id)
         t.enqueue(coach.id, Reply(ctr.gettext("{client}:").format(client=who) + "\n"
                                   + summary_text(measure.name, summary, ctr)).to_payload(),
                   subject=t.user_id)
@@ -383,4 +383,4 @@ async def _new_measure(t: StoreTurn, answers: Mapping[str, Value],
                                  "Monday, Thursday."))]
     return [Reply(tr.gettext("Done: I will ask {client} on that schedule. You see the answers "
                              "in /progress, and /assignments pauses or changes it.").format(
-                                 client=tr.words(client.first_name or tr.number(client.id))))]
+                                 client=tr.person(client.first_name, client.id)))]

@@ -67,7 +67,7 @@ def to_coach_payload(client_id: int, client_name: str | None, text: str,
                      locale: str) -> dict[str, object]:
     tr = translator_for(locale)
     header = tr.gettext("{client} replied:").format(
-        client=tr.words(client_name or tr.number(client_id)))
+        client=tr.person(client_name, client_id))
     return Reply(f"{header}\n\n{tr.words(text)}", (
         Button(tr.gettext("Answer"), f"{ANSWER_BUTTON}:{client_id}"),)).to_payload()
 

@@ -192,7 +192,7 @@ async def client_progress(
 
 
 def _client_name(progress: ClientProgress, tr: Translator) -> str:
-    return tr.words(progress.first_name or tr.number(progress.client_id))
+    return tr.person(progress.first_name, progress.client_id)
 
 
 def _goal_lines(goals: Sequence[GoalProgress], tr: Translator) -> list[str]:

@@ -127,7 +127,7 @@ async def _tell_coaches_now(t: StoreTurn, note: SessionNote, now: datetime) -> b
             continue
         ctr = translator_for(reader.locale)
         heading = ctr.gettext("{person} sent you a note for your next session:").format(
-            person=ctr.words(t.user.first_name or str(t.user_id)))
+            person=ctr.person(t.user.first_name, t.user_id))
         text = heading + ("\n" + ctr.words(note.words) if note.words else "")
         t.enqueue(reader.id, {"text": text}, subject=t.user_id)
         copied = copy_payload(t.user_id, note)

@@ -587,7 +587,7 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
     if kind in (CheckinKind.SESSION_REMINDER, CheckinKind.SESSION_BRIEF) \
             and now < cs.starts_at and not to_client:
         text = tr.gettext("A reminder: your session with {person} is coming up.").format(
-            person=tr.words(client.first_name or str(client.id))) + "\n" + when
+            person=tr.person(client.first_name, client.id)) + "\n" + when
         brief = await brief_text(t.session, cs, tr, now) if briefing else None
         noted, copies = await brief_notes(t.session, client.id, tr, now) if briefing \
             else ([], [])
@@ -605,7 +605,7 @@ async def session_work(t: StoreTurn, kind: str, ref: str, now: datetime) -> Due 
         return Due(messages=({"text": text, "buttons": _cant_button(cs, tr)},))
     if kind == CheckinKind.SESSION_OUTCOME and not to_client and now >= cs.starts_at:
         text = tr.gettext("Did your session with {person} take place?").format(
-            person=tr.words(client.first_name or str(client.id))) + "\n" + when
+            person=tr.person(client.first_name, client.id)) + "\n" + when
         return Due(messages=({"text": text, "buttons": _buttons(
             (tr.gettext("It took place"), f"{BUTTON}:held:{cs.id}"),
             (tr.gettext("It did not take place"), f"{BUTTON}:missed:{cs.id}"))},),
@@ -813,14 +813,14 @@ async def cant_make_it(t: StoreTurn, session_id: int, now: datetime) -> bool:
     if group is not None:  # the group's session goes ahead: the coach is told, no more
         t.enqueue(coach.id, {"text": ctr.gettext(
             "Cannot make it to the session of the group “{group}”: {person}").format(
-                person=ctr.words(client.first_name or str(client.id)),
+                person=ctr.person(client.first_name, client.id),
                 group=ctr.words(group.name)) + "\n" + session_lines(
                     [cs], coach.time_zone, ctr)}, subject=client.id)
         t.enqueue(t.user_id, {"text": tr.gettext(
             "Thank you for letting me know. I told your coach.")})
         return False  # the group session is not moved: no other times asked for
     text = ctr.gettext("Cannot make it to this session: {person}").format(
-        person=ctr.words(client.first_name or str(client.id))) + "\n" + session_lines(
+        person=ctr.person(client.first_name, client.id)) + "\n" + session_lines(
             [cs], coach.time_zone, ctr)
     t.enqueue(coach.id, {"text": text, "buttons": _move_or_cancel(cs, ctr)}, subject=client.id)
     return True
@@ -845,7 +845,7 @@ async def apply_another_time(t: StoreTurn, outcome: Outcome, now: datetime) -> l
     coach, client = await _people(t.session, cs)
     ctr = translator_for(coach.locale)
     text = ctr.gettext("{person} could make it at these times instead:").format(
-        person=ctr.words(client.first_name or str(client.id))) + "\n" + ctr.words(when)
+        person=ctr.person(client.first_name, client.id)) + "\n" + ctr.words(when)
     t.enqueue(coach.id, {"text": text, "buttons": _move_or_cancel(cs, ctr)}, subject=client.id)
     return []
 
@@ -869,7 +869,7 @@ async def record_outcome(t: StoreTurn, session_id: int, held: bool, now: datetim
             "That was the last of the sessions you agreed on. I will invite {person} to look "
             "back on your sessions together and to choose whether to keep sharing their progress "
             "with you.").format(
-            person=tr.words(client.first_name or str(client.id)))
+            person=tr.person(client.first_name, client.id))
     t.enqueue(t.user_id, {"text": text}, subject=cs.client_id)
 
 

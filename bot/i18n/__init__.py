@@ -122,6 +122,11 @@ class Translator:
         value = neutralise_bidi(value)
         return f"{FSI}{value}{PDI}" if value else value
 
+    def person(self, first_name: str | None, user_id: int) -> str:
+        """Someone as the reader sees them: their first name through :meth:`words`, or their
+        Telegram number, in plain digits, when they have no name."""
+        return self.words(first_name or str(user_id))
+
     def number(self, value: float) -> str:
         return _format_number(value, self.locale)
 

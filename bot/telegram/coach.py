@@ -84,6 +84,28 @@ def say(t: StoreTurn, text: str, buttons: tuple[Button, ...] = (), *,
     t.enqueue(t.user_id, Reply(text, buttons).to_payload(), subject=subject)
 
 
+async def pick_client(t: StoreTurn, question: str, data_prefix: str) -> None:
+    """The coach's clients as buttons (`data_prefix:<client id>`) under ``question``, or how
+    to get a client when there is none."""
+    tr = translator_for(t.user.locale)
+    clients = await links.clients_of(t.session, t.user_id)
+    if not clients:
+        say(t, tr.gettext(NO_CLIENTS))
+        return
+    say(t, question, tuple(Button(tr.person(c.first_name, c.user_id), f"{data_prefix}:{c.user_id}")
+                           for c in clients))
+
+
+async def find_client(t: StoreTurn, argument: str) -> int | None:
+    """The coach's client that ``argument`` numbers or names (first name, any case), else
+    None."""
+    wanted, number = argument.strip().casefold(), parse_id(argument)
+    for client in await links.clients_of(t.session, t.user_id):
+        if client.user_id == number or (client.first_name or "").casefold() == wanted:
+            return client.user_id
+    return None
+
+
 def expiry_text(t: StoreTurn, tr: Translator, expires_at: datetime) -> str:
     """When a link stops working: the date on the turn's user's own calendar."""
     return tr.isolate(tr.date(expires_at.astimezone(zone_of(t.user.time_zone)).date(), "long"))
@@ -166,20 +188,10 @@ class CoachHandlers:
         enqueue_replies(t, outcome)
         return outcome
 
-    async def _pick_client(self, t: StoreTurn, question: str, data_prefix: str) -> None:
-        """The coach's clients as buttons (`data_prefix:<client id>`), or how to get one."""
-        tr = translator_for(t.user.locale)
-        clients = await links.clients_of(t.session, t.user_id)
-        if not clients:
-            say(t, tr.gettext(NO_CLIENTS))
-            return
-        say(t, question, tuple(Button(tr.words(c.first_name or str(c.user_id)),
-                                      f"{data_prefix}:{c.user_id}") for c in clients))
-
     async def progress(self, t: StoreTurn, argument: str) -> None:
         """A coach asking for one client's progress: the report, and the weekly chart."""
         tr = translator_for(t.user.locale)
-        client_id = await self._find_client(t, argument)
+        client_id = await find_client(t, argument)
         try:
             if client_id is None:
                 raise coach_errors.NotYourClient()
@@ -200,20 +212,9 @@ class CoachHandlers:
                 t.enqueue(t.user_id, payload, subject=client_id)
         return None
 
-    async def _find_client(self, t: StoreTurn, argument: str) -> int | None:
-        argument = argument.strip()
-        number = parse_id(argument)
-        if number is not None:
-            return number
-        wanted = argument.casefold()
-        for client in await links.clients_of(t.session, t.user_id):
-            if (client.first_name or "").casefold() == wanted:
-                return client.user_id
-        return None
-
     async def assign(self, t: StoreTurn, argument: str) -> None:
         tr = translator_for(t.user.locale)
-        await self._pick_client(t, tr.gettext("Who is the exercise for?"), "assign")
+        await pick_client(t, tr.gettext("Who is the exercise for?"), "assign")
 
     async def assign_step(self, t: StoreTurn, rest: str) -> Outcome | None:
         """assign:<client> → the exercise; …:<exercise> → how often; …:<schedule> → at what
@@ -251,7 +252,7 @@ class CoachHandlers:
                 Button(tr.gettext("Another schedule…"), f"{prefix}:{OWN_SCHEDULE}")))
             return None
         if parts[2] == OWN_SCHEDULE and len(parts) == 3:  # any days, time, start and length
-            name = tr.words(clients[client_id].first_name or str(client_id))
+            name = tr.person(clients[client_id].first_name, client_id)
             outcome = await converse(t, self.dialogues, Start(managing.EXERCISE_SCHEDULE, {
                 managing.SCHEDULE_CLIENT: client_id, managing.SCHEDULE_EXERCISE: exercise,
                 "schedule.client_name": name}), t.now)
@@ -277,7 +278,7 @@ class CoachHandlers:
             custom_exercise_id=custom)
         assigned = tr.gettext("Assigned “{exercise}” to {client}.").format(
             exercise=tr.words(choices[exercise]),
-            client=tr.words(clients[client_id].first_name or str(client_id)))
+            client=tr.person(clients[client_id].first_name, client_id))
         say(t, f"{assigned}\n{schedule_label(parts[2], tr)} · {hour_label(parts[3], tr)}",
             subject=client_id)
         return None
@@ -440,7 +441,7 @@ class CoachHandlers:
             return None
         say(t, tr.gettext("You share your progress with these coaches. Press a name to stop "
                           "sharing with them:"), tuple(
-            Button(tr.words(c.first_name or str(c.user_id)), f"unlink:{c.user_id}")
+            Button(tr.person(c.first_name, c.user_id), f"unlink:{c.user_id}")
             for c in coaches))
         return None
 

@@ -26,7 +26,7 @@ from bot.engine.state import Button
 from bot.i18n import N_, Translator, translator_for
 from bot.store import Turn as StoreTurn
 from bot.store import User, UserView
-from bot.telegram.coach import NO_CLIENTS, parse_id, say
+from bot.telegram.coach import NO_CLIENTS, find_client, parse_id, pick_client, say
 
 #: Button data prefixes (with ":<id>"): each names what the button does.
 MESSAGE = messages.ANSWER_BUTTON  # message:<client>: write to that client
@@ -49,10 +49,6 @@ PressStep = Callable[[StoreTurn, str], Awaitable[Outcome | None]]  # (turn, data
 def _not_yours(t: StoreTurn) -> None:
     say(t, translator_for(t.user.locale).gettext(
         "I cannot find that client among yours. Send /clients to see them."))
-
-
-def _name(tr: Translator, name: str | None, user_id: int) -> str:
-    return tr.words(name or tr.number(user_id))
 
 
 @dataclass
@@ -96,7 +92,7 @@ class CoachSideHandlers:
         for seen, linked_at in found:
             sessions = await engagement(t.session, t.user_id, seen.client_id)
             lines.append(overview_line(seen, linked_at, t.now, tr, sessions))
-        buttons = tuple(Button(_name(tr, seen.first_name, seen.client_id),
+        buttons = tuple(Button(tr.person(seen.first_name, seen.client_id),
                                f"client:{seen.client_id}") for seen, _ in found)
         say(t, "\n".join(lines) + "\n\n" + tr.gettext("Pick one to see their progress:"),
             buttons)
@@ -151,22 +147,13 @@ class CoachSideHandlers:
                 _not_yours(t)
                 return None
             return await then(t, client)
-        clients = await links.clients_of(t.session, t.user_id)
-        if not clients:
-            say(t, tr.gettext(NO_CLIENTS))
-            return None
-        say(t, tr.gettext(question), tuple(
-            Button(_name(tr, c.first_name, c.user_id), f"{prefix}:{c.user_id}")
-            for c in clients))
+        await pick_client(t, tr.gettext(question), prefix)
         return None
 
     async def _find_client(self, t: StoreTurn, argument: str) -> User | None:
         """The coach's client named or numbered by ``argument``, else None."""
-        wanted, number = argument.strip().casefold(), parse_id(argument)
-        for client in await links.clients_of(t.session, t.user_id):
-            if client.user_id == number or (client.first_name or "").casefold() == wanted:
-                return await t.session.get(User, client.user_id)
-        return None
+        client_id = await find_client(t, argument)
+        return None if client_id is None else await t.session.get(User, client_id)
 
     async def _with_client_id(self, t: StoreTurn, raw: str,
                               then: Callable[[StoreTurn, User], Awaitable[Outcome | None]]
@@ -190,20 +177,20 @@ class CoachSideHandlers:
         tr = translator_for(t.user.locale)
         return await self._run(t, Start(messages.MESSAGE_CLIENT, {
             messages.TO_CLIENT: client.id,
-            messages.TO_CLIENT_NAME: tr.words(client.first_name or tr.number(client.id)),
+            messages.TO_CLIENT_NAME: tr.person(client.first_name, client.id),
             messages.TO_CLIENT_PAUSED: paused_by_crisis(client, t.now)}))
 
     async def _start_note(self, t: StoreTurn, client: User) -> Outcome:
         tr = translator_for(t.user.locale)
         return await self._run(t, Start(notes.COACH_NOTE, {
             notes.NOTE_CLIENT: client.id,
-            notes.NOTE_CLIENT_NAME: tr.words(client.first_name or tr.number(client.id))}))
+            notes.NOTE_CLIENT_NAME: tr.person(client.first_name, client.id)}))
 
     async def _start_measure(self, t: StoreTurn, client: User) -> Outcome:
         tr = translator_for(t.user.locale)
         return await self._run(t, Start(NEW_MEASURE, {
             measures.NEW_CLIENT: client.id,
-            measures.NEW_CLIENT_NAME: tr.words(client.first_name or tr.number(client.id))}))
+            measures.NEW_CLIENT_NAME: tr.person(client.first_name, client.id)}))
 
     async def _pick_programme(self, t: StoreTurn, client: User) -> None:
         await self._programme_step(t, str(client.id))
@@ -245,7 +232,7 @@ class CoachSideHandlers:
             exercise_ids(self.dialogues))
         last = starts_on + timedelta(days=chosen.steps[-1].day)
         say(t, tr.gettext("You have given the programme “{programme}” to {client}.").format(
-            programme=tr.gettext(chosen.title), client=_name(tr, client.first_name, client.id))
+            programme=tr.gettext(chosen.title), client=tr.person(client.first_name, client.id))
             + "\n" + tr.gettext("First day: {start}").format(start=tr.date(starts_on, "short"))
             + "\n" + tr.gettext("Last step: {date}").format(date=tr.date(last, "short")),
             subject=client.id)
@@ -275,12 +262,12 @@ class CoachSideHandlers:
             return None
         return await self._run(t, Start(messages.REPLY_TO_COACH, {
             messages.TO_COACH: coach.id,
-            messages.TO_COACH_NAME: tr.words(coach.first_name or tr.number(coach.id))}))
+            messages.TO_COACH_NAME: tr.person(coach.first_name, coach.id)}))
 
     async def _list_assignments(self, t: StoreTurn, client: User) -> None:
         tr = translator_for(t.user.locale)
         found = await managing.assignments_of(t.session, t.user_id, client.id)
-        name = _name(tr, client.first_name, client.id)
+        name = tr.person(client.first_name, client.id)
         days = await noticing.silent_days(t.session, t.user_id, client.id)
         say(t, tr.ngettext("I tell you when {client} has not answered for {count} day. To "
                            "change it, pick the number of days:", "I tell you when {client} "
@@ -355,7 +342,7 @@ class CoachSideHandlers:
                               "/assignments to see them."))
             return None
         client = await t.session.get(User, found.client_id)
-        name = _name(tr, client.first_name if client else None, found.client_id)
+        name = tr.person(client.first_name if client else None, found.client_id)
         return await self._run(t, Start(managing.EXERCISE_SCHEDULE, {
             managing.SCHEDULE_ASSIGNMENT: found.id, "schedule.client_name": name}))
 
@@ -427,7 +414,7 @@ def assignment_buttons(view: managing.AssignmentView, tr: Translator) -> tuple[B
 def overview_line(seen: noticing.ClientOverview, linked_at: datetime, now: datetime,
                   tr: Translator, sessions: Engagement | None = None) -> str:
     """One client in /clients: name, last activity, assignments, what needs attention."""
-    parts = [_name(tr, seen.first_name, seen.client_id)]
+    parts = [tr.person(seen.first_name, seen.client_id)]
     if seen.last_activity is None:
         parts.append(tr.gettext("no answer yet"))
     else:

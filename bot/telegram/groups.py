@@ -187,7 +187,7 @@ class GroupHandlers:
         lines = [f"{tr.words(group.name)} · {tr.gettext(KIND_LABELS[GroupKind(group.kind)])}",
                  tr.gettext("Members: {count}").format(count=tr.isolate(tr.number(len(members))))]
         for m in members:
-            name = tr.words(m.first_name or str(m.user_id))
+            name = tr.person(m.first_name, m.user_id)
             lines.append(f"• {name}" if m.visibility is Visibility.FIGURES else
                          "• " + tr.gettext("{name} (also shares their own progress)").format(
                              name=name))
@@ -326,7 +326,7 @@ class GroupHandlers:
                 return
             say(t, tr.gettext("Whom do you want to remove from “{group}”?").format(
                 group=tr.words(group.name)), tuple(
-                Button(tr.words(m.first_name or str(m.user_id)), f"grm:{group.id}:{uid}")
+                Button(tr.person(m.first_name, m.user_id), f"grm:{group.id}:{uid}")
                 for uid, m in members.items()))
             return
         member_id = parse_id(parts[1])
@@ -334,7 +334,7 @@ class GroupHandlers:
                 or (len(parts) == 3 and parts[2] != "y"):
             say(t, tr.gettext("That person is not in the group any more."))
             return
-        name = tr.words(members[member_id].first_name or str(member_id))
+        name = tr.person(members[member_id].first_name, member_id)
         if len(parts) == 2:
             say(t, tr.gettext("Removing {name} from “{group}”: the group's exercises and "
                               "sessions stop for them, and if they share their progress with "

@@ -264,7 +264,7 @@ class SessionFlows:
                 _say(t, tr.gettext("You have no clients yet. Send /invite to invite one."))
                 return None
             _say(t, tr.gettext("A session with whom?"), [
-                (tr.words(c.first_name or str(c.user_id)), f"{NEW}:{c.user_id}")
+                (tr.person(c.first_name, c.user_id), f"{NEW}:{c.user_id}")
                 for c in clients] + [
                 (tr.gettext("Group: {group}").format(group=tr.words(g.name)),
                  f"{NEW}:{domain.GROUP_TARGET}{g.id}") for g in own_groups])
