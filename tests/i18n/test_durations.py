@@ -15,7 +15,7 @@ from bot.i18n import translator_for
     ("en", 60, "1 hour"),
     ("en", 1440, "1 day"),
     ("en", 180, "3 hours"),
-    ("it", 60, "1 ora"),
+    ("it", 60, "un'ora"),
 ])
 def test_one_unit_is_the_catalogs_and_the_rest_babels(locale: str, minutes: int,
                                                        expected: str) -> None:
