@@ -244,15 +244,15 @@ async def test_a_coach_sets_how_long_before_sessions_the_reminders_come(
 
     await db.run_turn(COACH, lambda t: flows.sessions(t))
     [listing] = await queued(db, COACH)
-    [asked] = await press(db, flows, COACH, label_data(listing, "Promemoria: 1 ora prima"))
+    [asked] = await press(db, flows, COACH, label_data(listing, "Promemoria: un'ora prima"))
     assert [b["label"] for b in asked["buttons"]] == [
-        "15 minuti", "30 minuti", "1 ora", "2 ore", "3 ore", "1 giorno"]
-    [done] = await press(db, flows, COACH, label_data(asked, "1 giorno"))
-    assert done["text"] == ("Fatto: ora i promemoria arrivano 1 giorno prima di "
+        "15 minuti", "30 minuti", "un'ora", "2 ore", "3 ore", "un giorno"]
+    [done] = await press(db, flows, COACH, label_data(asked, "un giorno"))
+    assert done["text"] == ("Fatto: da adesso i promemoria arrivano un giorno prima di "
                             "ogni sessione, a te e ai tuoi clienti.")
     assert await reminders(db) == [datetime(2026, 3, 22, 17, tzinfo=UTC)] * 2
     await db.run_turn(COACH, lambda t: flows.sessions(t))
-    assert label_data((await queued(db, COACH))[0], "Promemoria: 1 giorno prima")
+    assert label_data((await queued(db, COACH))[0], "Promemoria: un giorno prima")
 
     for forged in ("session:lead:45", "session:lead:x", "session:lead:60:1"):
         [refused] = await press(db, flows, COACH, forged)
