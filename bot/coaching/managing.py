@@ -270,8 +270,9 @@ async def apply_schedule(t: StoreTurn, outcome: Outcome, now: datetime,
         text = tr.gettext("I could not read those days, so nothing was changed. Press "
                           "“Change” again and name the days, for example: Monday, Thursday.")
     else:
-        text = tr.gettext("Done. The new schedule: {schedule}.").format(
-            schedule=describe_schedule(schedule, starts_on, ends_on, country, tr))
+        # TRANSLATORS: {schedule_and_dates} ends with a date ("…, from 2/3/27 to 1/4/27").
+        text = tr.gettext("Done. The new schedule: {schedule_and_dates}.").format(
+            schedule_and_dates=describe_schedule(schedule, starts_on, ends_on, country, tr))
     return [Reply(text)]
 
 

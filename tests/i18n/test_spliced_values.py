@@ -36,9 +36,10 @@ WORDS = frozenset({
     "exercise", "schedule", "days", "profile.time_zone", "iso",
 })
 
-#: Placeholders filled with a date, or with a time of day; every other one holds a number.
+#: Placeholders filled with a date (or a text that ends with one), or with a time of day;
+#: every other one holds a number.
 DATE_VALUES = frozenset({"date", "goal.first_step_date", "goal.due", "recap.by",
-                         "closing.current_on",
+                         "closing.current_on", "schedule_and_dates",
                          "profile.pause_until", "start", "end", "example"})
 TIME_VALUES = frozenset({"time", "profile.checkin_hour", "profile.quiet_start",
                          "profile.quiet_end"})
