@@ -179,27 +179,29 @@ def digest_text(digest: Digest, tr: Translator) -> str:
         # TRANSLATORS: {names} is one client's name or a list of names. Where your language's
         # first plural form also serves 21, 31 … (Croatian), word it so a list reads right.
         return tr.ngettext(
-            "Please reach {names} soon, in the way you have agreed on with them (by phone if "
-            "you have agreed on none): I noticed signs that they may be in crisis.\n\n"
-            "When you reach them, first ask whether they can talk freely where they are. "
-            "Then check that they are safe and encourage them to use the help "
-            "lines I showed them; you are not expected to counsel or treat them. If you "
-            "believe they are in immediate danger, call the emergency services.\n\n"
+            "Please reach {names} as soon as you can, in the way you have agreed on with them "
+            "(by phone if you have agreed on none): I noticed signs that they may be in "
+            "crisis. They know that I told you, without any of their words.\n\n"
+            "When you reach them, first ask whether they can talk freely where they are. Then "
+            "check that they are safe and encourage them to use the help lines I gave them "
+            "(/sos shows them the lines again); you are not expected to counsel or treat them. "
+            "If you believe they are in immediate danger, call the emergency services.\n\n"
             "Their coaching is paused for a day, and for up to three days if they tell me they "
-            "are still struggling; it resumes sooner if they write to me and show no sign of "
-            "crisis. Messages you send through me wait until it resumes. Nothing they wrote is "
-            "shared here.",
-            "Please reach these clients soon, each in the way you have agreed on with them "
-            "(by phone if you have agreed on none): {names}. I noticed signs that they may be "
-            "in crisis.\n\n"
-            "When you reach them, first ask whether they can talk freely where they are. "
-            "Then check that they are safe and encourage them to use the help "
-            "lines I showed them; you are not expected to counsel or treat them. If you "
-            "believe one of them is in immediate danger, call the emergency services.\n\n"
+            "are still struggling; it resumes sooner if they come back to coaching themselves "
+            "and show no sign of crisis. Messages you send through me wait until it resumes. "
+            "Nothing they wrote is shared here.",
+            "Please reach these clients as soon as you can, each in the way you have agreed on "
+            "with them (by phone if you have agreed on none): {names}. I noticed signs that "
+            "they may be in crisis. They know that I told you, without any of their words.\n\n"
+            "When you reach them, first ask whether they can talk freely where they are. Then "
+            "check that they are safe and encourage them to use the help lines I gave them "
+            "(/sos shows them the lines again); you are not expected to counsel or treat them. "
+            "If you believe one of them is in immediate danger, call the emergency services."
+            "\n\n"
             "Their coaching is paused for a day, and for up to three days if they tell me they "
-            "are still struggling; it resumes sooner if they write to me and show no sign of "
-            "crisis. Messages you send through me wait until it resumes. Nothing they wrote is "
-            "shared here.",
+            "are still struggling; it resumes sooner if they come back to coaching themselves "
+            "and show no sign of crisis. Messages you send through me wait until it resumes. "
+            "Nothing they wrote is shared here.",
             len(digest.crisis_clients),
         ).format(names=names)
     lines = [tr.gettext("News from your clients:")]

@@ -20,7 +20,8 @@ A pause, not a loss:
   button of a dialogue that shows no sign of crisis: the pause ends at once, what is still
   planned comes at its own time, the held session reminders now, the held messages too.
   /sos, a message that only raised the safety question, a "no" to that question, a
-  command, do not end it: the client has not come back to coaching.
+  command, a message offered or kept as a note (the offer says the pause holds and offers
+  no check-in), do not end it: the client has not come back to coaching.
 
 The care check-in's answer acts (:func:`apply_care_answer`):
 
@@ -55,7 +56,7 @@ from enum import StrEnum
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.coaching.contracts import CARE_ANSWER
+from bot.coaching.contracts import CARE_ANSWER, SESSION_NOTE
 from bot.dialogue.expr import Value
 from bot.engine import Outcome, Turn
 from bot.engine.crisis import CrisisSignal
@@ -172,9 +173,15 @@ def keeps_the_pause(outcome: Outcome | None) -> bool:
     """What the client sent does not show they came back: a crisis, a possible one (they
     were just asked the safety question, answered it "no" or wrote past it, or were pointed
     to help for someone else), the care check-in answered "still in need" (which extends
-    the pause), or nothing a dialogue took."""
+    the pause), a note offered or kept ("ok, thanks" after the help lines is no return to
+    coaching), or nothing a dialogue took."""
     return outcome is None or outcome.crisis or outcome.signal is not None \
-        or outcome.safety_answered or still_in_need(outcome)
+        or outcome.safety_answered or still_in_need(outcome) or _about_a_note(outcome)
+
+
+def _about_a_note(outcome: Outcome) -> bool:
+    stack = outcome.state.stack
+    return SESSION_NOTE in outcome.finished or (bool(stack) and stack[-1].dialogue == SESSION_NOTE)
 
 
 async def end_pause_when_client_comes_back(t: StoreTurn, outcome: Outcome | None,

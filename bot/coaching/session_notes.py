@@ -27,9 +27,10 @@ PREFIX = "jot."
 WORDS, MEDIA, FILE_ID, MESSAGE_ID = "jot.words", "jot.media", "jot.file_id", "jot.message_id"
 HAS_COACH, CHOICE, SHARE = "jot.coach", "jot.choice", "jot.share"
 HAS_SESSION = "jot.session"  # a one-to-one session to come, whose brief would carry the note
+PAUSED = "jot.paused"  # coaching is paused after a crisis: the offer says so, with no check-in
 KEEP, CHECKIN = "keep", "checkin"
 #: The steps at which the offer waits for the client's choice.
-OFFER_STEPS = frozenset({"offer", "offer_alone"})
+OFFER_STEPS = frozenset({"offer", "offer_alone", "offer_paused", "offer_paused_alone"})
 #: What the preparation reads of the notes kept since the last session.
 NOTES_VARIABLES = frozenset({"notes.count", "notes.list"})
 LISTED = 10
@@ -91,14 +92,15 @@ def offer_open(state_stack_top: tuple[str, str] | None) -> bool:
 
 
 async def offer_variables(session: AsyncSession, client_id: int, jotted: Jotted,
-                          now: datetime) -> dict[str, Value]:
-    """What the offer starts with: the words (or the file), whether there is a coach, and
-    whether a session with one is planned (its brief would carry the note)."""
+                          now: datetime, *, paused: bool) -> dict[str, Value]:
+    """What the offer starts with: the words (or the file), whether there is a coach,
+    whether a session with one is planned (its brief would carry the note), and whether
+    coaching is ``paused`` after a crisis."""
     planned = await session.scalar(select(exists().where(
         CoachingSession.client_id == client_id, CoachingSession.group_session_id.is_(None),
         CoachingSession.status == SessionStatus.SCHEDULED, CoachingSession.starts_at > now)))
     return {**jotted.variables(), HAS_COACH: bool(await coaches_of(session, client_id)),
-            HAS_SESSION: bool(planned)}
+            HAS_SESSION: bool(planned), PAUSED: paused}
 
 
 def copy_payload(client_id: int, note: SessionNote) -> dict[str, object] | None:

@@ -37,8 +37,8 @@ WEEKDAY_BUILTINS = frozenset({"checkin.days", "checkin.working_days"})
 #: lists them under `requires`, and no dialogue saves them.
 STARTED_WITH = frozenset({"message.client_name", "message.client_paused", "reply.coach_name",
                           "note.client_name",
-                          "schedule.client_name", "jot.coach", "jot.session", "jot.words",
-                          "jot.media",
+                          "schedule.client_name", "jot.coach", "jot.session", "jot.paused",
+                          "jot.words", "jot.media",
                           "jot.file_id", "jot.message_id", "closing.coach", "closing.coach_id",
                           "closing.first_goal", "closing.baseline", "closing.current",
                           "closing.current_on", "closing.later_goal", "closing.actions_done",

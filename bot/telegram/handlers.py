@@ -34,7 +34,7 @@ from bot.coaching.links import coaches_of
 from bot.coaching.managing import FromCoach, assigned_to
 from bot.coaching.privacy import EXPORT_EVERY, PrivacyFacts, export_document, privacy_summary
 from bot.coaching.progress import progress_text
-from bot.coaching.safety import comes_back, end_pause_when_client_comes_back
+from bot.coaching.safety import comes_back, end_pause_when_client_comes_back, paused_by_crisis
 from bot.config import DEFAULT_MIN_AGE
 from bot.dialogue.model import DialogueSet
 from bot.engine import ConversationState, Outcome, Reply, Turn
@@ -440,7 +440,8 @@ class Handlers:
         return not t.user.is_coach or bool(await coaches_of(t.session, t.user_id))
 
     async def _offer_note(self, t: StoreTurn, jotted: session_notes.Jotted) -> Outcome:
-        variables = await session_notes.offer_variables(t.session, t.user_id, jotted, t.now)
+        variables = await session_notes.offer_variables(
+            t.session, t.user_id, jotted, t.now, paused=paused_by_crisis(t.user, t.now))
         outcome = await converse(t, self.dialogues, Start(SESSION_NOTE, variables), t.now,
                                  min_age=self.min_age)
         enqueue_replies(t, outcome)

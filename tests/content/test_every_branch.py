@@ -77,6 +77,7 @@ STARTED_SAMPLES: dict[str, list[Value]] = {
     "message.client_paused": [False, True],
     "jot.coach": [True, False],
     "jot.session": [True, False],
+    "jot.paused": [False, True],
     "closing.first_goal": ["Run 10 km", None],
     "closing.baseline": [3, None],
     "closing.current": [7, None],

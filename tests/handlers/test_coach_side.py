@@ -78,8 +78,10 @@ async def test_a_reply_in_crisis_never_reaches_the_coach(bot: InProcessBot) -> N
     assert "or your coach if you have one" not in (help_lines[-1].text or "")
     notice = await coach.replies()  # the crisis digest, without the words
     assert len(notice) == 1 and (notice[0].text or "").startswith(
-        f"Please reach {LUCA} soon, in the way you have agreed on with them (by phone if you "
-        "have agreed on none): I noticed signs that they may be in crisis.")
+        f"Please reach {LUCA} as soon as you can, in the way you have agreed on with them (by "
+        "phone if you have agreed on none): I noticed signs that they may be in crisis. They "
+        "know that I told you, without any of their words.")
+    assert "the help lines I gave them (/sos shows them the lines again)" in (notice[0].text or "")
     assert "Messages you send through me wait until it resumes" in (notice[0].text or "")
     # The coach who answers through the bot is told, before writing, that it waits.
     asked = await coach.send("/message Luca")

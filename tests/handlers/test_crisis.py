@@ -221,3 +221,27 @@ async def test_the_real_model_meets_worry_for_someone_else_with_lines_to_pass_on
     assert "pausing our coaching" not in text_of(passed_on)
     assert not await stopped(bot, 308)  # the dialogue goes on; no pause
     assert "What makes it important to you?" in text_of(passed_on[1:])  # the next question
+
+
+@pytest.mark.usefixtures("fixed_detector")
+async def test_a_message_after_a_crisis_keeps_the_pause_and_is_offered_with_no_checkin(
+    bot: InProcessBot
+) -> None:
+    """"Ok, thanks" after the help lines is no return to coaching: the offer to keep it as a
+    note says the pause holds and offers no check-in, and keeping it keeps the pause; choosing
+    coaching (a check-in, answered) takes the pause off."""
+    tr = translator_for("it")
+    gianni = await onboarded(bot, 305, "it", "Sì", "Italiano", "Forma neutra", "Rome")
+    await gianni.send(URGENT)
+    offered = await gianni.send("Ok, grazie")
+    assert gianni.button_labels() == [tr.gettext("Keep it as a note"),
+                                      tr.gettext("Do not keep it")]
+    assert "/sos" in text_of(offered) and await paused(bot, 305)
+    await gianni.press(tr.gettext("Keep it as a note"))
+    assert await paused(bot, 305)
+    await gianni.send("Ci penso ancora")  # another message: offered again, the pause holds
+    await gianni.press(tr.gettext("Do not keep it"))
+    assert await paused(bot, 305)
+    await gianni.send("/checkin")
+    await gianni.send("Correre ogni mattina")
+    assert not await paused(bot, 305)
