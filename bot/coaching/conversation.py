@@ -322,11 +322,11 @@ async def apply_new_exercise(t: StoreTurn, outcome: Outcome,
             return [Reply(tr.ngettext(
                 "Sorry: I could not save that exercise, so /assign does not offer it. You "
                 "already have {count} exercise or dialogue of your own, the most I can keep. An "
-                "exercise without questions of your own does not count toward this limit: to keep "
+                "exercise without questions of your own does not count towards this limit: to keep "
                 "this one, write it again with /newexercise, this time without your questions.",
                 "Sorry: I could not save that exercise, so /assign does not offer it. You "
                 "already have {count} exercises and dialogues of your own, the most I can keep. An "
-                "exercise without questions of your own does not count toward this limit: to keep "
+                "exercise without questions of your own does not count towards this limit: to keep "
                 "this one, write it again with /newexercise, this time without your questions.",
                 limit).format(count=tr.number(limit)))]
         except coach_dialogues.UploadRefused as refused:

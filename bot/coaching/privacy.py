@@ -43,8 +43,8 @@ TABLE_LABELS: dict[str, str] = {
     "coaching_sessions": N_("The sessions agreed with your coach: when, how long, where or "
                             "how, and whether they took place."),
     "coach_events": N_("What your coach was told about, without any content: an exercise "
-                       "done, partly done or skipped, a goal reached, some quiet days, or that "
-                       "I saw signs of a crisis."),
+                       "done, partly done or skipped, a goal reached, a few days without an "
+                       "answer, or that I saw signs of a crisis."),
     "coach_messages": N_("Messages between you and your coach through me, both ways."),
     "session_notes": N_("Notes you kept for your sessions: your words, or the voice "
                         "messages, photos and files you sent me (by their Telegram reference), "

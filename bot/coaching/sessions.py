@@ -749,7 +749,7 @@ def brief_question(coach_id: int, coach_name: str, tr: Translator) -> dict[str, 
     """Asked when a client links with a coach, and by /brief."""
     return {"text": tr.gettext(
         "{coach} can get your session preparation an hour before each session: only your "
-        "answers to it and your commitments. You can change this at any time with /brief. "
+        "answers to it and your open actions. You can change this at any time with /brief. "
         "Would you like to share it?").format(coach=tr.words(coach_name)),
         "buttons": _buttons((tr.gettext("Yes, share it"), f"{BUTTON}:brief:yes:{coach_id}"),
                             (tr.gettext("No, keep it private"),

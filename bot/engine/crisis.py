@@ -1166,6 +1166,12 @@ def emergency_number(country: str | None) -> str | None:
     return _emergency_numbers().get(_country_code(country))
 
 
+def has_country_lines(country: str | None) -> bool:
+    """Whether ``country`` has help lines of its own; else only directories of lines (and
+    the emergency numbers) are offered."""
+    return bool(_helplines()[0].get(_country_code(country)))
+
+
 def helplines_for(country: str | None) -> tuple[Helpline, ...]:
     """Helplines to offer a user in ``country`` (ISO 3166-1 alpha-2, any case).
 

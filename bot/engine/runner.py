@@ -29,6 +29,7 @@ from bot.engine.crisis import (
     CrisisSignal,
     detect_crisis,
     emergency_number,
+    has_country_lines,
     helplines_for,
     strip_invisible,
 )
@@ -404,7 +405,10 @@ def crisis_reply(ctx: Context, *, coach_told: bool = False) -> Reply:
         "",
         *helplines[:1],
         tr.gettext("Please reach out to one of these lines as soon as you can, even if it "
-                   "is hard to start:"),
+                   "is hard to start:") if has_country_lines(ctx.country) else
+        # TRANSLATORS: the country is not known: what follows are websites that list lines.
+        tr.gettext("These sites list the help lines in your country. Please contact one of "
+                   "them as soon as you can, even if it is hard to start:"),
         *helplines[1:],
         tr.gettext("/sos shows these lines again at any time."),
         "",

@@ -400,8 +400,7 @@ class GroupHandlers:
         def celebration(locale: str) -> dict[str, object]:
             tr = translator_for(locale)
             return Reply(tr.gettext("Your coach has marked the shared goal of “{group}” as "
-                                    "reached: “{goal}”. Take a moment to notice what made it "
-                                    "possible, together.").format(
+                                    "reached: “{goal}”. What made it possible, for you?").format(
                 group=tr.words(group.name), goal=tr.words(goal))).to_payload()
 
         if group.chat_id is not None:

@@ -304,7 +304,7 @@ async def test_an_own_exercise_over_the_limit_is_said_not_kept_instead_of_saved(
     assert [r.text for r in outcome.replies] == [
         "Sorry: I could not save that exercise, so /assign does not offer it. You already "
         "have 1 exercise or dialogue of your own, the most I can keep. An exercise without "
-        "questions of your own does not count toward this limit: to keep this one, write it "
+        "questions of your own does not count towards this limit: to keep this one, write it "
         "again with /newexercise, this time without your questions."]
     async with db.sessionmaker() as s:
         assert len((await s.execute(select(CoachDialogue))).all()) == 1

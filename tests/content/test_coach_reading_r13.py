@@ -96,9 +96,8 @@ NEW_GOAL = ["Sleep by 11", "Energy", "Rested", "4", "Some nights", "/skip", "8",
             "/skip", "/skip", "Phone away", "/skip", "Phone in the hall", "2026-12-06", "8"]
 WELL_DONE = ("You have a new goal. You also named what you would like to keep doing: "
              "“\u2068Stretching\u2069”.")
-LATER = ("Take the time you need. Your check-ins are about a goal in progress, so they "
-         "pause until you set a new one. When you are ready, send /goal and we will start from "
-         "there.")
+LATER = ("All right. Your check-ins are about a goal in progress, so they pause until you "
+         "set a new one. Whenever you would like one, send /goal and we will start from there.")
 
 
 @pytest.mark.parametrize(("answers", "last"), [

@@ -41,12 +41,16 @@ def test_the_sessions_commitment_may_be_skipped(dialogues: DialogueSet) -> None:
     assert "recap.by" not in outcome.state.variables  # no date asked for nothing
 
 
-@pytest.mark.parametrize("country", ["IT", None])
+@pytest.mark.parametrize(("country", "asked"), [
+    ("IT", "Please reach out to one of these lines as soon as you can, even if it is hard to "
+           "start:"),
+    # No country known: what follows are sites that list lines, not lines (r77-en).
+    (None, "These sites list the help lines in your country. Please contact one of them as "
+           "soon as you can, even if it is hard to start:")])
 def test_the_crisis_reply_asks_to_contact_a_line_today_and_says_sos_shows_them(
-        country: str | None) -> None:
+        country: str | None, asked: str) -> None:
     lines = runner.crisis_reply(context(country=country)).text.split("\n")
-    ask = lines.index("Please reach out to one of these lines as soon as you can, even if it is "
-                      "hard to start:")
+    ask = lines.index(asked)
     sos = lines.index("/sos shows these lines again at any time.")
     assert lines[ask + 1].startswith("• ") and all(
         line.startswith("• ") for line in lines[ask + 1:sos])
