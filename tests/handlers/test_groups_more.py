@@ -215,8 +215,8 @@ async def test_a_coach_gives_the_whole_group_a_programme_and_no_one_else_can(
 
 
 REACHED_IT = ("Il vostro coach ha segnato come raggiunto l'obiettivo comune di "
-              "«\u2068Sales team\u2069»: «\u2068Ship the guide by June\u2069». Prendetevi un "
-              "momento per riconoscere insieme che cosa vi ha permesso di arrivarci.")
+              "«\u2068Sales team\u2069»: «\u2068Ship the guide by June\u2069». Secondo "
+              "ciascuno di voi, che cosa ha reso possibile questo risultato?")
 
 
 async def test_reaching_the_goal_is_celebrated_in_the_chats_language_without_names(
