@@ -398,6 +398,7 @@ def crisis_reply(ctx: Context, *, coach_told: bool = False) -> Reply:
         else tr.gettext("Please also tell someone you trust, or your coach if you have one. "
                         "Until tomorrow, I will not send you anything about coaching.")
     helplines = _helplines(ctx)
+    own_lines = has_country_lines(ctx.country)
     lines = [
         tr.gettext("Thank you for trusting me with this. What you are going through matters "
                    "more than any goal, so I am pausing our coaching here. I am a coaching "
@@ -405,12 +406,13 @@ def crisis_reply(ctx: Context, *, coach_told: bool = False) -> Reply:
         "",
         *helplines[:1],
         tr.gettext("Please reach out to one of these lines as soon as you can, even if it "
-                   "is hard to start:") if has_country_lines(ctx.country) else
+                   "is hard to start:") if own_lines else
         # TRANSLATORS: the country is not known: what follows are websites that list lines.
         tr.gettext("These sites list the help lines in your country. Please contact one of "
                    "them as soon as you can, even if it is hard to start:"),
         *helplines[1:],
-        tr.gettext("/sos shows these lines again at any time."),
+        tr.gettext("/sos shows these lines again at any time.") if own_lines else
+        tr.gettext("/sos shows these sites again at any time."),
         "",
         people,
     ]

@@ -397,19 +397,22 @@ class GroupHandlers:
         group = await groups.reach_goal(t.session, t.user_id, group.id, t.now)
         goal = group.shared_goal or ""
 
-        def celebration(locale: str) -> dict[str, object]:
+        def celebration(locale: str, text: str) -> dict[str, object]:
             tr = translator_for(locale)
-            return Reply(tr.gettext("Your coach has marked the shared goal of “{group}” as "
-                                    "reached: “{goal}”. What made it possible, for you?").format(
+            return Reply(tr.gettext(text).format(
                 group=tr.words(group.name), goal=tr.words(goal))).to_payload()
 
         if group.chat_id is not None:
-            t.enqueue(group.chat_id, celebration(group.chat_locale))
+            t.enqueue(group.chat_id, celebration(group.chat_locale, N_(
+                "Your coach has marked the shared goal of “{group}” as reached: “{goal}”. "
+                "What made it possible, for each of you?")))
         else:
             for member in await groups.members_of(t.session, t.user_id, group.id):
                 locale = await t.session.scalar(select(User.locale)
                                                 .where(User.id == member.user_id))
-                t.enqueue(member.user_id, celebration(locale or "en"))
+                t.enqueue(member.user_id, celebration(locale or "en", N_(
+                    "Your coach has marked the shared goal of your team “{group}” as reached: "
+                    "“{goal}”. What made it possible, for you?")))
         say(t, translator_for(t.user.locale).gettext("Done: I have let the team know."))
 
     async def chat_language(self, t: StoreTurn, rest: str) -> None:

@@ -41,17 +41,18 @@ def test_the_sessions_commitment_may_be_skipped(dialogues: DialogueSet) -> None:
     assert "recap.by" not in outcome.state.variables  # no date asked for nothing
 
 
-@pytest.mark.parametrize(("country", "asked"), [
+@pytest.mark.parametrize(("country", "asked", "again"), [
     ("IT", "Please reach out to one of these lines as soon as you can, even if it is hard to "
-           "start:"),
-    # No country known: what follows are sites that list lines, not lines (r77-en).
+           "start:", "/sos shows these lines again at any time."),
+    # No country known: what follows are sites that list lines, not lines (r77-en, r81).
     (None, "These sites list the help lines in your country. Please contact one of them as "
-           "soon as you can, even if it is hard to start:")])
+           "soon as you can, even if it is hard to start:",
+     "/sos shows these sites again at any time.")])
 def test_the_crisis_reply_asks_to_contact_a_line_today_and_says_sos_shows_them(
-        country: str | None, asked: str) -> None:
+        country: str | None, asked: str, again: str) -> None:
     lines = runner.crisis_reply(context(country=country)).text.split("\n")
     ask = lines.index(asked)
-    sos = lines.index("/sos shows these lines again at any time.")
+    sos = lines.index(again)
     assert lines[ask + 1].startswith("• ") and all(
         line.startswith("• ") for line in lines[ask + 1:sos])
     assert lines[-1].startswith("Please also tell someone you trust")
