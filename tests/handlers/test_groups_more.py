@@ -251,5 +251,8 @@ async def test_reaching_the_goal_is_celebrated_in_the_chats_language_without_nam
     await coach.send("/groups")
     await coach.press("\u2068Sales team\u2069 (2)")
     await coach.press("The team reached its goal")
-    assert (await ana.replies())[-1].text == REACHED_IT
+    assert (await ana.replies())[-1].text == (
+        "Il tuo coach ha segnato come raggiunto l'obiettivo comune del tuo team "
+        "«\u2068Sales team\u2069»: «\u2068Ship the guide by June\u2069». Secondo te, che cosa "
+        "ha reso possibile questo risultato?")  # in private: one person, the team's goal
     assert ((await bo.replies())[-1].text or "").startswith("עדכון מהקואצ'ר")
