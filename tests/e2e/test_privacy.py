@@ -45,12 +45,19 @@ async def test_a_large_export_does_not_hold_up_other_chats(running_bot: RunningB
     gc.collect()
     gc.freeze()  # as `coachbot run` does once started: earlier tests' objects are not scanned
     ticking = asyncio.create_task(ticker())
+    started = loop.time()
     try:
         exported = await heavy.send("/export")
     finally:
+        took = loop.time() - started
         ticking.cancel()
         gc.unfreeze()
     assert exported[0].kind == "document"
     assert len(json.loads(running_bot.fake.documents[-1].content)["answers"]) > 6000
-    print(f"longest stall of the event loop during the export: {max(gaps):.3f} s")
-    assert max(gaps) < 0.1, f"the loop stalled for {max(gaps):.3f} s"
+    stall = max(gaps)
+    print(f"longest stall of the event loop: {stall:.3f} s, the export took {took:.3f} s")
+    # Read off the loop and encoded on a thread, the export stalls the loop for about 0.03 s
+    # of its 0.45 s here; done on the loop, it would stall it for most of its own time. A
+    # loaded machine pauses the loop now and then for reasons of its own (a CI run with four
+    # workers on two cores measured 0.103 s once), and the export takes longer there too.
+    assert stall < 0.1 or stall < 0.25 * took, f"the loop stalled for {stall:.3f} s of {took:.3f} s"
