@@ -235,8 +235,8 @@ class CoachHandlers:
         client = await t.session.get(User, client_id)
         choices = await self.exercise_choices(t, tr, client.locale if client else None)
         if len(parts) == 1:
-            left_out = await self._not_offered(t, tr, client,
-                                               clients[client_id].first_name or str(client_id))
+            left_out = await self._not_offered(
+                t, tr, client, tr.person(clients[client_id].first_name, client_id))
             say(t, "\n\n".join(["\n".join(left_out), tr.gettext("Which exercise?")]).strip(),
                 tuple(
                 Button(title, f"assign:{client_id}:{key}") for key, title in choices.items()))
@@ -299,8 +299,9 @@ class CoachHandlers:
 
     @staticmethod
     async def _not_offered(t: StoreTurn, tr: Translator, client: User | None,
-                           name: str) -> list[str]:
-        """Why the coach's dialogues in other languages than the client's are not offered."""
+                           person: str) -> list[str]:
+        """Why the coach's dialogues in other languages than the client's are not offered
+        (``person``: the client as :meth:`Translator.person` names them)."""
         locale = client.locale if client is not None else ""
         titles = [row.title for row in await coach_dialogues.dialogues_of(t.session, t.user_id)
                   if locale not in coach_dialogues.languages(row)]
@@ -312,7 +313,7 @@ class CoachHandlers:
                             "These exercises and dialogues of yours are not offered to "
                             "{client} (language: {language}), because they are not written in "
                             "that language or translated into it:", len(titles)).format(
-            client=tr.words(name), language=tr.isolate(LANGUAGE_NAMES.get(locale, locale))),
+            client=person, language=tr.isolate(LANGUAGE_NAMES.get(locale, locale))),
             *(f"• {tr.words(title)}" for title in titles)]
 
     # -- dialogues a coach sends as files ----------------------------------------------------
